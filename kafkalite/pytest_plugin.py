@@ -1,0 +1,1 @@
+"""pytest fixtures for testing against a Kafka-compatible broker (kafkalite by default)."""
