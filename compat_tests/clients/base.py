@@ -1,0 +1,64 @@
+"""The interface every client adapter implements, and the record shape they exchange."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Msg:
+    """A record as produced or as consumed (offset/partition are filled in on consume)."""
+
+    value: bytes | None
+    key: bytes | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    partition: int
+    offset: int
+
+
+class Unsupported(Exception):
+    """The client has no way to do what the test asks (not a broker failure)."""
+
+
+@dataclass
+class Client:
+    """Base adapter. Subclasses implement what their client can do; the rest raises Unsupported."""
+
+    bootstrap: str
+    name: str = field(default="base", init=False)
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+        raise Unsupported(f"{self.name}: create_topic")
+
+    def produce(
+        self,
+        topic: str,
+        msgs: list[Msg],
+        *,
+        partition: int | None = None,
+        compression: str = "none",
+        idempotent: bool = False,
+        acks: str = "all",
+    ) -> list[ProduceResult]:
+        """Produce in order and wait for every acknowledgement; returns one result per message."""
+        raise Unsupported(f"{self.name}: produce")
+
+    def consume(
+        self,
+        topic: str,
+        partitions: list[int],
+        count: int,
+        *,
+        start: str = "earliest",
+        isolation: str = "read_uncommitted",
+        timeout_s: float = 30.0,
+    ) -> list[Msg]:
+        """Assign the partitions (no group), read `count` records from `start`, in offset order per partition."""
+        raise Unsupported(f"{self.name}: consume")
