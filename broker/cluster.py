@@ -1,0 +1,233 @@
+"""Topics and partitions of this single-node cluster, and where they live on disk.
+
+Topic metadata (name, stable topic id, partition count, config overrides) is kept in
+`<data dir>/__cluster_metadata/topics.json`, rewritten atomically on every change; each
+partition's log is the directory `<data dir>/<topic>-<partition>` as in Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import trio
+
+from storage import LogConfig, PartitionLog
+
+from .config import BrokerConfig
+from .producers import ProducerStates
+
+log = logging.getLogger("kafkalite.cluster")
+
+LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def validate_topic_name(name: str) -> str | None:
+    """Kafka's Topic.validate: returns a reason, or None when the name is legal."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"topic name is longer than {MAX_TOPIC_NAME} characters"
+    if not LEGAL_TOPIC_CHARS.match(name):
+        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+class Partition:
+    """One partition: its log, its producer state, and the fetches waiting for new data."""
+
+    def __init__(self, topic: "Topic", index: int, plog: PartitionLog):
+        self.topic = topic
+        self.index = index
+        self.log = plog
+        self.producers = ProducerStates()
+        self.leader_epoch = 0
+        self._waiters: set[trio.Event] = set()
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark."""
+        first = self.first_unstable_offset()
+        return self.high_watermark if first is None else first
+
+    def first_unstable_offset(self) -> int | None:
+        firsts = [e.current_txn_first_offset for e in self.producers.entries.values()
+                  if e.current_txn_first_offset is not None]
+        return min(firsts) if firsts else None
+
+    def add_waiter(self, event: trio.Event) -> None:
+        self._waiters.add(event)
+
+    def remove_waiter(self, event: trio.Event) -> None:
+        self._waiters.discard(event)
+
+    def wake(self) -> None:
+        """New data or a moved LSO: wake every fetch waiting on this partition."""
+        if self._waiters:
+            for ev in self._waiters:
+                ev.set()
+            self._waiters.clear()
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str] = field(default_factory=dict)
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class Cluster:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.node_id: int = config["node.id"]
+        self.cluster_id: str = config["cluster.id"]
+        self.data_dir = Path(config.data_dir)
+        self.meta_dir = self.data_dir / "__cluster_metadata"
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
+
+    # --- persistence ---------------------------------------------------------------------
+    def load(self) -> None:
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        path = self.meta_dir / "topics.json"
+        if not path.exists():
+            return
+        data = json.loads(path.read_text())
+        for entry in data["topics"]:
+            topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
+            self._attach(topic)
+            for i in range(entry["partitions"]):
+                self._open_partition(topic, i)
+
+    def save(self) -> None:
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        data = {"topics": [
+            {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
+            for t in self.topics.values()
+        ]}
+        tmp = self.meta_dir / "topics.json.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.meta_dir / "topics.json")
+
+    # --- topics ----------------------------------------------------------------------------
+    def log_config(self, topic: Topic) -> LogConfig:
+        eff = self.effective_configs(topic)
+        return LogConfig(
+            segment_bytes=int(eff["segment.bytes"]),
+            segment_ms=int(eff["segment.ms"]),
+            retention_ms=int(eff["retention.ms"]),
+            retention_bytes=int(eff["retention.bytes"]),
+            index_interval_bytes=int(eff["index.interval.bytes"]),
+            max_message_bytes=int(eff["max.message.bytes"]),
+            cleanup_policy=str(eff["cleanup.policy"]),
+            timestamp_type=str(eff["message.timestamp.type"]),
+            fsync=self.config["fsync"],
+        )
+
+    def effective_configs(self, topic: Topic) -> dict[str, Any]:
+        eff = self.config.topic_defaults()
+        eff.update(topic.configs)
+        return eff
+
+    def _attach(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+
+    def _open_partition(self, topic: Topic, index: int) -> Partition:
+        directory = self.data_dir / f"{topic.name}-{index}"
+        plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
+        part = Partition(topic, index, plog)
+        replay_producer_state(part)
+        topic.partitions.append(part)
+        return part
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        topic = Topic(name, uuid.uuid4(), dict(configs or {}))
+        self._attach(topic)
+        for i in range(num_partitions):
+            self._open_partition(topic, i)
+        self.save()
+        log.info("created topic %s with %d partition(s) id=%s", name, num_partitions, topic.topic_id)
+        return topic
+
+    def add_partitions(self, topic: Topic, total: int) -> None:
+        for i in range(len(topic.partitions), total):
+            self._open_partition(topic, i)
+        self.save()
+
+    def delete_topic(self, topic: Topic) -> None:
+        del self.topics[topic.name]
+        del self.topics_by_id[topic.topic_id]
+        self.save()
+        for part in topic.partitions:
+            part.wake()
+            part.log.delete()
+        log.info("deleted topic %s", topic.name)
+
+    def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        topic.configs = dict(configs)
+        self.save()
+        for part in topic.partitions:
+            part.log.update_config(self.log_config(topic))
+
+    def partition(self, topic_name: str, index: int) -> Partition | None:
+        topic = self.topics.get(topic_name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def all_partitions(self) -> Iterable[Partition]:
+        for topic in self.topics.values():
+            yield from topic.partitions
+
+    def close(self) -> None:
+        for part in self.all_partitions():
+            part.log.close()
+
+
+def replay_producer_state(part: Partition) -> None:
+    """Rebuild the producer state of a partition from its log (on startup and creation)."""
+    from protocol.records import BatchHeader
+
+    states = part.producers
+    for base_offset, batch in part.log.batches_from(part.log.log_start_offset):
+        h = BatchHeader(batch, 0)
+        if h.producer_id < 0:
+            continue
+        if h.is_control:
+            e = states.entry(h.producer_id)
+            e.epoch = max(e.epoch, h.producer_epoch)
+            e.current_txn_first_offset = None
+            continue
+        e = states.record_batch(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+                                base_offset, base_offset + h.last_offset_delta, h.max_timestamp)
+        if h.is_transactional and e.current_txn_first_offset is None:
+            e.current_txn_first_offset = base_offset

@@ -1,0 +1,39 @@
+"""Request handlers, one module per API family, each registered with its version range.
+
+`@api(key, lo, hi)` puts the handler and its range into the one API table
+(`protocol.apis.API_TABLE`), which ApiVersions reads and dispatch enforces. A handler is
+`async def handle(ctx, request) -> response | None` (None: send nothing, as for acks=0).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Awaitable, Callable
+
+from protocol.apis import register
+
+Handler = Callable[[Any, Any], Awaitable[Any]]
+HANDLERS: dict[int, Handler] = {}
+
+# Modules imported (and so registered) when the broker starts.
+FAMILIES = [
+    "api_versions",
+    "metadata",
+    "produce",
+    "fetch",
+    "list_offsets",
+]
+
+
+def api(api_key: int, lo: int, hi: int, *, advertised_min: int | None = None):
+    def deco(fn: Handler) -> Handler:
+        register(api_key, lo, hi, advertised_min=advertised_min)
+        HANDLERS[api_key] = fn
+        return fn
+
+    return deco
+
+
+def load_all() -> None:
+    for name in FAMILIES:
+        importlib.import_module(f"{__name__}.{name}")

@@ -1,0 +1,53 @@
+"""ApiVersions (key 18), v0-v4.
+
+Generated from the API table, so it lists exactly what dispatch serves. Produce is
+advertised from v0 as Kafka 4.x does (older librdkafka turns compression off otherwise) but
+v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890): clients
+use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
+finalized level is 2. A request with a version we do not know is answered in the v0 format
+with UNSUPPORTED_VERSION and our ranges (see broker.server), so the client can retry with
+a version we serve.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from protocol.apis import API_TABLE
+from protocol.messages import make, response_type
+
+from . import api
+
+FEATURES = {
+    # name: (min supported, max supported)
+    "transaction.version": (0, 2),
+    "group.version": (0, 1),
+}
+
+
+def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
+    rt = response_type(18, version)
+    mod = __import__(rt.__module__, fromlist=["ApiVersion"])
+    keys = tuple(
+        make(mod.ApiVersion, api_key=r.api_key, min_version=r.advertised_min_version, max_version=r.max_version)
+        for r in sorted(API_TABLE.values(), key=lambda r: r.api_key)
+    )
+    kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
+    if version >= 3:
+        levels = {"transaction.version": ctx.broker.config["transaction.version"], "group.version": 1}
+        # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
+        kwargs["supported_features"] = tuple(
+            make(mod.SupportedFeatureKey, name=n, min_version=lo, max_version=hi)
+            for n, (lo, hi) in FEATURES.items() if version >= 4 or lo > 0
+        )
+        kwargs["finalized_features_epoch"] = 1
+        kwargs["finalized_features"] = tuple(
+            make(mod.FinalizedFeatureKey, name=n, max_version_level=levels[n], min_version_level=levels[n])
+            for n in FEATURES if levels[n] > 0
+        )
+    return make(rt, **kwargs)
+
+
+@api(18, 0, 4)
+async def handle(ctx, request):
+    return build(ctx.api_version, ctx)

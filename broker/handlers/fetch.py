@@ -1,0 +1,148 @@
+"""Fetch (key 1), v4-v18.
+
+Whole batches, read from the segment files as stored: a fetch offset inside a batch returns
+that whole batch, and the first partition with data returns at least one whole batch even
+when it is larger than the byte limits (KIP-74). read_uncommitted reads up to the high
+watermark with a null aborted-transaction list; read_committed reads up to the last stable
+offset and lists the aborted transactions in range. v13+ names topics by id (UNKNOWN_TOPIC_ID
+for an id we do not know). A fetch with less than min_bytes available waits up to max_wait for
+an append (or LSO move) on any of its partitions; waiting never blocks other connections.
+Fetch sessions (KIP-227) are declined by answering session id 0, which every client treats as
+"keep sending full fetch requests"; an unknown non-zero session id gets
+FETCH_SESSION_ID_NOT_FOUND so the client starts over.
+"""
+
+from __future__ import annotations
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+from storage import OffsetOutOfRange
+
+from . import api
+from .common import response_module
+
+READ_COMMITTED = 1
+
+
+class _Slot:
+    """One requested partition and what we answer for it."""
+
+    __slots__ = ("topic_key", "index", "part", "req", "error", "records", "aborted")
+
+    def __init__(self, topic_key, index, part, req, error=ErrorCode.none):
+        self.topic_key = topic_key
+        self.index = index
+        self.part = part
+        self.req = req
+        self.error = error
+        self.records = b""
+        self.aborted = None
+
+
+def _resolve(ctx, request, by_id: bool) -> list[_Slot]:
+    cluster = ctx.cluster
+    slots = []
+    for t in request.topics:
+        topic = cluster.topics_by_id.get(t.topic_id) if by_id else cluster.topics.get(t.topic)
+        key = t.topic_id if by_id else t.topic
+        for p in t.partitions:
+            if topic is None:
+                err = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
+                slots.append(_Slot(key, p.partition, None, p, err))
+            elif not 0 <= p.partition < len(topic.partitions):
+                slots.append(_Slot(key, p.partition, None, p, ErrorCode.unknown_topic_or_partition))
+            else:
+                part = topic.partitions[p.partition]
+                err = ErrorCode.none
+                epoch = getattr(p, "current_leader_epoch", -1)
+                if epoch >= 0 and epoch != part.leader_epoch:
+                    err = ErrorCode.fenced_leader_epoch if epoch < part.leader_epoch else ErrorCode.unknown_leader_epoch
+                slots.append(_Slot(key, p.partition, part, p, err))
+    return slots
+
+
+def _read_all(slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
+    """Fill every slot with what is readable now; returns the number of bytes gathered."""
+    remaining = max_bytes
+    total = 0
+    for s in slots:
+        if s.part is None or s.error not in (ErrorCode.none, ErrorCode.offset_out_of_range):
+            continue
+        s.error = ErrorCode.none
+        plog = s.part.log
+        upper = s.part.last_stable_offset if read_committed else s.part.high_watermark
+        limit = min(s.req.partition_max_bytes, remaining)
+        try:
+            data = plog.read(s.req.fetch_offset, max(limit, 0), upper_bound=upper, min_one=total == 0)
+        except OffsetOutOfRange:
+            s.error = ErrorCode.offset_out_of_range
+            s.records = b""
+            continue
+        s.records = data
+        n = len(data)
+        total += n
+        remaining -= n
+        if read_committed:
+            s.aborted = plog.aborted_txns(s.req.fetch_offset, upper) if n else []
+    return total
+
+
+@api(1, 4, 18)
+async def handle(ctx, request):
+    mod = response_module(ctx)
+    version = ctx.api_version
+    by_id = version >= 13
+    session_id = getattr(request, "session_id", 0)
+    if session_id != 0:
+        return make(mod.FetchResponse, throttle_time=0, error_code=ErrorCode.fetch_session_id_not_found,
+                    session_id=0, responses=())
+    read_committed = request.isolation_level == READ_COMMITTED
+    slots = _resolve(ctx, request, by_id)
+    max_bytes = getattr(request, "max_bytes", 2**31 - 1)
+    max_wait_s = request.max_wait.total_seconds()
+    deadline = trio.current_time() + max_wait_s
+    while True:
+        gathered = _read_all(slots, max_bytes, read_committed)
+        errors = any(s.error != ErrorCode.none for s in slots)
+        if gathered >= request.min_bytes or errors or not slots or trio.current_time() >= deadline:
+            break
+        woken = trio.Event()
+        for s in slots:
+            if s.part is not None:
+                s.part.add_waiter(woken)
+        with trio.move_on_at(deadline):
+            await woken.wait()
+        for s in slots:
+            if s.part is not None:
+                s.part.remove_waiter(woken)
+        if not woken.is_set():
+            gathered = _read_all(slots, max_bytes, read_committed)
+            break
+    return _response(ctx, mod, slots, read_committed, by_id)
+
+
+def _response(ctx, mod, slots, read_committed, by_id):
+    topics: dict = {}
+    for s in slots:
+        part = s.part
+        if part is not None:
+            hwm, lso, lso_start = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
+        else:
+            hwm = lso = lso_start = -1
+        aborted = None
+        if read_committed and s.aborted is not None:
+            aborted = tuple(make(mod.AbortedTransaction, producer_id=a.producer_id, first_offset=a.first_offset)
+                            for a in s.aborted)
+        elif read_committed and part is not None:
+            aborted = ()
+        pd = make(mod.PartitionData, partition_index=s.index, error_code=s.error, high_watermark=hwm,
+                  last_stable_offset=lso, log_start_offset=lso_start, aborted_transactions=aborted,
+                  preferred_read_replica=-1, records=bytes(s.records))
+        topics.setdefault(s.topic_key, []).append(pd)
+    responses = tuple(
+        make(mod.FetchableTopicResponse, topic=None if by_id else key, topic_id=key if by_id else None,
+             partitions=tuple(parts))
+        for key, parts in topics.items())
+    return make(mod.FetchResponse, throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=responses)

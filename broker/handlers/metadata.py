@@ -1,0 +1,89 @@
+"""Metadata (key 3), v0-v13.
+
+One broker, leader of every partition, leader epoch as kept per partition. Topics have
+stable ids (v10+ lookups by id work). Unknown topics are created with num.partitions when
+the request allows it and auto.create.topics.enable is on (a dev-broker default, like Kafka's);
+the new topic is answered at once, with no LEADER_NOT_AVAILABLE round trip. A null topic
+list means every topic; internal topics are flagged is_internal.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from ..cluster import validate_topic_name
+from . import api
+from .common import response_module
+
+ZERO_UUID = uuid.UUID(int=0)
+NO_AUTHORIZED_OPS = -(2**31)
+
+
+def broker_entries(ctx, mod):
+    adv = ctx.broker.advertised[ctx.listener.name]
+    return (mod.MetadataResponseBroker(node_id=ctx.cluster.node_id, host=adv.host, port=adv.port, rack=None),)
+
+
+def topic_entry(ctx, mod, topic):
+    node = ctx.cluster.node_id
+    parts = tuple(
+        make(mod.MetadataResponsePartition, error_code=ErrorCode.none, partition_index=p.index, leader_id=node,
+             leader_epoch=p.leader_epoch, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
+        for p in topic.partitions
+    )
+    return _make_topic(mod, ErrorCode.none, topic.name, topic.topic_id, topic.internal, parts)
+
+
+def _make_topic(mod, error, name, topic_id, internal, parts):
+    return make(mod.MetadataResponseTopic, error_code=error, name=name, topic_id=topic_id or ZERO_UUID,
+                is_internal=internal, partitions=parts, topic_authorized_operations=NO_AUTHORIZED_OPS)
+
+
+@api(3, 0, 13)
+async def handle(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    version = ctx.api_version
+    topics_out = []
+    if request.topics is None or (version == 0 and not request.topics):
+        # v0 had no null: an empty list meant every topic
+        for topic in cluster.topics.values():
+            topics_out.append(topic_entry(ctx, mod, topic))
+    else:
+        allow_auto = getattr(request, "allow_auto_topic_creation", True)
+        for req_topic in request.topics:
+            name = req_topic.name
+            topic_id = getattr(req_topic, "topic_id", None)
+            if name is None and topic_id not in (None, ZERO_UUID):
+                topic = cluster.topics_by_id.get(topic_id)
+                if topic is None:
+                    topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_id, None, topic_id, False, ()))
+                else:
+                    topics_out.append(topic_entry(ctx, mod, topic))
+                continue
+            topic = cluster.topics.get(name)
+            if topic is None:
+                reason = validate_topic_name(name or "")
+                if reason is not None:
+                    topics_out.append(_make_topic(mod, ErrorCode.invalid_topic_exception, name, None, False, ()))
+                    continue
+                if allow_auto and ctx.broker.config["auto.create.topics.enable"] and not name.startswith("__"):
+                    topic = cluster.create_topic(name, ctx.broker.config["num.partitions"])
+                else:
+                    topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_or_partition, name, None, False, ()))
+                    continue
+            topics_out.append(topic_entry(ctx, mod, topic))
+    return make(
+        mod.MetadataResponse,
+        throttle_time=0,
+        brokers=broker_entries(ctx, mod),
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.node_id,
+        topics=tuple(topics_out),
+        cluster_authorized_operations=NO_AUTHORIZED_OPS,
+        error_code=ErrorCode.none,
+    )

@@ -1,0 +1,147 @@
+"""Produce (key 0), v3-v13 (advertised from v0 as Kafka 4.x does; v0-v2 are refused).
+
+Each partition's payload must be exactly one magic-v2 batch with a valid CRC that is not a
+control batch (CORRUPT_MESSAGE / INVALID_RECORD otherwise), no larger than the topic's
+max.message.bytes (MESSAGE_TOO_LARGE). Clients may not write to internal topics.
+Idempotent batches follow Kafka's sequence rules (broker.producers): a duplicate of one of
+the producer's last five batches is acknowledged with its original base offset and not
+appended again. Transactional batches are checked by the transaction coordinator when one
+is running. The batch is appended as the bytes that arrived (offsets patched in place);
+acks=0 gets no response, and an error on acks=0 closes the connection as in Kafka. With
+fsync=always the data is fsynced before the response.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+from protocol.records import BatchHeader, InvalidRecord, validate_produce_batches
+
+from ..cluster import now_ms
+from ..producers import ProduceError
+from . import api
+from .common import CloseConnection, response_module
+
+log = logging.getLogger("kafkalite.produce")
+
+
+class PartitionResult:
+    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message")
+
+    def __init__(self, error=ErrorCode.none, base_offset=-1, log_append_time=-1, log_start_offset=-1, message=None):
+        self.error = error
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.log_start_offset = log_start_offset
+        self.message = message
+
+
+def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult:
+    """Validate and append one partition's batch. No await: atomic on the trio loop."""
+    if part.topic.internal:
+        return PartitionResult(ErrorCode.invalid_topic_exception, message=f"cannot write to internal topic {part.topic.name}")
+    if not records:
+        return PartitionResult(ErrorCode.invalid_record, message="a produce request needs one record batch per partition")
+    plog = part.log
+    if len(records) > plog.config.max_message_bytes:
+        return PartitionResult(ErrorCode.message_too_large,
+                               message=f"batch of {len(records)} bytes exceeds max.message.bytes={plog.config.max_message_bytes}")
+    try:
+        validate_produce_batches(records)
+    except InvalidRecord as exc:
+        return PartitionResult(getattr(ErrorCode, exc.error_code_name.lower()), message=exc.message)
+    h = BatchHeader(records, 0)
+    if h.total_size != len(records):
+        return PartitionResult(ErrorCode.invalid_record,
+                               message="produce requests may carry exactly one record batch per partition")
+    txn = ctx.broker.services.get("transactions")
+    if h.is_transactional:
+        if txn is None:
+            return PartitionResult(ErrorCode.invalid_txn_state, message="transactions are not enabled")
+        err = txn.check_produce(ctx, transactional_id, part, h)
+        if err is not None:
+            return PartitionResult(err[0], message=err[1])
+    elif transactional_id is not None:
+        return PartitionResult(ErrorCode.invalid_record, message="a transactional request must carry transactional batches")
+    states = part.producers
+    pid = h.producer_id
+    if pid >= 0:
+        try:
+            dup = states.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence)
+        except ProduceError as exc:
+            return PartitionResult(exc.code, message=exc.message)
+        if dup is not None:
+            return PartitionResult(base_offset=dup.first_offset, log_start_offset=plog.log_start_offset)
+        entry = states.entries.get(pid)
+        if (not h.is_transactional and entry is not None and entry.current_txn_first_offset is not None):
+            return PartitionResult(ErrorCode.invalid_txn_state,
+                                   message=f"producer {pid} has an open transaction on this partition")
+    info = plog.append(bytearray(records), leader_epoch=part.leader_epoch, now_ms=now_ms())
+    if pid >= 0:
+        entry = states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence,
+                                    info.base_offset, info.last_offset, info.max_timestamp)
+        if h.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = info.base_offset
+            if txn is not None:
+                txn.on_transactional_append(part, entry)
+    # read_uncommitted fetches see the new data at once; read_committed ones when the LSO moves
+    part.wake()
+    return PartitionResult(base_offset=info.base_offset, log_append_time=info.log_append_time_ms,
+                           log_start_offset=info.log_start_offset)
+
+
+@api(0, 3, 13, advertised_min=0)
+async def handle(ctx, request):
+    cluster = ctx.cluster
+    acks = request.acks
+    by_id = ctx.api_version >= 13
+    results: list[tuple[object, list[tuple[int, PartitionResult]]]] = []
+    touched = []
+    for tdata in request.topic_data:
+        topic = cluster.topics_by_id.get(tdata.topic_id) if by_id else cluster.topics.get(tdata.name)
+        presults = []
+        for pdata in tdata.partition_data:
+            if acks not in (0, 1, -1):
+                res = PartitionResult(ErrorCode.invalid_required_acks)
+            elif topic is None or not 0 <= pdata.index < len(topic.partitions):
+                res = PartitionResult(ErrorCode.unknown_topic_id if by_id and topic is None
+                                      else ErrorCode.unknown_topic_or_partition)
+            else:
+                part = topic.partitions[pdata.index]
+                res = append_to_partition(ctx, part, pdata.records, request.transactional_id)
+                if res.error == ErrorCode.none:
+                    touched.append(part)
+            if res.error != ErrorCode.none:
+                log.info("produce to %s[%d] from %r: %s %s", getattr(tdata, "name", None) or tdata.topic_id,
+                         pdata.index, ctx.client_id, res.error.name, res.message or "")
+            presults.append((pdata.index, res))
+        results.append((tdata, presults))
+    if touched and ctx.broker.config["fsync"] == "always":
+        await trio.to_thread.run_sync(_flush, touched)
+    if acks == 0:
+        if any(r.error != ErrorCode.none for _t, prs in results for _i, r in prs):
+            raise CloseConnection("error on an acks=0 produce")
+        return None
+    mod = response_module(ctx)
+    return make(
+        mod.ProduceResponse,
+        responses=tuple(
+            make(mod.TopicProduceResponse, name=getattr(tdata, "name", None), topic_id=getattr(tdata, "topic_id", None),
+                 partition_responses=tuple(
+                     make(mod.PartitionProduceResponse, index=idx, error_code=r.error, base_offset=r.base_offset,
+                          log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
+                          record_errors=(), error_message=r.message)
+                     for idx, r in prs))
+            for tdata, prs in results),
+        throttle_time=0,
+    )
+
+
+def _flush(parts) -> None:
+    for p in {id(p): p for p in parts}.values():
+        p.log.flush()

@@ -1,0 +1,121 @@
+"""Per-partition producer state: the idempotence and sequence rules of Kafka's ProducerAppendInfo.
+
+For each producer id the partition remembers the epoch and the last five batches it appended
+(first/last sequence, first/last offset). On Produce:
+- a batch whose epoch is older than the producer's current one gets INVALID_PRODUCER_EPOCH;
+- an exact repeat of one of the last five batches is acknowledged with its original offset
+  and is not appended again;
+- with a new epoch the first sequence must be 0, with the same epoch it must follow the last
+  sequence (int32 wrap-around included), else OUT_OF_ORDER_SEQUENCE_NUMBER; a producer the
+  partition has no state for may start at any sequence (state expired or deleted).
+Transactional bookkeeping (the first offset of each open transaction, which bounds the last
+stable offset) lives here too, since it is per producer and per partition.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_EPOCH = -1
+INT32_MAX = 2**31 - 1
+
+
+class ProduceError(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class BatchMeta:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    epoch: int = NO_EPOCH
+    batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    # offset of the first batch of the transaction now open on this partition, else None
+    current_txn_first_offset: int | None = None
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMeta | None:
+        if epoch != self.epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class ProducerStates:
+    """The producer state of one partition."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, ProducerStateEntry] = {}
+
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> BatchMeta | None:
+        """Validate an idempotent batch before it is appended.
+
+        Returns the earlier batch when this one repeats it (acknowledge, do not append);
+        raises ProduceError when it must be refused."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            return None
+        if epoch < entry.epoch:
+            raise ProduceError(
+                ErrorCode.invalid_producer_epoch,
+                f"epoch {epoch} is older than the current epoch {entry.epoch} of producer {producer_id}",
+            )
+        dup = entry.find_duplicate(epoch, first_seq, last_seq)
+        if dup is not None:
+            return dup
+        if epoch != entry.epoch:
+            if first_seq != 0 and entry.epoch != NO_EPOCH:
+                raise ProduceError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"new epoch {epoch} of producer {producer_id} must start at sequence 0, not {first_seq}",
+                )
+        elif entry.batches and not in_sequence(entry.last_seq, first_seq):
+            raise ProduceError(
+                ErrorCode.out_of_order_sequence_number,
+                f"producer {producer_id} sent sequence {first_seq} after {entry.last_seq}",
+            )
+        return None
+
+    def entry(self, producer_id: int) -> ProducerStateEntry:
+        e = self.entries.get(producer_id)
+        if e is None:
+            e = self.entries[producer_id] = ProducerStateEntry(producer_id)
+        return e
+
+    def record_batch(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
+                     first_offset: int, last_offset: int, timestamp: int) -> ProducerStateEntry:
+        """Update after an append (also used when replaying the log on startup)."""
+        e = self.entry(producer_id)
+        if epoch != e.epoch:
+            e.epoch = epoch
+            e.batches.clear()
+        if first_seq >= 0:
+            e.batches.append(BatchMeta(first_seq, last_seq, first_offset, last_offset, timestamp))
+        e.last_timestamp = timestamp
+        return e

@@ -1,0 +1,233 @@
+"""The trio server: listeners, one task per connection, dispatch.
+
+Requests of one connection are handled one at a time and answered in order (Kafka mutes a
+connection while it works on a request). A frame larger than socket.request.max.bytes, an
+undecodable request or an API version we do not serve closes that connection with a log
+line; the broker goes on serving every other connection. ApiVersions with a version we do
+not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import trio
+
+from kio.schema.errors import ErrorCode
+from protocol.apis import API_TABLE
+from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
+
+from .cluster import Cluster, now_ms
+from .config import BrokerConfig, Listener
+from .handlers import HANDLERS, load_all
+from .handlers.common import CloseConnection
+
+log = logging.getLogger("kafkalite.server")
+_SIZE = struct.Struct(">i")
+
+
+@dataclass
+class Broker:
+    """Everything a handler may reach: configuration, cluster, coordinators."""
+
+    config: BrokerConfig
+    cluster: Cluster
+    # bound listeners (real ports once bound) and what each advertises
+    listeners: list[Listener] = field(default_factory=list)
+    advertised: dict[str, Listener] = field(default_factory=dict)
+    # started with the server: objects with `async run(task_status)` and `close()`
+    services: dict[str, Any] = field(default_factory=dict)
+    started_ms: int = field(default_factory=now_ms)
+
+
+class RequestContext:
+    __slots__ = ("broker", "header", "listener", "peer")
+
+    def __init__(self, broker: Broker, header, listener: Listener, peer: str):
+        self.broker = broker
+        self.header = header
+        self.listener = listener
+        self.peer = peer
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.broker.cluster
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+class FrameReader:
+    """Reads size-prefixed frames from a stream without copying more than needed."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_size: int):
+        self.stream = stream
+        self.max_size = max_size
+        self.buf = bytearray()
+
+    async def _fill(self, n: int) -> None:
+        while len(self.buf) < n:
+            chunk = await self.stream.receive_some(max(65536, n - len(self.buf)))
+            if not chunk:
+                raise ConnectionClosed()
+            self.buf += chunk
+
+    async def read_frame(self) -> bytes:
+        await self._fill(4)
+        (size,) = _SIZE.unpack_from(self.buf, 0)
+        if size < 0 or size > self.max_size:
+            raise MalformedRequest(f"frame of {size} bytes exceeds socket.request.max.bytes={self.max_size}")
+        await self._fill(4 + size)
+        frame = bytes(self.buf[4 : 4 + size])
+        del self.buf[: 4 + size]
+        return frame
+
+
+def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:
+    from .handlers.api_versions import build
+
+    class _Ctx:
+        pass
+
+    ctx = _Ctx()
+    ctx.broker = broker
+    body = build(0, ctx, ErrorCode.unsupported_version)
+    return encode_response(18, 0, correlation_id, body)
+
+
+async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: Listener) -> None:
+    try:
+        peer = "%s:%s" % stream.socket.getpeername()[:2]
+    except OSError:
+        peer = "?"
+    log.debug("connection opened from %s on %s", peer, listener.name)
+    reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
+    try:
+        while True:
+            frame = await reader.read_frame()
+            header, hsize = peek_header(frame)
+            rng = API_TABLE.get(header.api_key)
+            if rng is None or not rng.serves(header.api_version):
+                if header.api_key == 18:
+                    await stream.send_all(unsupported_api_versions(broker, header.correlation_id))
+                    continue
+                log.warning("closing connection from %s: api key %d version %d is not served (client %r)",
+                            peer, header.api_key, header.api_version, header.client_id)
+                return
+            request = parse_request(frame, header, hsize)
+            ctx = RequestContext(broker, header, listener, peer)
+            try:
+                response = await HANDLERS[header.api_key](ctx, request)
+            except CloseConnection as exc:
+                log.info("closing connection from %s (client %r): %s", peer, header.client_id, exc)
+                return
+            except Exception:
+                log.exception("error handling %s v%d from %s (client %r); closing the connection",
+                              rng.name, header.api_version, peer, header.client_id)
+                return
+            if response is not None:
+                await stream.send_all(encode_response(header.api_key, header.api_version, header.correlation_id, response))
+    except ConnectionClosed:
+        pass
+    except MalformedRequest as exc:
+        log.warning("closing connection from %s: %s", peer, exc)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        pass
+    finally:
+        log.debug("connection closed from %s", peer)
+        with trio.move_on_after(0):
+            await stream.aclose()
+
+
+async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | None = None,
+                task_status=trio.TASK_STATUS_IGNORED) -> None:
+    load_all()
+    cluster = Cluster(config)
+    t0 = time.monotonic()
+    cluster.load()
+    log.info("loaded %d topic(s) in %.3f s", len(cluster.topics), time.monotonic() - t0)
+    broker = Broker(config=config, cluster=cluster)
+    try:
+        async with trio.open_nursery() as nursery:
+            for lis in config.listeners:
+                listeners = await trio.open_tcp_listeners(lis.port, host=lis.host)
+                bound_port = listeners[0].socket.getsockname()[1]
+                bound = Listener(lis.name, lis.host, bound_port)
+                broker.listeners.append(bound)
+                adv = config.advertised_for(lis.name)
+                if adv.name == lis.name and adv in config.advertised_listeners:
+                    if adv.port == 0:
+                        adv = Listener(adv.name, adv.host, bound_port)
+                else:
+                    host = bound.host if bound.host not in ("0.0.0.0", "::", "") else "localhost"
+                    adv = Listener(lis.name, host, bound_port)
+                broker.advertised[lis.name] = adv
+                nursery.start_soon(_accept_loop, broker, listeners, bound)
+            for name, service in broker.services.items():
+                await nursery.start(service.run)
+            nursery.start_soon(_housekeeping, broker)
+            task_status.started(broker)
+            if on_ready is not None:
+                on_ready(broker)
+    finally:
+        for service in broker.services.values():
+            service.close()
+        cluster.close()
+
+
+async def _accept_loop(broker: Broker, listeners, listener: Listener) -> None:
+    async def handler(stream):
+        await serve_connection(broker, stream, listener)
+
+    await trio.serve_listeners(handler, listeners)
+
+
+async def _housekeeping(broker: Broker) -> None:
+    """Retention, compaction and the fsync=interval flush, off the request path."""
+    config = broker.config
+    flush_every = config["log.flush.interval.ms"] / 1000
+    retention_every = config["log.retention.check.interval.ms"] / 1000
+    next_retention = trio.current_time() + retention_every
+    while True:
+        await trio.sleep(flush_every)
+        if config["fsync"] == "interval":
+            parts = list(broker.cluster.all_partitions())
+            if parts:
+                await trio.to_thread.run_sync(_flush_all, parts)
+        if trio.current_time() >= next_retention:
+            next_retention = trio.current_time() + retention_every
+            apply_retention(broker)
+
+
+def _flush_all(parts) -> None:
+    for p in parts:
+        try:
+            p.log.flush()
+        except (OSError, ValueError):
+            pass  # a partition deleted meanwhile
+
+
+def apply_retention(broker: Broker) -> None:
+    now = now_ms()
+    for part in list(broker.cluster.all_partitions()):
+        part.log.retention_floor = part.first_unstable_offset()
+        try:
+            part.log.apply_retention(now)
+            if "compact" in part.log.config.cleanup_policy:
+                part.log.compact(now, first_unstable_offset=part.last_stable_offset)
+        except Exception:
+            log.exception("retention failed on %s-%d", part.topic.name, part.index)

@@ -1,0 +1,193 @@
+"""Request/response bodies through kio, and the request/response headers.
+
+A frame is the bytes after the 4-byte size prefix. `parse_request` reads the header and the
+body; `encode_response` writes a size-prefixed response with the right header version.
+`make` builds any kio entity from keyword arguments, dropping fields the entity's version
+does not have and converting plain ints to the enum/timedelta types kio expects, so one
+handler can build its response for every version it serves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+from functools import lru_cache
+from typing import Any, Callable
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+
+__all__ = [
+    "ErrorCode",
+    "RequestHeader",
+    "peek_header",
+    "parse_request",
+    "encode_response",
+    "make",
+    "request_type",
+    "response_type",
+    "API_VERSIONS_KEY",
+]
+
+API_VERSIONS_KEY = 18
+_HEAD = struct.Struct(">hhi")
+
+
+class RequestHeader:
+    """What every request starts with, read without kio (it is needed before the body type)."""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None):
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+
+    def __repr__(self) -> str:
+        return (f"RequestHeader(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
+
+
+class MalformedRequest(Exception):
+    """The frame cannot be a Kafka request: the connection should be closed."""
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[RequestHeader, int]:
+    """Read api key, version, correlation id and client id; returns the header and the size read
+    so far (tagged fields of a flexible header are not included)."""
+    if len(frame) < 10:
+        raise MalformedRequest(f"frame of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _HEAD.unpack_from(frame, 0)
+    (n,) = struct.unpack_from(">h", frame, 8)
+    if n < 0:
+        client_id, pos = None, 10
+    else:
+        if 10 + n > len(frame):
+            raise MalformedRequest("client id runs past the frame")
+        client_id = bytes(frame[10 : 10 + n]).decode("utf-8", errors="replace")
+        pos = 10 + n
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+@lru_cache(maxsize=None)
+def request_type(api_key: int, version: int) -> type:
+    return load_request_schema(api_key, version)
+
+
+@lru_cache(maxsize=None)
+def response_type(api_key: int, version: int) -> type:
+    return load_response_schema(api_key, version)
+
+
+@lru_cache(maxsize=None)
+def _reader(entity: type) -> Callable:
+    return entity_reader(entity)
+
+
+@lru_cache(maxsize=None)
+def _writer(entity: type) -> Callable:
+    return entity_writer(entity)
+
+
+def _skip_tagged_fields(frame, pos: int) -> int:
+    count, pos = _read_uvarint(frame, pos)
+    for _ in range(count):
+        _tag, pos = _read_uvarint(frame, pos)
+        size, pos = _read_uvarint(frame, pos)
+        pos += size
+    if pos > len(frame):
+        raise MalformedRequest("tagged fields run past the frame")
+    return pos
+
+
+def _read_uvarint(buf, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        if pos >= len(buf):
+            raise MalformedRequest("varint runs past the frame")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedRequest("varint too long")
+
+
+def parse_request(frame: bytes | memoryview, header: RequestHeader, header_size: int) -> Any:
+    """Decode the body of a request whose header was read by `peek_header`.
+
+    Raises MalformedRequest when the body does not decode."""
+    rtype = request_type(header.api_key, header.api_version)
+    pos = header_size
+    if rtype.__flexible__:
+        pos = _skip_tagged_fields(frame, pos)
+    try:
+        body, _size = _reader(rtype)(frame, pos)
+    except Exception as exc:  # kio raises a variety of errors on garbage
+        raise MalformedRequest(f"cannot decode {rtype.__name__} v{header.api_version}: {exc!r}") from exc
+    return body
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+    """Size prefix + response header + body.
+
+    ApiVersions responses always use header v0 so that a client that sent a version we do not
+    know can still read the answer."""
+    flexible = type(body).__flexible__ and api_key != API_VERSIONS_KEY
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    if flexible:
+        buf.write(struct.pack(">i", correlation_id))
+        buf.write(b"\0")  # no tagged fields in the header
+    else:
+        buf.write(struct.pack(">i", correlation_id))
+    _writer(type(body))(buf, body)
+    out = buf.getbuffer()
+    struct.pack_into(">i", out, 0, len(out) - 4)
+    del out
+    return buf.getvalue()
+
+
+# --- building entities -------------------------------------------------------------------
+
+def _converter(f: dataclasses.Field) -> Callable[[Any], Any] | None:
+    kafka_type = f.metadata.get("kafka_type")
+    if kafka_type == "error_code":
+        return lambda v: v if isinstance(v, ErrorCode) else ErrorCode(v)
+    if kafka_type in ("timedelta_i32", "timedelta_i64"):
+        return lambda v: v if isinstance(v, datetime.timedelta) else datetime.timedelta(milliseconds=v)
+    if kafka_type in ("datetime_i64",):
+        # -1 means "no time" on the wire; kio writes None as -1
+        return lambda v: v if isinstance(v, datetime.datetime) else (
+            None if v < 0 else datetime.datetime.fromtimestamp(v / 1000, datetime.timezone.utc))
+    return None
+
+
+@lru_cache(maxsize=None)
+def _field_plan(entity: type) -> dict[str, Callable[[Any], Any] | None]:
+    return {f.name: _converter(f) for f in dataclasses.fields(entity)}
+
+
+def make(entity: type, **values: Any) -> Any:
+    """Build `entity`, ignoring fields it does not have (older/newer versions)."""
+    plan = _field_plan(entity)
+    kwargs = {}
+    for name, value in values.items():
+        if name in plan:
+            conv = plan[name]
+            kwargs[name] = conv(value) if conv is not None and value is not None else value
+    return entity(**kwargs)
+
+
+def has_field(entity: type, name: str) -> bool:
+    return name in _field_plan(entity)
