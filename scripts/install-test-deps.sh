@@ -59,5 +59,23 @@ for j in 'kafka-clients-4.3.0.jar' 'commons-pool2-*.jar' 'slf4j-api-*.jar' 'lz4-
 done
 
 # --- Node: kafkajs ---
+# kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with
+# `npm ci` into compat_tests/node/node_modules. None of them runs an install script (the zstd
+# binding comes as a prebuilt platform package), so --ignore-scripts. A stamp with the lockfile's
+# hash makes a second run a no-op.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+NODE_DIR="$PWD/compat_tests/node"
+node_stamp="$NODE_DIR/node_modules/.kafkalite-lock.sha256"
+node_lock_sha="$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_lock_sha" ] || [ ! -f "$NODE_DIR/node_modules/kafkajs/package.json" ]; then
+    (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$node_lock_sha" > "$node_stamp"
+fi
+node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modules/@mongodb-js/zstd')" \
+    || { echo "kafkajs or its zstd codec does not load from $NODE_DIR/node_modules" >&2; exit 1; }
 
 echo "test dependencies ready in $DEPS"
