@@ -69,11 +69,15 @@ def _unb64(s: str | None) -> bytes | None:
     return None if s is None else base64.b64decode(s)
 
 
+class KafkajsMissing(RuntimeError):
+    """node or the npm packages are not installed: an error, never a skip."""
+
+
 def run_driver(request: dict[str, Any], timeout_s: float) -> Any:
     """Run one driver command; returns its result, raises Unsupported or KafkajsError."""
     reason = available()
     if reason:
-        raise Unsupported(f"kafkajs: {reason}")
+        raise KafkajsMissing(f"kafkajs: {reason}")
     env = dict(os.environ)
     modules = node_modules_dir()
     if modules is not None and modules != NODE_DIR / "node_modules":

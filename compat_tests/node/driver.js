@@ -287,8 +287,20 @@ async function admin(req) {
   if (typeof adm[req.op] !== 'function') throw new Unsupported(`kafkajs admin has no ${req.op}`)
   await adm.connect()
   try {
+    if (req.op === 'deleteTopicRecords') {
+      // kafkajs looks the leaders up before loading the topic's metadata: a fresh admin (one per
+      // process here) fails with "Topic metadata not loaded" unless the topic is loaded first.
+      await adm.fetchTopicMetadata({ topics: [req.args[0].topic] })
+    }
     const result = await adm[req.op](...(req.args || []))
     return result === undefined ? null : result
+  } catch (e) {
+    if (req.op === 'deleteTopicRecords' && /reading 'some'/.test(String(e.message))) {
+      // kafkajs's retry handler reads e.partitions of any retriable error and so hides the cause
+      e.message += ' (kafkajs hid the cause: DeleteRecords failed without a per-partition error,' +
+        ' e.g. the broker closed the connection)'
+    }
+    throw e
   } finally {
     await adm.disconnect()
   }

@@ -1,0 +1,356 @@
+"""Client-specific behaviours that the shared feature tests do not cover.
+
+kafka-python: the broker version it infers from ApiVersions, pinned ``api_version``s, its
+offset lookups (beginning/end offsets, offsets_for_times). aiokafka: the ApiVersions table it
+reads, ``send_batch``, its offset lookups. kafkajs: its own admin client (createTopics,
+fetchTopicOffsets, fetchTopicOffsetsByTimestamp, deleteTopicRecords, createPartitions,
+deleteTopics, describeConfigs), headers with repeated keys, a fetch that starts inside a
+compressed batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from compat_tests.clients.aiokafka_client import AiokafkaClient
+from compat_tests.clients.base import Msg, Unsupported
+from compat_tests.clients.kafka_python import KafkaPythonClient
+from compat_tests.clients.kafkajs import KafkajsClient, KafkajsError
+
+T0 = 1_700_000_000_000  # record timestamps used below: T0, T0 + 1000, T0 + 2000, ...
+
+
+def _timed_msgs(n: int) -> list[Msg]:
+    return [Msg(value=b"v%d" % i, key=b"k%d" % i, timestamp_ms=T0 + 1000 * i) for i in range(n)]
+
+
+# ----------------------------------------------------------------------------- kafka-python
+
+
+def _kafka_python_inferred_version(bootstrap) -> tuple[int, ...]:
+    admin = KafkaPythonClient(bootstrap).admin_client()
+    try:
+        client = admin._client
+        return tuple(client.check_version() if hasattr(client, "check_version") else admin.config["api_version"])
+    finally:
+        admin.close()
+
+
+@pytest.mark.kafka_python
+def test_kafka_python_infers_a_version_that_allows_zstd(bootstrap):
+    """kafka-python maps the ApiVersions table to a broker release and refuses zstd below 2.1."""
+    version = _kafka_python_inferred_version(bootstrap)
+    assert version >= (2, 1), f"kafka-python inferred broker version {version}: zstd would be refused"
+
+
+@pytest.mark.kafka_python
+def test_kafka_python_infers_a_kafka_4_broker(bootstrap):
+    """kafka-python 3 takes 4.0 from ListOffsets v10 and 4.2 from ListOffsets v11 in ApiVersions."""
+    from compat_tests.clients.kafka_python import kafka_python_version
+
+    if kafka_python_version() < (3,):
+        pytest.skip("kafka-python 2.x knows no release after 2.6/3.x")
+    version = _kafka_python_inferred_version(bootstrap)
+    assert version >= (4, 0), f"kafka-python inferred broker version {version}, not a Kafka 4.x broker"
+
+
+@pytest.mark.kafka_python
+@pytest.mark.produce_fetch
+@pytest.mark.parametrize("api_version", [(2, 1), (2, 8), (3, 9)], ids=lambda v: "api%d.%d" % v)
+def test_kafka_python_pinned_api_version(bootstrap, topic_name, api_version):
+    """A pinned api_version skips negotiation: kafka-python sends the request versions of that
+    release (2.1: Produce v7, Fetch v10, ListOffsets v4, Metadata v7), all of which Kafka 4 serves."""
+    c = KafkaPythonClient(bootstrap, api_version=api_version)
+    c.create_topic(topic_name, 1)
+    msgs = [Msg(value=b"pinned-%d" % i, key=b"k", headers=(("h", b"1"),)) for i in range(5)]
+    res = c.produce(topic_name, msgs, partition=0, compression="zstd")
+    assert [r.offset for r in res] == [0, 1, 2, 3, 4]
+    got = c.consume(topic_name, [0], 5, timeout_s=10)
+    assert [(m.offset, m.value, m.headers) for m in got] == [(i, m.value, m.headers) for i, m in enumerate(msgs)]
+
+
+@pytest.mark.kafka_python
+@pytest.mark.offsets
+def test_kafka_python_offset_lookups(bootstrap, topic_name):
+    c = KafkaPythonClient(bootstrap)
+    c.create_topic(topic_name, 2)
+    c.produce(topic_name, _timed_msgs(5), partition=0)
+    c.produce(topic_name, _timed_msgs(2), partition=1)
+    from kafka import TopicPartition
+
+    tp0, tp1 = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = c.consumer(isolation_level=isolation)
+        try:
+            assert consumer.beginning_offsets([tp0, tp1]) == {tp0: 0, tp1: 0}
+            assert consumer.end_offsets([tp0, tp1]) == {tp0: 5, tp1: 2}
+            found = consumer.offsets_for_times({tp0: T0 + 2500, tp1: T0 + 500})
+            assert found[tp0].offset == 3 and found[tp0].timestamp == T0 + 3000
+            assert found[tp1].offset == 1 and found[tp1].timestamp == T0 + 1000
+            assert consumer.offsets_for_times({tp0: T0 + 10_000})[tp0] is None  # past the last record
+            assert consumer.offsets_for_times({tp0: 0})[tp0].offset == 0
+        finally:
+            consumer.close()
+
+
+# ----------------------------------------------------------------------------- aiokafka
+
+
+@pytest.mark.aiokafka
+def test_aiokafka_reads_the_api_versions_table(bootstrap):
+    """aiokafka sends ApiVersions v0 on every connection, asserts min <= max for each key, and
+    picks every request's version from the table."""
+    from aiokafka import AIOKafkaClient
+
+    async def versions():
+        client = AIOKafkaClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+        try:
+            await client.bootstrap()
+            node = client.cluster.brokers().pop().nodeId
+            conn = await client._get_conn(node)
+            return dict(conn._versions)
+        finally:
+            await client.close()
+
+    table = asyncio.run(asyncio.wait_for(versions(), 30))
+    for key, (lo, hi) in table.items():
+        assert 0 <= lo <= hi, f"api key {key}: min {lo} > max {hi}"
+    # Produce, Fetch, ListOffsets, Metadata, ApiVersions, CreateTopics, InitProducerId
+    for key in (0, 1, 2, 3, 18, 19, 22):
+        assert key in table, f"api key {key} missing from ApiVersions"
+    assert table[0][0] <= 3, "Produce v3 (magic v2 batches) must be served"
+    assert table[1][0] <= 4, "Fetch v4 must be served"
+
+
+@pytest.mark.aiokafka
+@pytest.mark.produce_fetch
+def test_aiokafka_send_batch(bootstrap, topic_name):
+    """aiokafka's create_batch/send_batch builds one record batch itself and returns its base offset."""
+    c = AiokafkaClient(bootstrap)
+    c.create_topic(topic_name, 1)
+
+    async def send():
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10000, compression_type="lz4")
+        try:
+            await producer.start()
+            offsets = []
+            for round_ in range(2):
+                batch = producer.create_batch()
+                for i in range(10):
+                    assert batch.append(key=None, value=b"b%d-%d" % (round_, i), timestamp=None, headers=[("r", b"%d" % round_)])
+                batch.close()
+                md = await (await producer.send_batch(batch, topic_name, partition=0))
+                offsets.append(md.offset)
+            return offsets
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(asyncio.wait_for(send(), 30)) == [0, 10]
+    got = c.consume(topic_name, [0], 20, timeout_s=10)
+    assert [m.value for m in got] == [b"b%d-%d" % (r, i) for r in range(2) for i in range(10)]
+    assert [m.offset for m in got] == list(range(20))
+    assert got[15].headers == (("r", b"1"),)
+
+
+@pytest.mark.aiokafka
+@pytest.mark.offsets
+def test_aiokafka_offset_lookups(bootstrap, topic_name):
+    c = AiokafkaClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    c.produce(topic_name, _timed_msgs(4), partition=0)
+
+    async def lookups():
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(topic_name, 0)
+        consumer = c.consumer(isolation_level="read_committed")
+        try:
+            await consumer.start()
+            return (
+                await consumer.beginning_offsets([tp]),
+                await consumer.end_offsets([tp]),
+                await consumer.offsets_for_times({tp: T0 + 1500}),
+                await consumer.offsets_for_times({tp: T0 + 99_000}),
+                tp,
+            )
+        finally:
+            await consumer.stop()
+
+    begin, end, by_time, none_found, tp = asyncio.run(asyncio.wait_for(lookups(), 30))
+    assert begin == {tp: 0}
+    assert end == {tp: 4}
+    assert by_time[tp].offset == 2 and by_time[tp].timestamp == T0 + 2000
+    assert none_found[tp] is None
+
+
+# ----------------------------------------------------------------------------- kafkajs
+
+
+@pytest.mark.kafkajs
+@pytest.mark.admin
+def test_kafkajs_create_topics(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    spec = {"topic": topic_name, "numPartitions": 3, "replicationFactor": 1}
+    assert c.admin("createTopics", {"topics": [spec], "waitForLeaders": True}) is True
+    # kafkajs answers false (not an error) when the topic exists
+    assert c.admin("createTopics", {"topics": [spec], "waitForLeaders": True}) is False
+    meta = c.admin("fetchTopicMetadata", {"topics": [topic_name]})
+    (topic,) = meta["topics"]
+    assert topic["name"] == topic_name
+    assert sorted(p["partitionId"] for p in topic["partitions"]) == [0, 1, 2]
+    assert all(p["leader"] >= 0 for p in topic["partitions"])
+    assert topic_name in c.admin("listTopics")
+
+
+@pytest.mark.kafkajs
+@pytest.mark.admin
+def test_kafkajs_create_topic_validate_only(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    spec = {"topic": topic_name, "numPartitions": 1, "replicationFactor": 1}
+    c.admin("createTopics", {"topics": [spec], "validateOnly": True})
+    assert topic_name not in c.admin("listTopics")
+
+
+@pytest.mark.kafkajs
+@pytest.mark.offsets
+def test_kafkajs_fetch_topic_offsets(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 2)
+    c.produce(topic_name, _timed_msgs(5), partition=0)
+    offsets = sorted(c.admin("fetchTopicOffsets", topic_name), key=lambda o: o["partition"])
+    assert [(o["partition"], o["low"], o["high"], o["offset"]) for o in offsets] == [
+        (0, "0", "5", "5"),
+        (1, "0", "0", "0"),
+    ]
+
+
+@pytest.mark.kafkajs
+@pytest.mark.offsets
+def test_kafkajs_fetch_topic_offsets_by_timestamp(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 2)
+    c.produce(topic_name, _timed_msgs(5), partition=0)
+    c.produce(topic_name, _timed_msgs(1), partition=1)
+
+    def at(ts):
+        return {o["partition"]: o["offset"] for o in c.admin("fetchTopicOffsetsByTimestamp", topic_name, ts)}
+
+    assert at(T0 + 2000) == {0: "2", 1: "1"}  # exact match on p0; p1 has nothing that late: its end
+    assert at(T0 + 2001) == {0: "3", 1: "1"}
+    assert at(T0 - 1) == {0: "0", 1: "0"}
+    assert at(T0 + 60_000) == {0: "5", 1: "1"}
+
+
+@pytest.mark.kafkajs
+@pytest.mark.admin
+def test_kafkajs_delete_topic_records(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    c.produce(topic_name, _timed_msgs(6), partition=0)
+    c.admin("deleteTopicRecords", {"topic": topic_name, "partitions": [{"partition": 0, "offset": "4"}]})
+    (o,) = c.admin("fetchTopicOffsets", topic_name)
+    assert (o["low"], o["high"]) == ("4", "6")
+    got = c.consume(topic_name, [0], 2, start="earliest", timeout_s=10)
+    assert [(m.offset, m.value) for m in got] == [(4, b"v4"), (5, b"v5")]
+    # offset -1 deletes everything up to the high watermark
+    c.admin("deleteTopicRecords", {"topic": topic_name, "partitions": [{"partition": 0, "offset": "-1"}]})
+    (o,) = c.admin("fetchTopicOffsets", topic_name)
+    assert (o["low"], o["high"]) == ("6", "6")
+
+
+@pytest.mark.kafkajs
+@pytest.mark.admin
+def test_kafkajs_create_partitions_and_delete_topics(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    c.admin("createPartitions", {"topicPartitions": [{"topic": topic_name, "count": 3}]})
+    meta = c.admin("fetchTopicMetadata", {"topics": [topic_name]})
+    assert len(meta["topics"][0]["partitions"]) == 3
+    res = c.produce(topic_name, [Msg(value=b"x")], partition=2)
+    assert res[0].partition == 2 and res[0].offset == 0
+    c.admin("deleteTopics", {"topics": [topic_name]})
+    deadline = time.monotonic() + 10
+    while topic_name in c.admin("listTopics") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert topic_name not in c.admin("listTopics")
+
+
+@pytest.mark.kafkajs
+@pytest.mark.admin
+def test_kafkajs_describe_configs(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1, configs={"retention.ms": "123456789"})
+    TOPIC = 2  # kafkajs ConfigResourceTypes.TOPIC
+    res = c.admin(
+        "describeConfigs",
+        {"resources": [{"type": TOPIC, "name": topic_name, "configNames": ["retention.ms"]}], "includeSynonyms": False},
+    )
+    (resource,) = res["resources"]
+    assert resource["errorCode"] == 0
+    entries = {e["configName"]: e["configValue"] for e in resource["configEntries"]}
+    assert entries.get("retention.ms") == "123456789"
+
+
+@pytest.mark.kafkajs
+@pytest.mark.produce_fetch
+def test_kafkajs_repeated_header_keys(bootstrap, topic_name):
+    """kafkajs holds headers as an object; a repeated key becomes an array, sent in order."""
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    headers = (("trace", b"a"), ("trace", b"b"), ("other", b""))
+    c.produce(topic_name, [Msg(value=b"v", headers=headers)], partition=0)
+    (got,) = c.consume(topic_name, [0], 1, timeout_s=10)
+    assert got.headers == headers
+    # and what other clients see
+    (seen,) = KafkaPythonClient(bootstrap).consume(topic_name, [0], 1, timeout_s=10)
+    assert seen.headers == headers
+
+
+@pytest.mark.kafkajs
+def test_kafkajs_null_header_value_is_unsupported(bootstrap, topic_name):
+    with pytest.raises(Unsupported):
+        KafkajsClient(bootstrap).produce(topic_name, [Msg(value=b"v", headers=(("h", None),))], partition=0)
+
+
+@pytest.mark.kafkajs
+@pytest.mark.produce_fetch
+@pytest.mark.compression
+@pytest.mark.parametrize("compression", ["none", "gzip", "lz4"])
+def test_kafkajs_fetch_from_inside_a_batch(bootstrap, topic_name, compression):
+    """A fetch at an offset inside a batch returns the whole batch; the records before the fetch
+    offset are dropped by the client."""
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    msgs = [Msg(value=b"m%d" % i) for i in range(10)]
+    KafkaPythonClient(bootstrap).produce(topic_name, msgs, partition=0, compression=compression)
+    got = c.consume(topic_name, [0], 3, start=6, timeout_s=10)
+    assert [(m.offset, m.value) for m in got] == [(6, b"m6"), (7, b"m7"), (8, b"m8")]
+
+
+@pytest.mark.kafkajs
+@pytest.mark.produce_fetch
+def test_kafkajs_calls_are_fast(bootstrap, topic_name):
+    """One node process per call: each produce or consume stays well under 2 s on a local broker."""
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    t = time.monotonic()
+    c.produce(topic_name, [Msg(value=b"x" * 100) for _ in range(100)], partition=0)
+    produced = time.monotonic() - t
+    t = time.monotonic()
+    assert len(c.consume(topic_name, [0], 100, timeout_s=10)) == 100
+    consumed = time.monotonic() - t
+    assert produced < 2 and consumed < 2, f"produce {produced:.2f}s, consume {consumed:.2f}s"
+
+
+@pytest.mark.kafkajs
+def test_kafkajs_errors_carry_the_kafka_error_type(bootstrap, topic_name):
+    c = KafkajsClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    with pytest.raises(KafkajsError) as info:
+        c.admin("createPartitions", {"topicPartitions": [{"topic": topic_name, "count": 1}]})
+    assert info.value.type == "INVALID_PARTITIONS", info.value.error
