@@ -112,6 +112,11 @@ class KafkaPythonClient(Client):
 
         if idempotent and "enable_idempotence" not in KafkaProducer.DEFAULT_CONFIG:
             raise Unsupported("kafka-python: this version has no idempotent producer")
+        for m in msgs:  # KafkaProducer.send refuses these before anything is sent
+            if m.key is None and m.value is None:
+                raise Unsupported("kafka-python: a record with neither key nor value cannot be sent")
+            if any(v is None for _, v in m.headers):
+                raise Unsupported("kafka-python: header values must be bytes, a null header value cannot be sent")
         options: dict[str, Any] = {
             "acks": ACKS[str(acks)],
             "compression_type": COMPRESSIONS[compression],
