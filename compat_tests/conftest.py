@@ -8,11 +8,19 @@ because the suite cannot restart a broker it did not start).
 from __future__ import annotations
 
 import os
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
 import kafkalite
+
+if str(Path(__file__).resolve().parent.parent) not in sys.path:  # `pytest` run without `python -m`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from compat_tests.clients import ADAPTERS, load_adapter  # noqa: E402
+from compat_tests.clients.base import Unsupported  # noqa: E402
 
 EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")
 
@@ -47,3 +55,55 @@ def topic_name(request) -> str:
     """A fresh topic name per test."""
     base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:80]
     return f"t-{base}-{uuid.uuid4().hex[:8]}"
+
+
+# ---- clients ----
+
+
+@pytest.fixture(params=[pytest.param(name, marks=getattr(pytest.mark, name), id=name) for name in ADAPTERS])
+def client(request, bootstrap):
+    """Each registered client adapter in turn (compat_tests/clients/__init__.py: ADAPTERS).
+
+    Marked with the adapter's name, so ``-m java`` selects one client. An adapter whose module is
+    missing makes its tests error, not skip.
+    """
+    adapter = load_adapter(request.param)(bootstrap)
+    yield adapter
+    close = getattr(adapter, "close", None)
+    if close is not None:
+        close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    try:
+        return (yield)
+    except Unsupported as e:
+        pytest.skip(f"unsupported by the client: {e}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    except Unsupported as e:
+        pytest.skip(f"unsupported by the client: {e}")
+
+
+@pytest.fixture(scope="session")
+def admin_client(bootstrap):
+    """The reference client for test set-up: confluent-kafka (librdkafka), in-process and fast."""
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+
+    return LibrdkafkaClient(bootstrap)
+
+
+@pytest.fixture
+def create_topic(admin_client):
+    """create_topic(name, partitions=1, configs=None): an explicit CreateTopics through librdkafka."""
+
+    def create(name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
+        admin_client.create_topic(name, partitions, configs)
+        return name
+
+    return create

@@ -1,0 +1,266 @@
+"""The Java client (kafka-clients 4.3.0) through one real Java program, compat_tests/java/.
+
+The sources are compiled with javac the first time a test needs them, into a cache directory keyed
+by a hash of the sources, the jars and the JDK (``.cache/java/<hash>/``), together with a
+class-data-sharing archive that halves JVM start-up. Each call is one JVM launch: a JSON request
+on stdin, JSON lines on stdout (see KafkaDriver.java).
+
+The jars come from scripts/install-test-deps.sh (``.deps/java``, or ``$KAFKALITE_DEPS_DIR/java``).
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import start_offset
+from .base import Client, Msg, ProduceResult
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = REPO / "compat_tests" / "java"
+REQUIRED_JARS = ("kafka-clients-4.3.0.jar", "commons-pool2-*.jar", "slf4j-api-*.jar", "lz4-java-*.jar",
+                 "snappy-java-*.jar", "zstd-jni-*.jar")
+JVM_FLAGS = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m", "-Xms32m", "-Xmx768m",
+             "-Djava.net.preferIPv4Stack=true"]
+
+
+class JavaError(Exception):
+    """The Java program reported an exception (type is the Java class name)."""
+
+    def __init__(self, type: str, message: str | None, causes: list | None = None, stderr: str = ""):
+        self.type = type
+        self.message = message
+        self.causes = causes or []
+        self.stderr = stderr
+        super().__init__(f"{type}: {message}" + (f"\n{stderr}" if stderr else ""))
+
+    @property
+    def simple_type(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+    @classmethod
+    def from_json(cls, err: dict, stderr: str = "") -> "JavaError":
+        return cls(err.get("type", "?"), err.get("message"), err.get("causes"), stderr)
+
+
+def deps_dir() -> Path:
+    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "java"
+
+
+def _jars() -> list[Path]:
+    d = deps_dir()
+    jars = []
+    for pattern in REQUIRED_JARS:
+        found = sorted(d.glob(pattern))
+        if not found:
+            raise RuntimeError(f"Java client jar {pattern} not found in {d}; run scripts/install-test-deps.sh")
+        jars.append(found[-1])
+    return jars
+
+
+def _java_version() -> str:
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    return out.stderr.strip()
+
+
+@dataclass
+class _Build:
+    classpath: str
+    archive: Path | None
+
+
+_build: _Build | None = None
+
+
+def build() -> _Build:
+    """Compiles the driver once per source hash (and per process), with its CDS archive."""
+    global _build
+    if _build is not None:
+        return _build
+    if not shutil.which("javac") or not shutil.which("java"):
+        raise RuntimeError("java/javac not found on PATH (a JDK 17+ is needed for the Java client tests)")
+    jars = _jars()
+    sources = sorted(SOURCES.glob("*.java"))
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    for jar in jars:
+        h.update(str(jar).encode() + str(jar.stat().st_size).encode())
+    h.update(_java_version().encode())
+    cache_root = Path(os.environ.get("KAFKALITE_CACHE_DIR") or REPO / ".cache") / "java"
+    cache_root.mkdir(parents=True, exist_ok=True)
+    out = cache_root / h.hexdigest()[:16]
+    driver_jar = out / "driver.jar"
+    archive = out / "driver.jsa"
+    classpath = os.pathsep.join([str(driver_jar), *map(str, jars)])
+    with open(cache_root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not driver_jar.exists():
+            tmp = Path(tempfile.mkdtemp(prefix="build-", dir=cache_root))
+            try:
+                classes = tmp / "classes"
+                res = subprocess.run(
+                    ["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
+                     "-cp", os.pathsep.join(map(str, jars)), *map(str, sources)],
+                    capture_output=True, text=True, timeout=300)
+                if res.returncode != 0:
+                    raise RuntimeError(f"javac failed:\n{res.stdout}\n{res.stderr}")
+                subprocess.run(["jar", "cf", str(tmp / "driver.jar"), "-C", str(classes), "."],
+                               check=True, capture_output=True, timeout=120)
+                out.mkdir(exist_ok=True)
+                os.replace(tmp / "driver.jar", driver_jar)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        if not archive.exists():
+            # Record the classes a warm-up run loads; later JVMs map them instead of loading them.
+            tmp_archive = out / f"driver.jsa.{os.getpid()}"
+            subprocess.run(
+                ["java", *JVM_FLAGS, f"-XX:ArchiveClassesAtExit={tmp_archive}", "-cp", classpath, "KafkaDriver"],
+                input=b'{"cmd": "warmup"}', capture_output=True, timeout=120)
+            if tmp_archive.exists():
+                os.replace(tmp_archive, archive)
+    _build = _Build(classpath, archive if archive.exists() else None)
+    return _build
+
+
+def run(request: dict[str, Any], timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Runs one driver command; returns its JSON lines. Raises JavaError for a failed command."""
+    b = build()
+    cmd = ["java", *JVM_FLAGS]
+    if b.archive is not None:
+        cmd.append(f"-XX:SharedArchiveFile={b.archive}")
+    cmd += ["-cp", b.classpath, "KafkaDriver"]
+    payload = json.dumps(request).encode()
+    try:
+        proc = subprocess.run(cmd, input=payload, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise TimeoutError(
+            f"Java driver {request.get('cmd')} did not finish in {timeout}s; "
+            f"stdout: {(e.stdout or b'')[-2000:]!r}; stderr: {_stderr(e.stderr)}") from None
+    lines = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
+    stderr = _stderr(proc.stderr)
+    for line in lines:
+        if "error" in line and len(line) == 1:
+            raise JavaError.from_json(line["error"], stderr)
+    if proc.returncode != 0:
+        raise JavaError("ExitStatus", f"java exited with {proc.returncode}", stderr=stderr)
+    return lines
+
+
+def _stderr(raw: bytes | None) -> str:
+    text = (raw or b"").decode(errors="replace")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("SLF4J"))[-4000:]
+
+
+def _java_start(start):
+    return {str(p): o for p, o in start.items()} if isinstance(start, dict) else start
+
+
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode()
+
+
+def _unb64(s: str | None) -> bytes | None:
+    return None if s is None else base64.b64decode(s)
+
+
+@dataclass
+class JavaClient(Client):
+    """kafka-clients 4.3.0. `config` adds client properties to every call."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    name: str = field(default="java", init=False)
+
+    def _request(self, cmd: str, config: dict[str, Any] | None = None, **args: Any) -> dict[str, Any]:
+        return {"cmd": cmd, "bootstrap": self.bootstrap, "config": {**self.config, **(config or {})}, **args}
+
+    # ---- admin ----
+
+    def admin(self, *ops: dict[str, Any], timeout: float = 60.0, raise_errors: bool = True) -> list[Any]:
+        """Runs Admin operations in one JVM, in order (see AdminCommand.java for the ops).
+
+        Returns each op's result; with raise_errors=False a failed op's entry is a JavaError.
+        """
+        lines = run(self._request("admin", {"default.api.timeout.ms": 20000, "request.timeout.ms": 15000},
+                                  ops=list(ops)), timeout)
+        results: list[Any] = []
+        for line in lines:
+            if "op" not in line:
+                continue
+            if "error" in line:
+                err = JavaError.from_json(line["error"])
+                if raise_errors:
+                    raise err
+                results.append(err)
+            else:
+                results.append(line["result"])
+        if len(results) != len(ops):
+            raise JavaError("Protocol", f"expected {len(ops)} admin results, got {lines!r}")
+        return results
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+        self.admin({"op": "createTopics", "topics": [{"name": topic, "partitions": partitions, "configs": configs or {}}]})
+
+    # ---- produce / consume ----
+
+    def produce(self, topic, msgs, *, partition=None, compression="none", idempotent=False, acks="all",
+                config: dict[str, Any] | None = None, timeout: float = 90.0) -> list[ProduceResult]:
+        conf: dict[str, Any] = {
+            "acks": acks,
+            "compression.type": compression,
+            "enable.idempotence": str(bool(idempotent)).lower(),
+            "linger.ms": 20,
+            "delivery.timeout.ms": 60000,
+            "request.timeout.ms": 30000,
+        }
+        conf.update(config or {})
+        records = []
+        for m in msgs:
+            r: dict[str, Any] = {"key": _b64(m.key), "value": _b64(m.value),
+                                 "headers": [[k, _b64(v)] for k, v in m.headers]}
+            p = m.partition if m.partition is not None else partition
+            if p is not None:
+                r["partition"] = p
+            if m.timestamp_ms is not None:
+                r["timestamp"] = m.timestamp_ms
+            records.append(r)
+        lines = run(self._request("produce", conf, topic=topic, records=records), timeout)
+        results = []
+        for line in lines:
+            if "done" in line:
+                continue
+            if "error" in line:
+                raise JavaError.from_json(line["error"])
+            results.append(ProduceResult(line["partition"], line["offset"]))
+        if len(results) != len(msgs):
+            raise JavaError("Protocol", f"expected {len(msgs)} produce results, got {len(results)}")
+        return results
+
+    def consume(self, topic, partitions, count, *, start="earliest", isolation="read_uncommitted",
+                timeout_s=30.0, config: dict[str, Any] | None = None) -> list[Msg]:
+        conf = {"isolation.level": isolation, "fetch.max.wait.ms": 200, "request.timeout.ms": 15000,
+                "default.api.timeout.ms": 15000}
+        conf.update(config or {})
+        lines = run(self._request("consume", conf, topic=topic, partitions=list(partitions), count=count,
+                                  start=_java_start(start_offset(start)), timeout_ms=int(timeout_s * 1000)),
+                    timeout_s + 30)
+        msgs = [
+            Msg(value=_unb64(l["value"]), key=_unb64(l["key"]),
+                headers=tuple((k, _unb64(v)) for k, v in l["headers"]),
+                timestamp_ms=l["timestamp"], partition=l["partition"], offset=l["offset"])
+            for l in lines if "offset" in l
+        ]
+        done = next(l for l in lines if "done" in l)
+        if not done["done"]:
+            raise TimeoutError(f"java consumer got {len(msgs)} of {count} records from {topic} {partitions} "
+                               f"in {timeout_s}s (positions {done['positions']}): {msgs[:5]!r}")
+        return msgs

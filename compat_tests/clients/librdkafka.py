@@ -1,0 +1,141 @@
+"""librdkafka through confluent-kafka, in-process."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from . import start_offset
+from .base import Client, Msg, ProduceResult
+
+
+class DeliveryError(Exception):
+    """A record was not acknowledged; `error` is the confluent_kafka.KafkaError."""
+
+    def __init__(self, error: KafkaError, index: int):
+        self.error = error
+        self.index = index
+        super().__init__(f"record {index}: {error.name()} ({error.code()}): {error.str()}")
+
+
+@dataclass
+class LibrdkafkaClient(Client):
+    """confluent-kafka (librdkafka). `config` adds properties to every producer, consumer and admin."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    name: str = field(default="librdkafka", init=False)
+    _admin: AdminClient | None = field(default=None, init=False, repr=False)
+
+    def _conf(self, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap, "broker.address.family": "v4", **self.config, **extra}
+
+    def admin_client(self) -> AdminClient:
+        """This adapter's AdminClient (one per adapter; it must outlive the futures it returns)."""
+        if self._admin is None:
+            self._admin = AdminClient(self._conf())
+        return self._admin
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+        fs = self.admin_client().create_topics(
+            [NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=configs or {})],
+            request_timeout=20, operation_timeout=20)
+        fs[topic].result(timeout=30)
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(log start offset, high watermark) as a consumer sees them (ListOffsets)."""
+        c = Consumer(self._conf(**{"group.id": "kafkalite-compat-watermarks"}))
+        try:
+            return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=20, cached=False)
+        finally:
+            c.close()
+
+    def produce(self, topic, msgs, *, partition=None, compression="none", idempotent=False, acks="all",
+                config: dict[str, Any] | None = None, timeout: float = 60.0) -> list[ProduceResult]:
+        largest = max((len(m.value or b"") + len(m.key or b"") for m in msgs), default=0)
+        conf = self._conf(**{
+            "acks": acks,
+            "compression.codec": compression,
+            "enable.idempotence": bool(idempotent),
+            "linger.ms": 20,
+            "message.max.bytes": max(1_000_000, largest + 64 * 1024),
+            "message.timeout.ms": int(timeout * 1000),
+        })
+        conf.update(config or {})
+        producer = Producer(conf)
+        results: list[ProduceResult | None] = [None] * len(msgs)
+        errors: list[DeliveryError] = []
+
+        def delivered(index: int):
+            def cb(err, m):
+                if err is not None:
+                    errors.append(DeliveryError(err, index))
+                else:
+                    results[index] = ProduceResult(m.partition(), m.offset())
+            return cb
+
+        for i, m in enumerate(msgs):
+            kwargs: dict[str, Any] = {"value": m.value, "key": m.key, "on_delivery": delivered(i)}
+            p = m.partition if m.partition is not None else partition
+            if p is not None:
+                kwargs["partition"] = p
+            if m.headers:
+                kwargs["headers"] = list(m.headers)
+            if m.timestamp_ms is not None:
+                kwargs["timestamp"] = m.timestamp_ms
+            while True:
+                try:
+                    producer.produce(topic, **kwargs)
+                    break
+                except BufferError:  # local queue full: let deliveries drain
+                    producer.poll(0.05)
+            producer.poll(0)
+        remaining = producer.flush(timeout + 5)
+        if errors:
+            raise errors[0]
+        if remaining:
+            raise TimeoutError(f"librdkafka: {remaining} records not delivered to {topic} in {timeout}s")
+        return results  # type: ignore[return-value]
+
+    def consume(self, topic, partitions, count, *, start="earliest", isolation="read_uncommitted",
+                timeout_s=30.0, config: dict[str, Any] | None = None) -> list[Msg]:
+        conf = self._conf(**{
+            "group.id": f"kafkalite-compat-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 200,
+            "fetch.message.max.bytes": 4 * 1024 * 1024,
+            "receive.message.max.bytes": 64 * 1024 * 1024,
+        })
+        conf.update(config or {})
+        s = start_offset(start)
+        if isinstance(s, dict):
+            offsets = {p: s[p] for p in partitions}
+        else:
+            o = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(s, s)  # type: ignore[call-overload]
+            offsets = {p: o for p in partitions}
+        consumer = Consumer(conf)
+        out: list[Msg] = []
+        try:
+            consumer.assign([TopicPartition(topic, p, offsets[p]) for p in partitions])
+            deadline = time.monotonic() + timeout_s
+            while len(out) < count and time.monotonic() < deadline:
+                for m in consumer.consume(count - len(out), timeout=min(0.5, max(0.01, deadline - time.monotonic()))):
+                    if m.error() is not None:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise KafkaException(m.error())
+                    _, ts = m.timestamp()
+                    out.append(Msg(value=m.value(), key=m.key(), headers=tuple(m.headers() or ()),
+                                   timestamp_ms=ts, partition=m.partition(), offset=m.offset()))
+        finally:
+            consumer.close()
+        if len(out) < count:
+            raise TimeoutError(f"librdkafka consumer got {len(out)} of {count} records from {topic} {partitions} "
+                               f"in {timeout_s}s: {out[:5]!r}")
+        return out
