@@ -230,6 +230,12 @@ async function consume(req) {
     const out = []
     while (out.length < req.count && Date.now() < deadline) {
       const perLeader = cluster.findLeaderForPartitions(topic, partitions)
+      if (Object.keys(perLeader).length === 0) {
+        // no leader known (yet): look again shortly instead of spinning
+        await new Promise(resolve => setTimeout(resolve, 100))
+        await cluster.refreshMetadata()
+        continue
+      }
       const maxWaitTime = Math.max(10, Math.min(req.maxWaitMs || 200, deadline - Date.now()))
       const fetches = Object.keys(perLeader).map(async nodeId => {
         const broker = await cluster.findBroker({ nodeId })
