@@ -9,7 +9,13 @@ For each producer id the partition remembers the epoch and the last five batches
   sequence (int32 wrap-around included), else OUT_OF_ORDER_SEQUENCE_NUMBER; a producer the
   partition has no state for may start at any sequence (state expired or deleted).
 Transactional bookkeeping (the first offset of each open transaction, which bounds the last
-stable offset) lives here too, since it is per producer and per partition.
+stable offset) lives here too, since it is per producer and per partition. A transaction
+marker (Kafka's ProducerAppendInfo.appendEndTxnMarker) must not carry an epoch older than the
+producer's (INVALID_PRODUCER_EPOCH) nor a coordinator epoch older than the last one seen
+(TRANSACTION_COORDINATOR_FENCED); it closes the open transaction, takes the marker's epoch
+(a newer epoch forgets the retained batches, as the client restarts its sequences at 0) and
+reports the first offset of the transaction it closed, if there was one, so an abort can be
+recorded in the aborted-transaction index.
 """
 
 from __future__ import annotations
@@ -107,6 +113,50 @@ class ProducerStates:
         if e is None:
             e = self.entries[producer_id] = ProducerStateEntry(producer_id)
         return e
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Raises ProduceError when a marker for this producer must be refused."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise ProduceError(ErrorCode.invalid_producer_epoch,
+                               f"marker epoch {epoch} is older than the current epoch {entry.epoch} of producer {producer_id}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise ProduceError(ErrorCode.transaction_coordinator_fenced,
+                               f"marker coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}")
+
+    def complete_txn(self, producer_id: int, epoch: int, coordinator_epoch: int, timestamp: int) -> int | None:
+        """Apply a marker (after it is appended); returns the first offset of the transaction
+        it closed, or None when the producer had no open transaction on this partition."""
+        e = self.entry(producer_id)
+        first = e.current_txn_first_offset
+        if epoch != e.epoch:
+            e.epoch = epoch
+            e.batches.clear()
+        e.current_txn_first_offset = None
+        e.coordinator_epoch = coordinator_epoch
+        e.last_timestamp = timestamp
+        return first
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction open on this partition."""
+        first = None
+        for e in self.entries.values():
+            f = e.current_txn_first_offset
+            if f is not None and (first is None or f < first):
+                first = f
+        return first
+
+    def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers idle for longer than producer.id.expiration.ms, except those with a
+        transaction open on this partition. Returns the producer ids removed."""
+        gone = [pid for pid, e in self.entries.items()
+                if e.current_txn_first_offset is None and e.last_timestamp >= 0
+                and now_ms - e.last_timestamp > expiration_ms]
+        for pid in gone:
+            del self.entries[pid]
+        return gone
 
     def record_batch(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
                      first_offset: int, last_offset: int, timestamp: int) -> ProducerStateEntry:

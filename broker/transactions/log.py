@@ -1,0 +1,226 @@
+"""The records of `__transaction_state`, in Kafka's format.
+
+Key: `TransactionLogKey` v0, version-prefixed: int16 version (0) + string TransactionalId.
+Value: `TransactionLogValue`, version-prefixed; v0 is non-flexible, v1 (written when the
+finalized transaction.version is >= 1, as Kafka does) is flexible with three tagged fields:
+PreviousProducerId (tag 0), NextProducerId (tag 1), ClientTransactionVersion (tag 2).
+A null value is the tombstone of an expired transactional id. TransactionStatus bytes are
+TransactionState ids: Empty 0, Ongoing 1, PrepareCommit 2, PrepareAbort 3, CompleteCommit 4,
+CompleteAbort 5, Dead 6, PrepareEpochFence 7. Partitions are null for Empty.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+KEY_VERSION = 0
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class CorruptTxnRecord(ValueError):
+    pass
+
+
+@dataclass
+class TxnLogValue:
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: int
+    partitions: set = field(default_factory=set)  # {(topic, partition)}
+    last_update_ms: int = -1
+    start_ms: int = -1
+    prev_producer_id: int = -1
+    next_producer_id: int = -1
+    client_tv: int = 0
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def encode_key(transactional_id: str) -> bytes:
+    raw = transactional_id.encode("utf-8")
+    return _I16.pack(KEY_VERSION) + _I16.pack(len(raw)) + raw
+
+
+def _grouped(partitions) -> list[tuple[str, list[int]]]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in partitions:
+        by_topic.setdefault(topic, []).append(index)
+    return [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
+
+
+def encode_value(v: TxnLogValue | None, version: int = 1) -> bytes | None:
+    if v is None:
+        return None
+    out = bytearray(_I16.pack(version))
+    out += _I64.pack(v.producer_id)
+    out += _I16.pack(v.producer_epoch)
+    out += _I32.pack(v.timeout_ms)
+    out += _I8.pack(v.state)
+    groups = None if v.state == 0 else _grouped(v.partitions)
+    if version >= 1:
+        if groups is None:
+            out += _uvarint(0)
+        else:
+            out += _uvarint(len(groups) + 1)
+            for topic, ids in groups:
+                raw = topic.encode("utf-8")
+                out += _uvarint(len(raw) + 1) + raw
+                out += _uvarint(len(ids) + 1)
+                for i in ids:
+                    out += _I32.pack(i)
+                out += _uvarint(0)  # tagged fields of the element
+    else:
+        if groups is None:
+            out += _I32.pack(-1)
+        else:
+            out += _I32.pack(len(groups))
+            for topic, ids in groups:
+                raw = topic.encode("utf-8")
+                out += _I16.pack(len(raw)) + raw
+                out += _I32.pack(len(ids))
+                for i in ids:
+                    out += _I32.pack(i)
+    out += _I64.pack(v.last_update_ms)
+    out += _I64.pack(v.start_ms)
+    if version >= 1:
+        tags = []
+        if v.prev_producer_id != -1:
+            tags.append((0, _I64.pack(v.prev_producer_id)))
+        if v.next_producer_id != -1:
+            tags.append((1, _I64.pack(v.next_producer_id)))
+        if v.client_tv != 0:
+            tags.append((2, _I16.pack(v.client_tv)))
+        out += _uvarint(len(tags))
+        for tag, data in tags:
+            out += _uvarint(tag) + _uvarint(len(data)) + data
+    return bytes(out)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf):
+        self.buf = memoryview(buf)
+        self.pos = 0
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise CorruptTxnRecord("record runs past its end")
+        b = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return b
+
+    def fixed(self, s: struct.Struct) -> int:
+        return s.unpack(self.take(s.size))[0]
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise CorruptTxnRecord("varint too long")
+
+
+def decode_key(buf) -> str | None:
+    """The transactional id, or None for a key of a version we do not know."""
+    r = _Reader(buf)
+    version = r.fixed(_I16)
+    if version != KEY_VERSION:
+        return None
+    n = r.fixed(_I16)
+    return bytes(r.take(n)).decode("utf-8")
+
+
+def decode_value(buf) -> TxnLogValue | None:
+    if buf is None:
+        return None
+    r = _Reader(buf)
+    version = r.fixed(_I16)
+    if version not in (0, 1):
+        raise CorruptTxnRecord(f"unknown TransactionLogValue version {version}")
+    flexible = version >= 1
+    v = TxnLogValue(producer_id=r.fixed(_I64), producer_epoch=r.fixed(_I16), timeout_ms=r.fixed(_I32),
+                    state=r.fixed(_I8))
+    n = r.uvarint() - 1 if flexible else r.fixed(_I32)
+    for _ in range(max(n, 0)):
+        if flexible:
+            topic = bytes(r.take(r.uvarint() - 1)).decode("utf-8")
+            count = r.uvarint() - 1
+        else:
+            topic = bytes(r.take(r.fixed(_I16))).decode("utf-8")
+            count = r.fixed(_I32)
+        for _ in range(max(count, 0)):
+            v.partitions.add((topic, r.fixed(_I32)))
+        if flexible:
+            _skip_tags(r)
+    v.last_update_ms = r.fixed(_I64)
+    v.start_ms = r.fixed(_I64)
+    if flexible:
+        for _ in range(r.uvarint()):
+            tag = r.uvarint()
+            data = r.take(r.uvarint())
+            if tag == 0:
+                v.prev_producer_id = _I64.unpack(data)[0]
+            elif tag == 1:
+                v.next_producer_id = _I64.unpack(data)[0]
+            elif tag == 2:
+                v.client_tv = _I16.unpack(data)[0]
+    if v.state == 0:
+        v.partitions = set()
+    return v
+
+
+def _skip_tags(r: _Reader) -> None:
+    for _ in range(r.uvarint()):
+        r.uvarint()
+        r.take(r.uvarint())
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    for unit in _utf16_units(s):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _utf16_units(s: str):
+    for ch in s:
+        cp = ord(ch)
+        if cp >= 0x10000:
+            cp -= 0x10000
+            yield 0xD800 + (cp >> 10)
+            yield 0xDC00 + (cp & 0x3FF)
+        else:
+            yield cp
+
+
+def partition_for(transactional_id: str, num_partitions: int) -> int:
+    """Kafka's `Utils.abs(transactionalId.hashCode) % partitions` (abs maps MIN_VALUE to 0)."""
+    h = java_string_hash(transactional_id)
+    h = 0 if h == -(1 << 31) else abs(h)
+    return h % num_partitions
