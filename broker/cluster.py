@@ -214,20 +214,42 @@ class Cluster:
 
 
 def replay_producer_state(part: Partition) -> None:
-    """Rebuild the producer state of a partition from its log (on startup and creation)."""
-    from protocol.records import BatchHeader
+    """Rebuild the producer state of a partition from its log (on startup and creation).
+
+    Data batches update each producer's epoch, sequences and the first offset of its open
+    transaction; a COMMIT/ABORT marker closes that transaction (Kafka's
+    ProducerAppendInfo.appendEndTxnMarker). An abort whose entry is missing from the
+    aborted-transaction index (a crash between the marker and the index write) is added
+    again, so read_committed consumers never see aborted records after a restart."""
+    from protocol.records import BatchHeader, parse_control_record
 
     states = part.producers
-    for base_offset, batch in part.log.batches_from(part.log.log_start_offset):
+    plog = part.log
+    for base_offset, batch in plog.batches_from(plog.log_start_offset):
         h = BatchHeader(batch, 0)
-        if h.producer_id < 0:
+        pid = h.producer_id
+        if pid < 0:
             continue
         if h.is_control:
-            e = states.entry(h.producer_id)
-            e.epoch = max(e.epoch, h.producer_epoch)
-            e.current_txn_first_offset = None
+            if h.record_count == 0:
+                continue  # the transaction was cleaned away
+            try:
+                commit, coordinator_epoch = parse_control_record(batch, 0)
+            except ValueError:
+                continue  # not a transaction marker
+            first = states.complete_txn(pid, h.producer_epoch, coordinator_epoch, h.max_timestamp)
+            if not commit and first is not None and not _has_aborted_entry(plog, pid, first, base_offset):
+                other = states.first_unstable_offset()
+                plog.append_aborted_txn(pid, first, base_offset, base_offset + 1 if other is None else other)
             continue
-        e = states.record_batch(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+        e = states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence,
                                 base_offset, base_offset + h.last_offset_delta, h.max_timestamp)
         if h.is_transactional and e.current_txn_first_offset is None:
             e.current_txn_first_offset = base_offset
+
+
+def _has_aborted_entry(plog, producer_id: int, first_offset: int, last_offset: int) -> bool:
+    for a in plog.aborted_txns(first_offset, last_offset + 1):
+        if a.producer_id == producer_id and a.first_offset == first_offset:
+            return True
+    return False

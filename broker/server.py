@@ -26,6 +26,7 @@ from .cluster import Cluster, now_ms
 from .config import BrokerConfig, Listener
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
+from .transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -161,6 +162,7 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
     cluster.load()
     log.info("loaded %d topic(s) in %.3f s", len(cluster.topics), time.monotonic() - t0)
     broker = Broker(config=config, cluster=cluster)
+    broker.services["transactions"] = TransactionCoordinator(broker)
     try:
         async with trio.open_nursery() as nursery:
             for lis in config.listeners:

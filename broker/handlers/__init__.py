@@ -22,6 +22,7 @@ FAMILIES = [
     "produce",
     "fetch",
     "list_offsets",
+    "transactions",
 ]
 
 

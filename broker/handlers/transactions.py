@@ -1,0 +1,308 @@
+"""Transactions: InitProducerId (22) v0-5, AddPartitionsToTxn (24) v0-5, AddOffsetsToTxn (25)
+v0-4, EndTxn (26) v0-5, WriteTxnMarkers (27) v1-2, TxnOffsetCommit (28) v0-5,
+DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v0-2.
+
+- InitProducerId without a transactional id hands out a fresh producer id with epoch 0 (the
+  idempotent producer, also on its KIP-360 re-init). With one, it bumps the epoch, fencing the
+  previous incarnation; an open transaction is aborted first and the client is told
+  CONCURRENT_TRANSACTIONS so that it retries. v3+ ProducerId/ProducerEpoch resume (KIP-360).
+- EndTxn answers once PrepareCommit/PrepareAbort is durable; the markers follow. v5 (KIP-890
+  transactions v2) bumps the epoch on every transaction and returns the id and epoch to use
+  next; v0-v4 keep Kafka's transactions v1 rules.
+- AddPartitionsToTxn v0-v3 is the client's; v4+ is batched (one entry per transactional id)
+  and may be VerifyOnly (KIP-890 part 1), answering per partition NONE or
+  TRANSACTION_ABORTABLE.
+- TxnOffsetCommit checks the transaction (v5: adds the group's __consumer_offsets partition
+  to it, KIP-890; before: that partition must have been added by AddOffsetsToTxn), then the
+  group coordinator checks generation, member id and group instance id (KIP-447) and keeps
+  the offsets pending until the marker.
+- PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH to the versions that predate it
+  (InitProducerId < 4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < 2).
+- WriteTxnMarkers writes COMMIT/ABORT markers with the same code the coordinator uses.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from ..cluster import now_ms
+from ..transactions.markers import write_marker
+from . import api
+from .common import response_module
+
+E = ErrorCode
+_MS = timedelta(milliseconds=1)
+
+
+def _coordinator(ctx):
+    return ctx.broker.services.get("transactions")
+
+
+def _fenced(err: ErrorCode, version: int, first_version: int) -> ErrorCode:
+    if err == E.producer_fenced and version < first_version:
+        return E.invalid_producer_epoch
+    return err
+
+
+# --- InitProducerId ------------------------------------------------------------------------------
+
+@api(22, 0, 5)
+async def init_producer_id(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    if txn is None:
+        return make(mod.InitProducerIdResponse, throttle_time=0, error_code=E.coordinator_not_available,
+                    producer_id=-1, producer_epoch=-1)
+    timeout_ms = request.transaction_timeout // _MS
+    pid = getattr(request, "producer_id", -1)
+    epoch = getattr(request, "producer_epoch", -1)
+    expected = (pid, epoch) if pid != -1 else None
+    err, pid, epoch = txn.core.init_producer_id(request.transactional_id, timeout_ms, expected)
+    return make(mod.InitProducerIdResponse, throttle_time=0, error_code=_fenced(err, ctx.api_version, 4),
+                producer_id=pid, producer_epoch=epoch)
+
+
+# --- AddPartitionsToTxn --------------------------------------------------------------------------
+
+def _partition_errors(ctx, topics) -> tuple[list, dict]:
+    """The requested (topic, partition)s and the ones that do not exist."""
+    cluster = ctx.cluster
+    wanted, missing = [], {}
+    for t in topics:
+        for p in t.partitions:
+            tp = (t.name, p)
+            wanted.append(tp)
+            if cluster.partition(t.name, p) is None:
+                missing[tp] = E.unknown_topic_or_partition
+    return wanted, missing
+
+
+def _add_one(ctx, txn, tid, pid, epoch, topics, *, verify_only=False, client_tv=0) -> dict:
+    wanted, missing = _partition_errors(ctx, topics)
+    if txn is None:
+        return {tp: E.coordinator_not_available for tp in wanted}
+    if missing:
+        return {tp: missing.get(tp, E.operation_not_attempted) for tp in wanted}
+    if verify_only:
+        return txn.core.verify_partitions(tid, pid, epoch, wanted)
+    err = txn.core.add_partitions(tid, pid, epoch, wanted, client_tv=client_tv)
+    return {tp: err for tp in wanted}
+
+
+def _topic_results(mod, errors: dict):
+    by_topic: dict[str, list] = {}
+    for (topic, p), err in errors.items():
+        by_topic.setdefault(topic, []).append(
+            make(mod.AddPartitionsToTxnPartitionResult, partition_index=p, partition_error_code=err))
+    return tuple(make(mod.AddPartitionsToTxnTopicResult, name=t, results_by_partition=tuple(rs))
+                 for t, rs in by_topic.items())
+
+
+@api(24, 0, 5)
+async def add_partitions_to_txn(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    v = ctx.api_version
+    if v <= 3:
+        errors = _add_one(ctx, txn, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                          request.v3_and_below_producer_epoch, request.v3_and_below_topics)
+        errors = {tp: _fenced(e, v, 2) for tp, e in errors.items()}
+        return make(mod.AddPartitionsToTxnResponse, throttle_time=0, results_by_topic_v3_and_below=_topic_results(mod, errors))
+    results = []
+    for t in request.transactions:
+        # v4+ comes from partition leaders: a non-verify add is KIP-890 part 2 (transactions v2)
+        errors = _add_one(ctx, txn, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
+                          verify_only=t.verify_only, client_tv=2 if v >= 5 else 0)
+        results.append(make(mod.AddPartitionsToTxnResult, transactional_id=t.transactional_id,
+                            topic_results=_topic_results(mod, errors)))
+    return make(mod.AddPartitionsToTxnResponse, throttle_time=0, error_code=E.none,
+                results_by_transaction=tuple(results))
+
+
+# --- AddOffsetsToTxn -----------------------------------------------------------------------------
+
+@api(25, 0, 4)
+async def add_offsets_to_txn(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    groups = ctx.broker.services.get("groups")
+    if txn is None or groups is None:
+        err = E.coordinator_not_available
+    elif not request.group_id:
+        err = E.invalid_group_id
+    else:
+        part = groups.offsets_partition(request.group_id)
+        err = txn.core.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
+                                      [(part.topic.name, part.index)], client_tv=0)
+    return make(mod.AddOffsetsToTxnResponse, throttle_time=0, error_code=_fenced(err, ctx.api_version, 2))
+
+
+# --- EndTxn --------------------------------------------------------------------------------------
+
+@api(26, 0, 5)
+async def end_txn(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    if txn is None:
+        return make(mod.EndTxnResponse, throttle_time=0, error_code=E.coordinator_not_available,
+                    producer_id=-1, producer_epoch=-1)
+    client_tv = 2 if ctx.api_version >= 5 else 0
+    res = txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
+                      client_tv)
+    return make(mod.EndTxnResponse, throttle_time=0, error_code=_fenced(res.error, ctx.api_version, 2),
+                producer_id=res.producer_id, producer_epoch=res.producer_epoch)
+
+
+# --- WriteTxnMarkers -----------------------------------------------------------------------------
+
+@api(27, 1, 2)
+async def write_txn_markers(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    now = now_ms()
+    results = []
+    for m in request.markers:
+        topics = []
+        for t in m.topics:
+            parts = []
+            for p in t.partition_indexes:
+                part = cluster.partition(t.name, p)
+                if part is None:
+                    err = E.unknown_topic_or_partition
+                else:
+                    err = write_marker(ctx.broker, part, m.producer_id, m.producer_epoch, m.coordinator_epoch,
+                                       m.transaction_result, now)
+                parts.append(make(mod.WritableTxnMarkerPartitionResult, partition_index=p, error_code=err))
+            topics.append(make(mod.WritableTxnMarkerTopicResult, name=t.name, partitions=tuple(parts)))
+        results.append(make(mod.WritableTxnMarkerResult, producer_id=m.producer_id, topics=tuple(topics)))
+    return make(mod.WriteTxnMarkersResponse, markers=tuple(results))
+
+
+# --- TxnOffsetCommit -----------------------------------------------------------------------------
+
+def _txn_offset_check(ctx, txn, groups, request) -> ErrorCode:
+    if txn is None or groups is None:
+        return E.coordinator_not_available
+    part = groups.offsets_partition(request.group_id)
+    tp = (part.topic.name, part.index)
+    v = ctx.api_version
+    core = txn.core
+    if v >= 5:
+        err = core.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp],
+                                  client_tv=2)
+    else:
+        err = core.verify_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp])[tp]
+        if err == E.transaction_abortable and v < 4:
+            err = E.invalid_txn_state
+    if err == E.producer_fenced:
+        return E.invalid_producer_epoch
+    if err in (E.concurrent_transactions, E.coordinator_load_in_progress, E.not_enough_replicas):
+        return E.coordinator_not_available
+    return err
+
+
+@api(28, 0, 5)
+async def txn_offset_commit(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    groups = ctx.broker.services.get("groups")
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    err = _txn_offset_check(ctx, txn, groups, request)
+    if err != E.none:
+        errors = {tp: err for tp in wanted}
+    else:
+        offsets = {(t.name, p.partition_index): (p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                                                  p.committed_metadata)
+                   for t in request.topics for p in t.partitions}
+        errors = groups.stage_txn_offsets(
+            request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
+            generation_id=getattr(request, "generation_id", -1), member_id=getattr(request, "member_id", ""),
+            group_instance_id=getattr(request, "group_instance_id", None), offsets=offsets, now_ms=now_ms())
+    by_topic: dict[str, list] = {}
+    for tp in wanted:
+        by_topic.setdefault(tp[0], []).append(
+            make(mod.TxnOffsetCommitResponsePartition, partition_index=tp[1], error_code=errors.get(tp, E.none)))
+    return make(mod.TxnOffsetCommitResponse, throttle_time=0, topics=tuple(
+        make(mod.TxnOffsetCommitResponseTopic, name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+
+
+# --- DescribeProducers ---------------------------------------------------------------------------
+
+@api(61, 0, 0)
+async def describe_producers(ctx, request):
+    mod = response_module(ctx)
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partition_indexes:
+            part = ctx.cluster.partition(t.name, p)
+            if part is None:
+                parts.append(make(mod.PartitionResponse, partition_index=p, error_code=E.unknown_topic_or_partition,
+                                  error_message=None, active_producers=()))
+                continue
+            active = tuple(
+                make(mod.ProducerState, producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_seq,
+                     last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+                     current_txn_start_offset=-1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
+                for e in part.producers.entries.values())
+            parts.append(make(mod.PartitionResponse, partition_index=p, error_code=E.none, error_message=None,
+                              active_producers=active))
+        topics.append(make(mod.TopicResponse, name=t.name, partitions=tuple(parts)))
+    return make(mod.DescribeProducersResponse, throttle_time=0, topics=tuple(topics))
+
+
+# --- DescribeTransactions / ListTransactions -------------------------------------------------------
+
+@api(65, 0, 0)
+async def describe_transactions(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    states = []
+    for tid in request.transactional_ids:
+        if txn is None:
+            err, md = E.coordinator_not_available, None
+        else:
+            err, md = txn.core.describe(tid)
+        if md is None:
+            states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",
+                               transaction_timeout=0, transaction_start_time=-1, producer_id=-1,
+                               producer_epoch=-1, topics=()))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(md.partitions):
+            by_topic.setdefault(topic, []).append(p)
+        states.append(make(mod.TransactionState, error_code=E.none, transactional_id=tid,
+                           transaction_state=md.state.kafka_name, transaction_timeout=md.timeout_ms,
+                           transaction_start_time=md.start_ms, producer_id=md.producer_id,
+                           producer_epoch=md.producer_epoch,
+                           topics=tuple(make(mod.TopicData, topic=t, partitions=tuple(ps)) for t, ps in by_topic.items())))
+    return make(mod.DescribeTransactionsResponse, throttle_time=0, transaction_states=tuple(states))
+
+
+@api(66, 0, 2)
+async def list_transactions(ctx, request):
+    mod = response_module(ctx)
+    txn = _coordinator(ctx)
+    if txn is None:
+        return make(mod.ListTransactionsResponse, throttle_time=0, error_code=E.coordinator_not_available,
+                    unknown_state_filters=(), transaction_states=())
+    pattern = None
+    text = getattr(request, "transactional_id_pattern", None)
+    if text:
+        try:
+            pattern = re.compile(text)
+        except re.error:
+            return make(mod.ListTransactionsResponse, throttle_time=0, error_code=E.invalid_regular_expression,
+                        unknown_state_filters=(), transaction_states=())
+    found, unknown = txn.core.list(list(request.state_filters), list(request.producer_id_filters),
+                                   getattr(request, "duration_filter", -1), pattern)
+    return make(mod.ListTransactionsResponse, throttle_time=0, error_code=E.none,
+                unknown_state_filters=tuple(unknown),
+                transaction_states=tuple(make(mod.TransactionState, transactional_id=md.transactional_id,
+                                              producer_id=md.producer_id, transaction_state=md.state.kafka_name)
+                                         for md in found))

@@ -1,0 +1,247 @@
+"""The transaction coordinator service: `broker.services["transactions"]`.
+
+Owns the `__transaction_state` topic (created on first start, compacted, one record per
+state change in Kafka's TransactionLogKey/TransactionLogValue format, keyed by
+transactional id and partitioned by Java's hash of it), replays it on startup, and then:
+- completes every transaction it finds in PrepareCommit/PrepareAbort (writes the markers,
+  then CompleteCommit/CompleteAbort), so a crash between prepare and markers loses nothing;
+- writes the markers of each EndTxn in its own trio task right after the prepare is durable
+  and the client has its answer (requests in between get CONCURRENT_TRANSACTIONS);
+- every transaction.abort.timed.out.transaction.cleanup.interval.ms fences and aborts the
+  transactions open longer than their transaction.timeout.ms, and expires idle ids.
+The request handlers (broker.handlers.transactions) and the produce path call into the
+coordinator without awaiting anything, so each state change is atomic on the trio loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections import deque
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from protocol.records import BatchHeader, Record, build_batch, decode_records
+
+from ..cluster import now_ms
+from .core import TxnCoordinatorCore
+from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value, partition_for
+from .markers import write_markers
+from .producer_ids import ProducerIdManager
+from .state import TxnState, TxnTransit
+
+log = logging.getLogger("kafkalite.transactions")
+
+TXN_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+E = ErrorCode
+
+# Produce errors the partition leader sends back for a failed transaction check, by
+# coordinator error (Kafka's ReplicaManager / AddPartitionsToTxnManager conversions).
+_RETRIABLE_FOR_PRODUCE = {E.concurrent_transactions, E.coordinator_load_in_progress, E.coordinator_not_available,
+                          E.not_coordinator, E.network_exception}
+
+
+class TxnLogStore:
+    """Appends and replays the records of __transaction_state through the partition logs."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        cluster = broker.cluster
+        topic = cluster.topics.get(TXN_TOPIC)
+        if topic is None:
+            topic = cluster.create_topic(TXN_TOPIC, broker.config["transaction.state.log.num.partitions"],
+                                         {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+        self.topic = topic
+        self.version = 1 if broker.config["transaction.version"] >= 1 else 0
+        self.fsync_always = broker.config["fsync"] == "always"
+
+    def partition_of(self, transactional_id: str):
+        return self.topic.partitions[partition_for(transactional_id, len(self.topic.partitions))]
+
+    def append(self, transactional_id: str, transit: TxnTransit | None) -> None:
+        value = None
+        if transit is not None:
+            value = encode_value(TxnLogValue(
+                producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
+                timeout_ms=transit.timeout_ms, state=int(transit.state), partitions=set(transit.partitions),
+                last_update_ms=transit.last_update_ms, start_ms=transit.start_ms,
+                prev_producer_id=transit.prev_producer_id, next_producer_id=transit.next_producer_id,
+                client_tv=transit.client_tv), self.version)
+        part = self.partition_of(transactional_id)
+        now = now_ms()
+        batch = build_batch([Record(encode_key(transactional_id), value)], timestamp_ms=now)
+        part.log.append(batch, leader_epoch=part.leader_epoch, now_ms=now)
+        if self.fsync_always:
+            part.log.flush()
+
+    def load(self) -> dict[str, TxnLogValue | None]:
+        values: dict[str, TxnLogValue | None] = {}
+        for part in self.topic.partitions:
+            plog = part.log
+            for _offset, batch in plog.batches_from(plog.log_start_offset):
+                if BatchHeader(batch, 0).is_control:
+                    continue
+                for rec in decode_records(batch):
+                    if rec.key is None:
+                        continue
+                    try:
+                        tid = decode_key(rec.key)
+                        if tid is None:
+                            continue
+                        values[tid] = decode_value(rec.value)
+                    except ValueError as exc:
+                        log.warning("skipping an unreadable record at offset %d of %s-%d: %s", rec.offset,
+                                    TXN_TOPIC, part.index, exc)
+        return values
+
+
+class TransactionCoordinator:
+    def __init__(self, broker, *, clock=None):
+        self.broker = broker
+        config = broker.config
+        self.clock = clock or now_ms
+        self.store = TxnLogStore(broker)
+        self.pids = ProducerIdManager(broker.cluster.meta_dir / "producer_ids.json")
+        self.core = TxnCoordinatorCore(
+            store=self.store, producer_ids=self.pids, clock=self.clock,
+            markers=lambda pid, epoch, cepoch, commit, parts: write_markers(broker, pid, epoch, cepoch, commit, parts),
+            max_timeout_ms=config["transaction.max.timeout.ms"], server_tv=config["transaction.version"],
+            on_prepared=self._on_prepared, id_expiration_ms=config["transactional.id.expiration.ms"])
+        t0 = time.monotonic()
+        self._to_complete: list[str] = self.core.load(self.store.load())
+        log.info("loaded %d transactional id(s) in %.3f s; %d transaction(s) to complete",
+                 len(self.core.txns), time.monotonic() - t0, len(self._to_complete))
+        self._nursery: trio.Nursery | None = None
+        self._completing: set[str] = set()
+        # EndTxn arrival -> markers written, per transaction (the commit latency)
+        self.marker_latency_ms: deque = deque(maxlen=10_000)
+        self._started: dict[str, float] = {}
+        self._arrival: float | None = None
+
+    # --- service ------------------------------------------------------------------------------
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for tid in self._to_complete:
+                self._spawn(tid)
+            self._to_complete = []
+            nursery.start_soon(self._timeouts)
+            task_status.started()
+
+    def close(self) -> None:
+        if self.marker_latency_ms:
+            data = sorted(self.marker_latency_ms)
+            log.info("EndTxn to markers written: %d transactions, median %.2f ms, p99 %.2f ms", len(data),
+                     statistics.median(data), data[min(len(data) - 1, int(len(data) * 0.99))])
+
+    async def _timeouts(self) -> None:
+        config = self.broker.config
+        every = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
+        expire_every = 3600.0
+        next_expire = trio.current_time() + expire_every
+        while True:
+            await trio.sleep(every)
+            self.core.abort_timed_out()
+            if trio.current_time() >= next_expire:
+                next_expire = trio.current_time() + expire_every
+                self.core.expire_transactional_ids()
+                self._expire_producers()
+
+    def _expire_producers(self) -> None:
+        expiration = self.broker.config["producer.id.expiration.ms"]
+        now = self.clock()
+        for part in self.broker.cluster.all_partitions():
+            part.producers.expire(now, expiration)
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, client_tv: int):
+        self._arrival = time.perf_counter()
+        try:
+            return self.core.end_txn(transactional_id, producer_id, producer_epoch, commit, client_tv)
+        finally:
+            self._arrival = None
+
+    def _on_prepared(self, transactional_id: str) -> None:
+        self._started[transactional_id] = self._arrival or time.perf_counter()
+        if self._nursery is None:
+            self._to_complete.append(transactional_id)
+        else:
+            self._spawn(transactional_id)
+
+    def _spawn(self, transactional_id: str) -> None:
+        if transactional_id not in self._completing:
+            self._completing.add(transactional_id)
+            self._nursery.start_soon(self._complete, transactional_id)
+
+    async def _complete(self, transactional_id: str) -> None:
+        """Write the markers of a prepared transaction, retrying failed partitions."""
+        delay = 0.05
+        try:
+            while True:
+                md = self.core.txns.get(transactional_id)
+                if md is None or md.state not in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                    return
+                parts = [self.broker.cluster.partition(t, p) for t, p in md.partitions]
+                if self.store.fsync_always:
+                    # markers first, then their fsync, then CompleteCommit/CompleteAbort
+                    results = self.core.markers(md.producer_id, md.producer_epoch, self.core.coordinator_epoch,
+                                                md.state == TxnState.PREPARE_COMMIT, sorted(md.partitions))
+                    written = [p for p in parts if p is not None]
+                    await trio.to_thread.run_sync(_flush, written)
+                    done = self.core.finish_markers(transactional_id, results)
+                else:
+                    done = self.core.write_markers(transactional_id)
+                if done:
+                    started = self._started.pop(transactional_id, None)
+                    if started is not None:
+                        self.marker_latency_ms.append((time.perf_counter() - started) * 1000)
+                    return
+                await trio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        finally:
+            self._completing.discard(transactional_id)
+            self._started.pop(transactional_id, None)
+
+    # --- the produce path --------------------------------------------------------------------
+    def check_produce(self, ctx, transactional_id, part, header):
+        """A transactional batch is about to be appended to `part`: is its partition part of the
+        producer's ongoing transaction? Produce v12+ (KIP-890 transactions v2) adds it to the
+        transaction; older versions only verify (KIP-890 part 1). Returns None or
+        (ErrorCode, message) as the partition's produce error."""
+        pid, epoch = header.producer_id, header.producer_epoch
+        entry = part.producers.entries.get(pid)
+        if entry is not None and entry.current_txn_first_offset is not None and entry.epoch == epoch:
+            return None  # already part of the transaction open on this partition
+        if transactional_id is None:
+            return E.invalid_txn_state, "transactional batches need a transactional id"
+        tp = (part.topic.name, part.index)
+        version = ctx.api_version
+        if version >= 12:
+            err = self.core.add_partitions(transactional_id, pid, epoch, [tp], client_tv=2)
+        else:
+            err = self.core.verify_partitions(transactional_id, pid, epoch, [tp])[tp]
+            if err == E.transaction_abortable and version < 11:
+                err = E.invalid_txn_state
+        if err == E.none:
+            return None
+        if err == E.producer_fenced:
+            return E.invalid_producer_epoch, f"producer {pid} epoch {epoch} is fenced for {transactional_id!r}"
+        if err in _RETRIABLE_FOR_PRODUCE:
+            return E.not_enough_replicas, f"cannot verify the partition is in the transaction: {err.name}"
+        if err == E.invalid_txn_state:
+            return err, "partition was not added to the transaction"
+        return err, None
+
+    def on_transactional_append(self, part, entry) -> None:
+        """The first batch of a transaction was appended to `part` (nothing to do: the LSO
+        comes from the partition's producer state)."""
+
+
+def _flush(parts) -> None:
+    for p in parts:
+        try:
+            p.log.flush()
+        except (OSError, ValueError):
+            pass
