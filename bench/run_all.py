@@ -14,16 +14,18 @@ import argparse
 import time
 import traceback
 
-from bench import group_join, startup, throughput
+from bench import group_join, startup, throughput, transactions
 from bench.peers import parse_brokers
 from bench.stats import Report
 
-# name -> (module, runner with the quick defaults)
+# name -> runner with the quick defaults
 BENCHMARKS = {
     "startup": lambda brokers, a: startup.run(brokers, runs=a.runs or 5),
     "throughput": lambda brokers, a: throughput.run(brokers, runs=a.runs or 3, records=a.records,
                                                     value_size=1024, warmup_records=10_000),
     "group_join": lambda brokers, a: group_join.run(brokers, runs=a.runs or 3),
+    "transactions": lambda brokers, a: transactions.run(brokers, runs=a.runs or 3,
+                                                        records=a.records // 2, commits=30),
 }
 
 

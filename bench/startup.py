@@ -13,7 +13,10 @@ warm-up run per broker first fills the page cache and Python's bytecode cache.
 
 Targets (issue 2): kafkalite <= 500 ms and <= 80 MB (10^6 bytes).
 
-    python -m bench.startup [--runs 7] [--brokers kafkalite,tansu] [--json out.json]
+    python -m bench.startup [--runs 7] [--brokers kafkalite,tansu] [--json out.json] [--explain]
+
+``--explain`` starts kafkalite once more under ``python -X importtime`` and lists the imports
+that take the longest (cumulative and self time).
 """
 
 from __future__ import annotations
@@ -31,11 +34,17 @@ from bench.stats import Report, Target, add_common_arguments, alternate, emit
 TIMEOUT = 30.0
 
 
-def measure_once(name: str, timeout: float = TIMEOUT) -> tuple[float, int]:
-    """Seconds from Popen to the first answered Metadata, and RSS bytes at that moment."""
+def measure_once(name: str, timeout: float = TIMEOUT, importtime: bool = False) -> tuple[float, int]:
+    """Seconds from Popen to the first answered Metadata, and RSS bytes at that moment.
+
+    ``importtime``: run a Python broker with ``-X importtime`` and return its import report
+    as a third element (the timing is then inflated and not comparable).
+    """
     port = peers.free_port()
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-startup-{name}-"))
     cmd, env = peers.launch_command(name, port, workdir)
+    if importtime:
+        cmd = [cmd[0], "-X", "importtime", *cmd[1:]]
     log = workdir.parent / (workdir.name + ".log")
     logf = open(log, "wb")
     try:
@@ -46,6 +55,9 @@ def measure_once(name: str, timeout: float = TIMEOUT) -> tuple[float, int]:
             t1 = wire.wait_for_metadata(peers.HOST, port, timeout, poll_interval=0.002,
                                         alive=lambda: proc.poll() is None)
             rss = peers.process_rss_bytes(proc.pid)
+            if importtime:
+                logf.flush()
+                return t1 - t0, rss, log.read_text(errors="replace")
         except wire.WireError as exc:
             logf.flush()
             raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-800:]}") from exc
@@ -98,12 +110,40 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
     return report
 
 
+def explain_imports(top: int = 20) -> str:
+    """Where kafkalite's start-up goes: its slowest imports by cumulative time."""
+    secs, rss, log = measure_once("kafkalite", importtime=True)
+    rows = []
+    for line in log.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _, self_us, cum_us, name = [p.strip() for p in line.replace("import time:", "|").split("|")]
+        if self_us.isdigit():
+            rows.append((int(cum_us), int(self_us), name))
+    total = sum(self_us for _, self_us, _ in rows)
+    lines = [f"kafkalite under -X importtime: first Metadata after {secs * 1000:.0f} ms "
+             f"(inflated by the tracing), imports {total / 1000:.0f} ms self-time in total, "
+             f"RSS {rss / 1e6:.1f} MB",
+             "  cumul ms   self ms   module (indent = imported by the line above it)"]
+    # top-level imports first: the ones with the largest cumulative time
+    for cum, self_us, name in sorted(rows, reverse=True)[:top]:
+        lines.append(f"  {cum / 1000:8.1f}  {self_us / 1000:8.1f}   {name}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> Report:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser, runs=7)
     parser.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first run")
+    parser.add_argument("--explain", action="store_true",
+                        help="also start kafkalite once under -X importtime and list its slowest imports")
     args = parser.parse_args(argv)
     report = run(peers.parse_brokers(args.brokers), args.runs, warmup=not args.no_warmup)
+    if args.explain:
+        try:
+            report.notes.append(explain_imports())
+        except (peers.PeerUnavailable, RuntimeError) as exc:
+            report.notes.append(f"--explain: {_one_line(exc)}")
     emit(report, args.json)
     return report
 
