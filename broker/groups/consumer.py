@@ -1,0 +1,455 @@
+"""KIP-848 consumer groups (ConsumerGroupHeartbeat) as a plain state machine.
+
+The group has a group epoch (bumped when membership, subscriptions or the partition counts of
+subscribed topics change), a target assignment computed by a server-side assignor at the
+group epoch, and members that move towards their target one heartbeat at a time, as in
+Kafka's CurrentAssignmentBuilder:
+
+- a member whose target takes partitions away keeps its epoch and is asked to revoke them
+  (UNREVOKED_PARTITIONS) until a heartbeat reports it no longer owns them; it must do so
+  within its rebalance timeout or it is fenced;
+- a partition another member still owns (or is revoking) is not given out yet
+  (UNRELEASED_PARTITIONS); the member gets it on a later heartbeat;
+- otherwise the member moves to the target epoch (STABLE).
+
+Member epoch checks: a larger epoch than ours, or a smaller one that is not the previous epoch
+with owned partitions a subset of the assignment, gets FENCED_MEMBER_EPOCH; an unknown member
+id with epoch > 0 gets UNKNOWN_MEMBER_ID. Epoch -1 leaves; -2 is a static member's temporary
+leave (it keeps its assignment until its session times out or the same instance id rejoins).
+Group states: Empty, Assigning, Reconciling, Stable.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from kio.schema.errors import ErrorCode
+
+from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from .classic import GroupError
+
+STABLE = 0
+UNREVOKED_PARTITIONS = 1
+UNRELEASED_PARTITIONS = 2
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+TopicPartitions = dict[uuid.UUID, set[int]]
+
+
+@dataclass
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: list[str] = field(default_factory=list)
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = 300_000
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: int = STABLE
+    assigned: TopicPartitions = field(default_factory=dict)
+    pending_revocation: TopicPartitions = field(default_factory=dict)
+    session_deadline: int = 0
+    rebalance_deadline: int | None = None
+
+    def metadata_key(self):
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host,
+                tuple(self.subscribed_topic_names), self.subscribed_topic_regex,
+                self.rebalance_timeout_ms, self.server_assignor)
+
+    def assignment_key(self):
+        return (self.member_epoch, self.previous_member_epoch, self.state,
+                _freeze(self.assigned), _freeze(self.pending_revocation))
+
+
+def _freeze(tps: TopicPartitions):
+    return tuple(sorted((str(t), tuple(sorted(ps))) for t, ps in tps.items() if ps))
+
+
+@dataclass
+class HeartbeatResult:
+    error: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: TopicPartitions | None = None
+
+
+class TopicView:
+    """What the group needs to know about topics: name -> (topic id, partition count)."""
+
+    def __init__(self, lookup: Callable[[str], tuple[uuid.UUID, int] | None]):
+        self.lookup = lookup
+
+
+class ConsumerGroup:
+    protocol_type = "consumer"
+
+    def __init__(self, group_id: str, *, session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerMember] = {}
+        self.static_members: dict[str, str] = {}
+        self.target: dict[str, TopicPartitions] = {}
+        self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        # what changed since the coordinator last persisted the group
+        self.epoch_dirty = False
+        self.dirty_members: set[str] = set()
+        self.removed_members: set[str] = set()
+
+    # --- queries ---------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        if self.group_epoch > self.assignment_epoch:
+            return "Assigning"
+        for m in self.members.values():
+            if m.state != STABLE or m.member_epoch != self.assignment_epoch:
+                return "Reconciling"
+        return "Stable"
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def subscribed_topics(self) -> set[str]:
+        out: set[str] = set()
+        for m in self.members.values():
+            out.update(m.subscribed_topic_names)
+        return out
+
+    def next_deadline(self) -> int | None:
+        ds = []
+        for m in self.members.values():
+            ds.append(m.session_deadline)
+            if m.rebalance_deadline is not None:
+                ds.append(m.rebalance_deadline)
+        return min(ds) if ds else None
+
+    def preferred_assignor(self) -> str:
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.server_assignor:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return DEFAULT_ASSIGNOR
+        return max(sorted(counts), key=lambda n: counts[n])
+
+    def partition_owner_epoch(self, tid: uuid.UUID, p: int, exclude: str) -> int:
+        for m in self.members.values():
+            if m.member_id == exclude:
+                continue
+            if p in m.assigned.get(tid, ()) or p in m.pending_revocation.get(tid, ()):
+                return m.member_epoch
+        return -1
+
+    # --- validation helpers ------------------------------------------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int) -> None:
+        """OffsetCommit / TxnOffsetCommit checks for a consumer group (Kafka's ConsumerGroup)."""
+        if epoch < 0 and not self.members:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if epoch != member.member_epoch:
+            raise GroupError(ErrorCode.stale_member_epoch)
+
+    def validate_offset_fetch(self, member_id: str | None, epoch: int) -> None:
+        if member_id is None and epoch < 0:
+            return
+        member = self.members.get(member_id or "")
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if epoch != member.member_epoch:
+            raise GroupError(ErrorCode.stale_member_epoch)
+
+    # --- ConsumerGroupHeartbeat ------------------------------------------------------------
+    def heartbeat(self, *, member_id: str, member_epoch: int, instance_id: str | None, rack_id: str | None,
+                  rebalance_timeout_ms: int, client_id: str, client_host: str,
+                  subscribed_topic_names: list[str] | None, subscribed_topic_regex: str | None,
+                  server_assignor: str | None, owned: TopicPartitions | None,
+                  topics: TopicView, now: int) -> HeartbeatResult:
+        try:
+            return self._heartbeat(member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                                   client_id, client_host, subscribed_topic_names, subscribed_topic_regex,
+                                   server_assignor, owned, topics, now)
+        except GroupError as exc:
+            return HeartbeatResult(exc.code, str(exc) if str(exc) != exc.code.name else None,
+                                   member_id=member_id or None, member_epoch=member_epoch)
+
+    def _heartbeat(self, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms, client_id,
+                   client_host, subscribed_topic_names, subscribed_topic_regex, server_assignor, owned,
+                   topics, now) -> HeartbeatResult:
+        if server_assignor is not None and server_assignor not in ASSIGNORS:
+            raise GroupError(ErrorCode.unsupported_assignor,
+                             f"ServerAssignor {server_assignor} is not supported. Supported assignors: "
+                             + ", ".join(ASSIGNORS) + ".")
+        if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(member_id, instance_id, member_epoch, now)
+        joining = member_epoch == 0
+        if not member_id:
+            member_id = str(uuid.uuid4())
+        if instance_id is None:
+            member = self.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise GroupError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group {self.group_id}.")
+                member = ConsumerMember(member_id)
+            else:
+                self._check_epoch(member, member_epoch, owned)
+        else:
+            member = self._static_member(member_id, member_epoch, instance_id, owned, joining, now)
+        old_meta = member.metadata_key() if member.member_id in self.members else None
+        old_assigned = _freeze(member.assigned)
+        old_epoch = member.member_epoch
+        # 1. update the member; bump the group epoch when subscriptions or metadata changed
+        if instance_id is not None:
+            member.instance_id = instance_id
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if rebalance_timeout_ms is not None and rebalance_timeout_ms >= 0:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        if server_assignor is not None:
+            member.server_assignor = server_assignor
+        if subscribed_topic_names is not None:
+            member.subscribed_topic_names = list(subscribed_topic_names)
+        if subscribed_topic_regex is not None:
+            member.subscribed_topic_regex = subscribed_topic_regex
+        member.client_id = client_id
+        member.client_host = client_host
+        is_new = member.member_id not in self.members
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        bump = is_new or old_meta is None or old_meta[4] != tuple(member.subscribed_topic_names) \
+            or old_meta[5] != member.subscribed_topic_regex or old_meta[7] != member.server_assignor
+        if old_meta != member.metadata_key():
+            self.dirty_members.add(member.member_id)
+        if self._refresh_subscription_metadata(topics):
+            bump = True
+        if bump:
+            self.group_epoch += 1
+            self.epoch_dirty = True
+        # 2. a new target assignment when the group epoch moved past it
+        if self.group_epoch > self.assignment_epoch:
+            self._compute_target()
+        # 3. move the member towards its target
+        self._reconcile(member, owned, now)
+        member.session_deadline = now + self.session_timeout_ms
+        if member.assignment_key() != getattr(member, "_persisted_assignment", None):
+            self.dirty_members.add(member.member_id)
+        full = joining or (rebalance_timeout_ms is not None and rebalance_timeout_ms >= 0
+                           and subscribed_topic_names is not None and owned is not None)
+        send = full or _freeze(member.assigned) != old_assigned or member.member_epoch != old_epoch
+        return HeartbeatResult(member_id=member.member_id, member_epoch=member.member_epoch,
+                               heartbeat_interval_ms=self.heartbeat_interval_ms,
+                               assignment={t: set(ps) for t, ps in member.assigned.items() if ps} if send else None)
+
+    def _check_epoch(self, member: ConsumerMember, epoch: int, owned: TopicPartitions | None) -> None:
+        if epoch > member.member_epoch:
+            raise GroupError(ErrorCode.fenced_member_epoch,
+                             f"The consumer group member has a greater member epoch ({epoch}) than the one "
+                             f"known by the group coordinator ({member.member_epoch}). The member must "
+                             "abandon all its partitions and rejoin.")
+        if epoch < member.member_epoch:
+            if epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned):
+                raise GroupError(ErrorCode.fenced_member_epoch,
+                                 f"The consumer group member has a smaller member epoch ({epoch}) than the one "
+                                 f"known by the group coordinator ({member.member_epoch}). The member must "
+                                 "abandon all its partitions and rejoin.")
+
+    def _static_member(self, member_id, member_epoch, instance_id, owned, joining, now) -> ConsumerMember:
+        existing_id = self.static_members.get(instance_id)
+        existing = self.members.get(existing_id) if existing_id else None
+        if joining:
+            if existing is None:
+                return ConsumerMember(member_id, instance_id=instance_id)
+            if existing.member_id == member_id:
+                self._check_epoch(existing, member_epoch, owned)
+                return existing
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.unreleased_instance_id,
+                                 f"Static member {existing.member_id} with instance id {instance_id} is "
+                                 "present in the consumer group.")
+            # the new incarnation takes over the old one's assignment
+            del self.members[existing.member_id]
+            self.removed_members.add(existing.member_id)
+            self.dirty_members.discard(existing.member_id)
+            existing.member_id = member_id
+            existing.member_epoch = 0
+            existing.previous_member_epoch = 0
+            existing.rebalance_deadline = None
+            if existing_id in self.target:
+                self.target[member_id] = self.target.pop(existing_id)
+            self.members[member_id] = existing
+            self.dirty_members.add(member_id)
+            return existing
+        if existing is None:
+            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError(ErrorCode.fenced_instance_id,
+                             f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                             f"{existing.member_id}.")
+        self._check_epoch(existing, member_epoch, owned)
+        return existing
+
+    def _leave(self, member_id: str, instance_id: str | None, epoch: int, now: int) -> HeartbeatResult:
+        if instance_id is None:
+            member = self.members.get(member_id)
+            if member is None:
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {self.group_id}.")
+            self.remove_member(member_id)
+            return HeartbeatResult(member_id=member_id, member_epoch=epoch)
+        existing_id = self.static_members.get(instance_id)
+        if existing_id is None or existing_id not in self.members:
+            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+        if existing_id != member_id:
+            raise GroupError(ErrorCode.fenced_instance_id)
+        if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            member = self.members[member_id]
+            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            member.pending_revocation = {}
+            member.rebalance_deadline = None
+            self.dirty_members.add(member_id)
+            return HeartbeatResult(member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self.remove_member(member_id)
+        return HeartbeatResult(member_id=member_id, member_epoch=epoch)
+
+    def remove_member(self, member_id: str) -> None:
+        """Fence a member: it leaves, the group epoch is bumped and its partitions go to others."""
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
+            del self.static_members[member.instance_id]
+        self.target.pop(member_id, None)
+        self.dirty_members.discard(member_id)
+        self.removed_members.add(member_id)
+        self.group_epoch += 1
+        self.epoch_dirty = True
+
+    def _refresh_subscription_metadata(self, topics: TopicView) -> bool:
+        meta = {}
+        for name in sorted(self.subscribed_topics()):
+            info = topics.lookup(name)
+            if info is not None:
+                meta[name] = info
+        if meta != self.subscription_metadata:
+            self.subscription_metadata = meta
+            return True
+        return False
+
+    def _compute_target(self) -> None:
+        assignor = ASSIGNORS[self.preferred_assignor()]
+        subs = {mid: set(m.subscribed_topic_names) for mid, m in self.members.items()}
+        self.target = assignor(subs, self.subscription_metadata, self.target)
+        self.assignment_epoch = self.group_epoch
+
+    def _reconcile(self, member: ConsumerMember, owned: TopicPartitions | None, now: int) -> None:
+        target_epoch = self.assignment_epoch
+        target = self.target.get(member.member_id, {})
+        before = (member.state, member.member_epoch)
+        if member.state == STABLE:
+            if member.member_epoch != target_epoch:
+                self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
+        elif member.state == UNREVOKED_PARTITIONS:
+            if not _owns_any(owned, member.pending_revocation):
+                self._next_assignment(member, member.member_epoch + 1, target, target_epoch, owned)
+        elif member.state == UNRELEASED_PARTITIONS:
+            self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
+        if member.state == UNREVOKED_PARTITIONS:
+            if before != (member.state, member.member_epoch) or member.rebalance_deadline is None:
+                member.rebalance_deadline = now + member.rebalance_timeout_ms
+        else:
+            member.rebalance_deadline = None
+
+    def _next_assignment(self, member: ConsumerMember, epoch: int, target: TopicPartitions, target_epoch: int,
+                         owned: TopicPartitions | None) -> None:
+        new_assigned: TopicPartitions = {}
+        revoke: TopicPartitions = {}
+        pending: TopicPartitions = {}
+        unreleased = False
+        for tid in set(target) | set(member.assigned):
+            tgt = target.get(tid, set())
+            cur = member.assigned.get(tid, set())
+            keep = cur & tgt
+            gone = cur - keep
+            todo = set()
+            for p in tgt - keep:
+                if self.partition_owner_epoch(tid, p, member.member_id) != -1:
+                    unreleased = True
+                else:
+                    todo.add(p)
+            if keep:
+                new_assigned[tid] = keep
+            if gone:
+                revoke[tid] = gone
+            if todo:
+                pending[tid] = todo
+        prev_epoch = member.member_epoch
+        if revoke and _owns_any(owned, revoke):
+            member.state = UNREVOKED_PARTITIONS
+            new_epoch = epoch
+            member.assigned = new_assigned
+            member.pending_revocation = revoke
+        else:
+            for tid, ps in pending.items():
+                new_assigned.setdefault(tid, set()).update(ps)
+            member.state = UNRELEASED_PARTITIONS if unreleased else STABLE
+            new_epoch = target_epoch
+            member.assigned = new_assigned
+            member.pending_revocation = {}
+        if new_epoch != prev_epoch:
+            member.previous_member_epoch = prev_epoch
+            member.member_epoch = new_epoch
+
+    # --- time ------------------------------------------------------------------------------
+    def tick(self, now: int) -> list[str]:
+        """Fence members whose session or revocation deadline passed; returns their ids."""
+        fenced = []
+        for m in list(self.members.values()):
+            if m.session_deadline <= now or (m.rebalance_deadline is not None and m.rebalance_deadline <= now):
+                self.remove_member(m.member_id)
+                fenced.append(m.member_id)
+        return fenced
+
+    # --- loading ---------------------------------------------------------------------------
+    def load_member(self, member: ConsumerMember, now: int) -> None:
+        member.session_deadline = now + self.session_timeout_ms
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+
+
+def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:
+    if owned is None:
+        return True
+    for tid, ps in owned.items():
+        if not set(ps) <= assigned.get(tid, set()):
+            return False
+    return True
+
+
+def _owns_any(owned: TopicPartitions | None, revoke: Mapping[uuid.UUID, set[int]]) -> bool:
+    if owned is None:
+        return True
+    for tid, ps in owned.items():
+        if set(ps) & revoke.get(tid, set()):
+            return True
+    return False

@@ -1,0 +1,695 @@
+"""The group coordinator: classic and KIP-848 consumer groups, and committed offsets, kept in
+the internal topic `__consumer_offsets` in Kafka's record formats (see records.py).
+
+This single broker coordinates every group. A group lives on partition
+`abs(java hashCode(group id)) % offsets.topic.num.partitions`, as in Kafka. Every change that
+Kafka persists is appended (as an ordinary, uncompressed batch) before the request that made
+it is answered: offset commits, classic group metadata after each rebalance, consumer group
+epochs, members and their current assignments, tombstones for deleted offsets, groups and
+members. On startup the partitions are replayed: the last record of each key wins, a null
+value deletes, transactional offset batches stay pending until their COMMIT/ABORT marker is
+read (without a marker they stay pending, as the transaction is still open).
+
+The state machines (classic.py, consumer.py) are plain classes; this object feeds them
+requests and time: a trio task sleeps until the earliest session/rebalance deadline of any
+group (or until a request changes the deadlines) and calls `tick`.
+
+Hooks for the transaction coordinator: `offsets_partition`, `stage_txn_offsets`,
+`complete_txn_offsets`, `has_pending_txn_offsets`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Callable
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from protocol.records import BatchHeader, Record, build_batch, decode_records, parse_control_record
+
+from . import records as rec
+from .classic import EMPTY, ClassicGroup, GroupError, JoinResult, SyncResult
+from .consumer import ConsumerGroup, ConsumerMember, HeartbeatResult, TopicView
+from .offsets import OffsetStore
+
+log = logging.getLogger("kafkalite.groups")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
+RETENTION_CHECK_INTERVAL_MS = 60_000
+
+
+def java_string_hash(s: str) -> int:
+    h = 0
+    for ch in s:
+        for unit in _utf16_units(ch):
+            h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _utf16_units(ch: str):
+    cp = ord(ch)
+    if cp < 0x10000:
+        return (cp,)
+    cp -= 0x10000
+    return (0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF))
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupCoordinator:
+    def __init__(self, broker, *, clock: Callable[[], int] = _wall_ms):
+        self.broker = broker
+        self.config = broker.config
+        self.clock = clock
+        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
+        self.offsets = OffsetStore()
+        self.empty_since: dict[str, int] = {}
+        self._dirty_classic: set[str] = set()
+        self._wake: trio.Event | None = None
+
+    @property
+    def cluster(self):
+        return self.broker.cluster
+
+    # --- service ---------------------------------------------------------------------------
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        self._wake = trio.Event()
+        t0 = time.monotonic()
+        self.load()
+        if self.groups or self.offsets.committed:
+            log.info("loaded %d group(s) from %s in %.3f s", len(self.groups), OFFSETS_TOPIC, time.monotonic() - t0)
+        task_status.started()
+        next_retention = self.clock() + RETENTION_CHECK_INTERVAL_MS
+        while True:
+            now = self.clock()
+            deadline = next_retention
+            for group in list(self.groups.values()):
+                d = group.next_deadline()
+                if d is not None and d <= now:
+                    self._tick(group, now)
+                    d = group.next_deadline()
+                if d is not None:
+                    deadline = min(deadline, d)
+            if now >= next_retention:
+                self.expire_offsets(now)
+                next_retention = now + RETENTION_CHECK_INTERVAL_MS
+                deadline = min(deadline, next_retention)
+            self._wake = trio.Event()
+            with trio.move_on_after(max(0.0, (deadline - self.clock()) / 1000)):
+                await self._wake.wait()
+
+    def close(self) -> None:
+        pass
+
+    def _kick(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _tick(self, group, now: int) -> None:
+        if isinstance(group, ClassicGroup):
+            group.tick(now)
+        else:
+            for member_id in group.tick(now):
+                log.info("group %s: member %s fenced (session or rebalance timeout)", group.group_id, member_id)
+        self._after(group)
+
+    # --- the internal topic ----------------------------------------------------------------
+    def _offsets_topic(self):
+        topic = self.cluster.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.cluster.create_topic(OFFSETS_TOPIC, max(1, self.config["offsets.topic.num.partitions"]),
+                                              {"cleanup.policy": "compact"})
+        return topic
+
+    def offsets_partition(self, group_id: str):
+        """The __consumer_offsets partition of the group (the topic is created on first use)."""
+        topic = self._offsets_topic()
+        return topic.partitions[abs(java_string_hash(group_id)) % len(topic.partitions)]
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
+                producer_epoch: int = -1, transactional: bool = False) -> None:
+        if not records:
+            return
+        part = self.offsets_partition(group_id)
+        now = self.clock()
+        batch = build_batch([Record(k, v) for k, v in records], producer_id=producer_id,
+                            producer_epoch=producer_epoch, base_sequence=-1, transactional=transactional,
+                            timestamp_ms=now)
+        info = part.log.append(batch, leader_epoch=part.leader_epoch, now_ms=now)
+        if producer_id >= 0:
+            entry = part.producers.record_batch(producer_id, producer_epoch, -1, -1, info.base_offset,
+                                                info.last_offset, now)
+            if transactional and entry.current_txn_first_offset is None:
+                entry.current_txn_first_offset = info.base_offset
+                txn = self.broker.services.get("transactions")
+                hook = getattr(txn, "on_transactional_append", None)
+                if hook is not None:
+                    hook(part, entry)
+        if self.config["fsync"] == "always":
+            part.log.flush()
+        part.wake()
+
+    # --- persistence of group state ----------------------------------------------------------
+    def _on_classic_change(self, group: ClassicGroup) -> None:
+        self._dirty_classic.add(group.group_id)
+
+    def _after(self, group) -> None:
+        """Persist what the last operation changed, note emptiness, wake the timer task."""
+        gid = group.group_id
+        if isinstance(group, ClassicGroup):
+            if gid in self._dirty_classic:
+                self._dirty_classic.discard(gid)
+                self._append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
+        else:
+            records = []
+            if group.epoch_dirty:
+                records.append((rec.consumer_group_metadata_key(gid), rec.consumer_group_metadata_value(group.group_epoch)))
+                group.epoch_dirty = False
+            for mid in sorted(group.removed_members):
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
+            group.removed_members.clear()
+            for mid in sorted(group.dirty_members):
+                m = group.members.get(mid)
+                if m is None:
+                    continue
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid),
+                                rec.consumer_member_metadata_value(rec.ConsumerMemberMetadata(
+                                    m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+                                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor))))
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid),
+                                rec.consumer_assignment_value(rec.ConsumerMemberAssignment(
+                                    m.member_epoch, m.previous_member_epoch, m.state,
+                                    {t: sorted(ps) for t, ps in m.assigned.items()},
+                                    {t: sorted(ps) for t, ps in m.pending_revocation.items()}))))
+                m._persisted_assignment = m.assignment_key()
+            group.dirty_members.clear()
+            self._append(gid, records)
+        if group.is_empty():
+            self.empty_since.setdefault(gid, self.clock())
+        else:
+            self.empty_since.pop(gid, None)
+        self._kick()
+
+    # --- loading -----------------------------------------------------------------------------
+    def load(self) -> None:
+        topic = self.cluster.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        now = self.clock()
+        classic_values: dict[str, rec.GroupMetadataValue | None] = {}
+        consumer_epochs: dict[str, int | None] = {}
+        members: dict[tuple[str, str], ConsumerMember | None] = {}
+        assignments: dict[tuple[str, str], rec.ConsumerMemberAssignment] = {}
+        for part in topic.partitions:
+            for _base, batch in part.log.batches_from(part.log.log_start_offset):
+                h = BatchHeader(batch, 0)
+                if h.is_control:
+                    try:
+                        is_commit, _epoch = parse_control_record(batch)
+                    except ValueError:
+                        continue
+                    self.offsets.complete(h.producer_id, is_commit)
+                    continue
+                try:
+                    recs = decode_records(batch)
+                except Exception:
+                    log.exception("skipping an undecodable batch in %s-%d", OFFSETS_TOPIC, part.index)
+                    continue
+                for r in recs:
+                    if r.key is None:
+                        continue
+                    try:
+                        key = rec.decode_key(r.key)
+                        self._load_record(key, r.value, h, classic_values, consumer_epochs, members, assignments)
+                    except Exception:
+                        log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
+                                    OFFSETS_TOPIC, part.index)
+        for gid, value in classic_values.items():
+            if value is None:
+                continue
+            group = self._new_classic(gid)
+            group.load_record_value(value, now)
+            if group.is_empty():
+                self.empty_since[gid] = value.current_state_timestamp if value.current_state_timestamp > 0 else now
+        for gid, epoch in consumer_epochs.items():
+            if epoch is None:
+                continue
+            group = self._new_consumer(gid)
+            group.group_epoch = epoch
+        for (gid, mid), member in members.items():
+            group = self.groups.get(gid)
+            if member is None or not isinstance(group, ConsumerGroup):
+                continue
+            a = assignments.get((gid, mid))
+            if a is not None:
+                member.member_epoch = a.member_epoch
+                member.previous_member_epoch = a.previous_member_epoch
+                member.state = a.state
+                member.assigned = {t: set(ps) for t, ps in a.assigned.items()}
+                member.pending_revocation = {t: set(ps) for t, ps in a.pending_revocation.items()}
+            member._persisted_assignment = member.assignment_key()
+            group.load_member(member, now)
+        for group in self.groups.values():
+            if isinstance(group, ConsumerGroup):
+                # recompute the target on the next heartbeat, sticking to what members own
+                group.target = {mid: {t: set(ps) for t, ps in m.assigned.items()} for mid, m in group.members.items()}
+                group.assignment_epoch = group.group_epoch - 1 if group.members else group.group_epoch
+                group._refresh_subscription_metadata(self._topic_view())
+                if group.is_empty():
+                    self.empty_since[group.group_id] = now
+        for gid in list(self.offsets.committed):
+            if gid not in self.groups:
+                self._new_classic(gid)
+                self.empty_since[gid] = 0
+
+    def _load_record(self, key, value, h, classic_values, consumer_epochs, members, assignments) -> None:
+        kind = key[0]
+        if kind == rec.OFFSET_COMMIT_KEY:
+            _k, gid, topic, partition = key
+            if h.is_transactional:
+                if value is not None:
+                    self.offsets.stage(h.producer_id, gid, {(topic, partition): rec.decode_offset_commit_value(value)})
+            elif value is None:
+                self.offsets.delete(gid, [(topic, partition)])
+            else:
+                self.offsets.commit(gid, {(topic, partition): rec.decode_offset_commit_value(value)})
+        elif kind == rec.GROUP_METADATA_KEY:
+            gid = key[1]
+            classic_values[gid] = None if value is None else rec.decode_group_metadata_value(value)
+            if value is None:
+                consumer_epochs.pop(gid, None)
+        elif kind == rec.CONSUMER_GROUP_METADATA_KEY:
+            gid = key[1]
+            consumer_epochs[gid] = None if value is None else rec.decode_consumer_group_metadata_value(value)
+            if value is None:
+                for k in [k for k in members if k[0] == gid]:
+                    del members[k]
+            else:
+                classic_values.pop(gid, None)
+        elif kind == rec.CONSUMER_GROUP_MEMBER_METADATA_KEY:
+            _k, gid, mid = key
+            if value is None:
+                members[(gid, mid)] = None
+                assignments.pop((gid, mid), None)
+            else:
+                md = rec.decode_consumer_member_metadata_value(value)
+                members[(gid, mid)] = ConsumerMember(
+                    mid, instance_id=md.instance_id, rack_id=md.rack_id, client_id=md.client_id,
+                    client_host=md.client_host, subscribed_topic_names=md.subscribed_topic_names,
+                    subscribed_topic_regex=md.subscribed_topic_regex, rebalance_timeout_ms=md.rebalance_timeout_ms,
+                    server_assignor=md.server_assignor)
+        elif kind == rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY:
+            _k, gid, mid = key
+            if value is not None:
+                assignments[(gid, mid)] = rec.decode_consumer_assignment_value(value)
+
+    # --- groups --------------------------------------------------------------------------------
+    def _new_classic(self, group_id: str) -> ClassicGroup:
+        group = ClassicGroup(
+            group_id,
+            initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
+            min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
+            max_session_timeout_ms=self.config["group.max.session.timeout.ms"],
+            on_change=self._on_classic_change,
+        )
+        self.groups[group_id] = group
+        return group
+
+    def _new_consumer(self, group_id: str) -> ConsumerGroup:
+        group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
+                              heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"])
+        self.groups[group_id] = group
+        return group
+
+    def _topic_view(self) -> TopicView:
+        def lookup(name: str):
+            topic = self.cluster.topics.get(name)
+            if topic is None or not topic.partitions:
+                return None
+            return (topic.topic_id, len(topic.partitions))
+        return TopicView(lookup)
+
+    # JoinGroup / SyncGroup / Heartbeat / LeaveGroup -------------------------------------------
+    async def join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
+                         client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+                         protocols: list[tuple[str, bytes]], api_version: int) -> JoinResult:
+        if not group_id:
+            return JoinResult(ErrorCode.invalid_group_id, member_id=member_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self._new_classic(group_id)
+        elif not isinstance(group, ClassicGroup):
+            if group.is_empty():
+                self._delete_group_state(group)
+                group = self._new_classic(group_id)
+            else:
+                return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+        box: list[JoinResult] = []
+        event = trio.Event()
+
+        def waiter(result) -> None:
+            box.append(result)
+            event.set()
+
+        result = group.join(member_id=member_id, group_instance_id=group_instance_id, client_id=client_id,
+                            client_host=client_host, session_timeout_ms=session_timeout_ms,
+                            rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
+                            protocols=protocols, require_known_member_id=api_version >= 4,
+                            supports_skip_assignment=api_version >= 9, waiter=waiter, now=self.clock())
+        self._after(group)
+        if result is not None:
+            return result
+        await event.wait()
+        return box[0]
+
+    async def sync_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                         protocol_type: str | None, protocol_name: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ClassicGroup):
+            return SyncResult(ErrorCode.unknown_member_id)
+        box: list[SyncResult] = []
+        event = trio.Event()
+
+        def waiter(result) -> None:
+            box.append(result)
+            event.set()
+
+        result = group.sync(member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id,
+                            protocol_type=protocol_type, protocol_name=protocol_name, assignments=assignments,
+                            waiter=waiter, now=self.clock())
+        self._after(group)
+        if result is not None:
+            return result
+        await event.wait()
+        return box[0]
+
+    def heartbeat(self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ClassicGroup):
+            return ErrorCode.unknown_member_id
+        err = group.heartbeat(member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id,
+                              now=self.clock())
+        self._kick()
+        return err
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ClassicGroup):
+            return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
+        errors = group.leave(members, self.clock())
+        self._after(group)
+        return ErrorCode.none, errors
+
+    # ConsumerGroupHeartbeat ---------------------------------------------------------------------
+    def consumer_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int,
+                                 instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+                                 subscribed_topic_names: list[str] | None, subscribed_topic_regex: str | None,
+                                 server_assignor: str | None, owned: dict[uuid.UUID, set[int]] | None,
+                                 client_id: str, client_host: str, api_version: int) -> HeartbeatResult:
+        invalid = _validate_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                                      subscribed_topic_names, subscribed_topic_regex, owned, api_version)
+        if invalid is not None:
+            return HeartbeatResult(ErrorCode.invalid_request, invalid, member_id=member_id or None,
+                                   member_epoch=member_epoch)
+        group = self.groups.get(group_id)
+        if isinstance(group, ClassicGroup):
+            if group.is_empty() and member_epoch == 0:
+                self._delete_group_state(group, keep_offsets=True)
+                group = None
+            else:
+                return HeartbeatResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.",
+                                       member_id=member_id or None, member_epoch=member_epoch)
+        if group is None:
+            if member_epoch != 0:
+                return HeartbeatResult(ErrorCode.unknown_member_id,
+                                       f"Member {member_id} is not a member of group {group_id}.",
+                                       member_id=member_id or None, member_epoch=member_epoch)
+            group = self._new_consumer(group_id)
+        result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, instance_id=instance_id,
+                                 rack_id=rack_id, rebalance_timeout_ms=rebalance_timeout_ms, client_id=client_id,
+                                 client_host=client_host, subscribed_topic_names=subscribed_topic_names,
+                                 subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
+                                 owned=owned, topics=self._topic_view(), now=self.clock())
+        self._after(group)
+        return result
+
+    # Describe / List / Delete -------------------------------------------------------------------
+    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None):
+        """[(group id, protocol type, state, group type)]"""
+        states_l = {s.lower() for s in states} if states else None
+        types_l = {t.lower() for t in types} if types else None
+        out = []
+        for gid, group in self.groups.items():
+            gtype = "classic" if isinstance(group, ClassicGroup) else "consumer"
+            state = group.state
+            if states_l is not None and state.lower() not in states_l:
+                continue
+            if types_l is not None and gtype not in types_l:
+                continue
+            out.append((gid, group.protocol_type or "", state, gtype))
+        return out
+
+    def delete_groups(self, group_ids: list[str]) -> list[tuple[str, ErrorCode]]:
+        out = []
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            if group is None:
+                out.append((gid, ErrorCode.group_id_not_found))
+            elif not group.is_empty() or (isinstance(group, ClassicGroup) and group.state != EMPTY):
+                out.append((gid, ErrorCode.non_empty_group))
+            else:
+                self._delete_group_state(group)
+                out.append((gid, ErrorCode.none))
+        self._kick()
+        return out
+
+    def _delete_group_state(self, group, keep_offsets: bool = False) -> None:
+        gid = group.group_id
+        records: list[tuple[bytes, bytes | None]] = []
+        if not keep_offsets:
+            for topic, partition in self.offsets.drop_group(gid):
+                records.append((rec.offset_commit_key(gid, topic, partition), None))
+        if isinstance(group, ClassicGroup):
+            records.append((rec.group_metadata_key(gid), None))
+        else:
+            for mid in list(group.members) + sorted(group.removed_members):
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
+            records.append((rec.consumer_group_metadata_key(gid), None))
+        self.groups.pop(gid, None)
+        self.empty_since.pop(gid, None)
+        self._dirty_classic.discard(gid)
+        self._append(gid, records)
+
+    # Offsets ------------------------------------------------------------------------------------
+    def validate_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                        api_version: int, *, transactional: bool = False) -> ErrorCode:
+        """Kafka's OffsetMetadataManager.validateOffsetCommit / validateTransactionalOffsetCommit."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id < 0:
+                self._new_classic(group_id)  # a "simple" group, as Kafka creates
+                return ErrorCode.none
+            if transactional or api_version < 9:
+                return ErrorCode.illegal_generation
+            return ErrorCode.group_id_not_found
+        if isinstance(group, ConsumerGroup):
+            try:
+                group.validate_offset_commit(member_id, instance_id, generation_id)
+            except GroupError as exc:
+                if exc.code == ErrorCode.stale_member_epoch and (transactional or api_version < 9):
+                    return ErrorCode.illegal_generation
+                return exc.code
+            return ErrorCode.none
+        if group.state == "Dead":
+            return ErrorCode.coordinator_not_available
+        if generation_id < 0 and group.state == EMPTY:
+            return ErrorCode.none
+        if generation_id >= 0 or member_id or instance_id is not None:
+            try:
+                group._check_static(member_id, instance_id)
+            except GroupError as exc:
+                return exc.code
+            if generation_id != group.generation_id:
+                return ErrorCode.illegal_generation
+        elif not transactional and group.state != EMPTY:
+            return ErrorCode.unknown_member_id
+        if not transactional and group.state == "CompletingRebalance":
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    def commit_offsets(self, group_id: str, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+                       *, retention_ms: int = -1) -> dict[tuple[str, int], ErrorCode]:
+        """Append and apply validated commits: {(topic, partition): (offset, leader epoch, metadata)}."""
+        now = self.clock()
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        values: dict[tuple[str, int], rec.OffsetValue] = {}
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+                continue
+            values[tp] = rec.OffsetValue(offset, leader_epoch, metadata or "", now,
+                                         now + retention_ms if retention_ms >= 0 else -1)
+            errors[tp] = ErrorCode.none
+        if values:
+            self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
+                                    for (t, p), v in values.items()])
+            self.offsets.commit(group_id, values)
+            group = self.groups.get(group_id)
+            if group is not None and group.is_empty():
+                self.empty_since.setdefault(group_id, now)
+        return errors
+
+    def fetch_offsets(self, group_id: str, tps: list[tuple[str, int]] | None, *, require_stable: bool,
+                      member_id: str | None = None, member_epoch: int = -1):
+        """(group error, [(topic, partition, offset, leader epoch, metadata, error)])."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            try:
+                group.validate_offset_fetch(member_id, member_epoch)
+            except GroupError as exc:
+                return exc.code, []
+        committed = self.offsets.group_offsets(group_id)
+        if tps is None:
+            tps = sorted(committed)
+        out = []
+        for tp in tps:
+            if require_stable and self.offsets.has_pending(group_id, tp):
+                out.append((tp[0], tp[1], -1, -1, "", ErrorCode.unstable_offset_commit))
+                continue
+            v = committed.get(tp)
+            if v is None:
+                out.append((tp[0], tp[1], -1, -1, "", ErrorCode.none))
+            else:
+                out.append((tp[0], tp[1], v.offset, v.leader_epoch, v.metadata, ErrorCode.none))
+        return ErrorCode.none, out
+
+    def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]):
+        """OffsetDelete: (group error, {tp: error})."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, {}
+        if isinstance(group, ClassicGroup) and not group.is_empty() and group.protocol_type != "consumer":
+            return ErrorCode.non_empty_group, {}
+        subscribed = set()
+        if not group.is_empty():
+            subscribed = group.subscribed_topics() or set()
+        errors = {}
+        gone = []
+        for tp in tps:
+            if tp[0] in subscribed:
+                errors[tp] = ErrorCode.group_subscribed_to_topic
+            else:
+                errors[tp] = ErrorCode.none
+                if self.offsets.get(group_id, tp) is not None:
+                    gone.append(tp)
+        if gone:
+            self._append(group_id, [(rec.offset_commit_key(group_id, t, p), None) for t, p in gone])
+            self.offsets.delete(group_id, gone)
+        return ErrorCode.none, errors
+
+    def expire_offsets(self, now: int | None = None) -> int:
+        """Offset retention; empty groups with no offsets left are removed. Returns offsets expired."""
+        now = self.clock() if now is None else now
+        retention_ms = self.config["offsets.retention.minutes"] * 60_000
+        total = 0
+        for gid in list(set(self.offsets.committed) | set(self.groups)):
+            group = self.groups.get(gid)
+            empty = group is None or group.is_empty()
+            empty_since = self.empty_since.get(gid, 0) if empty else None
+            subscribed = None
+            if isinstance(group, ConsumerGroup) and not empty:
+                subscribed = group.subscribed_topics()
+            elif isinstance(group, ClassicGroup) and not empty:
+                subscribed = None
+            gone = self.offsets.expired(gid, now, retention_ms, empty_since=empty_since, subscribed=subscribed)
+            if gone:
+                self._append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                self.offsets.delete(gid, gone)
+                total += len(gone)
+                log.info("group %s: %d offset(s) expired", gid, len(gone))
+            if group is not None and empty and not self.offsets.has_offsets(gid) \
+                    and (not isinstance(group, ClassicGroup) or group.state == EMPTY) and gone:
+                self._delete_group_state(group)
+        return total
+
+    # --- transaction coordinator hooks (KIP-98 / KIP-447) ------------------------------------
+    def stage_txn_offsets(self, group_id: str, *, producer_id: int, producer_epoch: int, generation_id: int,
+                          member_id: str, group_instance_id: str | None,
+                          offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+                          now_ms: int | None = None) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: validate against the group (generation/member/instance, as Kafka's
+        validateTransactionalOffsetCommit), append the offsets as a transactional batch of the
+        producer to the group's __consumer_offsets partition and keep them pending until
+        complete_txn_offsets. Returns an error per partition."""
+        err = self.validate_commit(group_id, generation_id, member_id or "", group_instance_id, 99,
+                                   transactional=True)
+        if err != ErrorCode.none:
+            return {tp: err for tp in offsets}
+        now = self.clock() if now_ms is None else now_ms
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        values: dict[tuple[str, int], rec.OffsetValue] = {}
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            if self.cluster.partition(tp[0], tp[1]) is None:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                values[tp] = rec.OffsetValue(offset, leader_epoch, metadata or "", now)
+                errors[tp] = ErrorCode.none
+        if values:
+            self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
+                                    for (t, p), v in values.items()],
+                         producer_id=producer_id, producer_epoch=producer_epoch, transactional=True)
+            self.offsets.stage(producer_id, group_id, values)
+        return errors
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The COMMIT/ABORT marker of the producer is in __consumer_offsets: its pending offsets
+        become committed (commit) or are dropped (abort)."""
+        for gid in self.offsets.complete(producer_id, commit):
+            if commit and gid not in self.groups:
+                self._new_classic(gid)
+                self.empty_since.setdefault(gid, self.clock())
+
+    def has_pending_txn_offsets(self, group_id: str, topic: str, partition: int) -> bool:
+        return self.offsets.has_pending(group_id, (topic, partition))
+
+
+def _validate_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                        subscribed_topic_names, subscribed_topic_regex, owned, api_version) -> str | None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid: a message, or None when valid."""
+    if not group_id:
+        return "GroupId can't be empty."
+    if instance_id == "":
+        return "InstanceId can't be empty."
+    if rack_id == "":
+        return "RackId can't be empty."
+    if api_version >= 1 and not member_id:
+        return "MemberId can't be empty."
+    if member_epoch > 0 or member_epoch == -1:
+        if not member_id:
+            return "MemberId can't be empty."
+    elif member_epoch == 0:
+        if rebalance_timeout_ms is None or rebalance_timeout_ms == -1:
+            return "RebalanceTimeoutMs must be provided in first request."
+        if owned is None or any(owned.values()):
+            return "TopicPartitions must be empty when (re-)joining."
+        if not subscribed_topic_names and not subscribed_topic_regex:
+            return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+    elif member_epoch == -2:
+        if not member_id:
+            return "MemberId can't be empty."
+        if instance_id is None:
+            return "InstanceId can't be null."
+    else:
+        return "MemberEpoch is invalid."
+    return None

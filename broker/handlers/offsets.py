@@ -1,0 +1,155 @@
+"""Committed offsets, served by the group coordinator (broker.groups).
+
+- OffsetCommit (8) v2-v10: validated as Kafka's OffsetMetadataManager does. Generation -1 from
+  a client outside group management commits into an empty (or new, "simple") group; a member
+  must match the group's generation (ILLEGAL_GENERATION), be known (UNKNOWN_MEMBER_ID), not be
+  fenced (FENCED_INSTANCE_ID); REBALANCE_IN_PROGRESS while the group completes a rebalance.
+  KIP-848 members commit with their member epoch (STALE_MEMBER_EPOCH, v9+). A group that does
+  not exist with a generation >= 0 gets ILLEGAL_GENERATION (< v9) or GROUP_ID_NOT_FOUND (v9+).
+  Unknown topics/partitions get UNKNOWN_TOPIC_OR_PARTITION (v10 names topics by id:
+  UNKNOWN_TOPIC_ID); metadata over 4096 bytes gets OFFSET_METADATA_TOO_LARGE. The leader epoch
+  (v6+) and metadata are stored and returned by OffsetFetch. v2-v4 retention_time sets an
+  explicit expiry. The commit is in __consumer_offsets before the answer.
+- OffsetFetch (9) v1-v10: v8+ batches groups; null topics means every committed offset of the
+  group. require_stable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with offsets of
+  an open transaction (KIP-447). A partition without a commit answers offset -1, metadata "".
+  v9+ members of KIP-848 groups are checked (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID).
+- OffsetDelete (47) v0: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group that is not
+  a consumer group, GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from . import api
+from .common import response_module
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _coordinator(ctx):
+    return ctx.broker.services["groups"]
+
+
+def _topic_name(ctx, t, by_id: bool):
+    if by_id:
+        topic = ctx.cluster.topics_by_id.get(t.topic_id)
+        return topic.name if topic is not None else None
+    return t.name
+
+
+@api(8, 2, 10)
+async def offset_commit(ctx, request):
+    mod = response_module(ctx)
+    coord = _coordinator(ctx)
+    by_id = ctx.api_version >= 10
+    group_err = coord.validate_commit(request.group_id, request.generation_id_or_member_epoch,
+                                      request.member_id or "", getattr(request, "group_instance_id", None),
+                                      ctx.api_version)
+    results: list[tuple[object, str | None, list[tuple[int, ErrorCode]]]] = []
+    to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    for t in request.topics:
+        name = _topic_name(ctx, t, by_id)
+        topic = ctx.cluster.topics.get(name) if name is not None else None
+        parts = []
+        for p in t.partitions:
+            if group_err != ErrorCode.none:
+                parts.append((p.partition_index, group_err))
+            elif topic is None:
+                parts.append((p.partition_index, ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition))
+            elif not 0 <= p.partition_index < len(topic.partitions):
+                parts.append((p.partition_index, ErrorCode.unknown_topic_or_partition))
+            else:
+                to_commit[(name, p.partition_index)] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                                                         p.committed_metadata)
+                parts.append((p.partition_index, None))
+        results.append((t, name, parts))
+    errors = {}
+    if to_commit:
+        retention = getattr(request, "retention_time", None)
+        retention_ms = -1
+        if retention is not None:
+            retention_ms = retention if isinstance(retention, int) else int(retention.total_seconds() * 1000)
+        errors = coord.commit_offsets(request.group_id, to_commit, retention_ms=retention_ms)
+    return make(mod.OffsetCommitResponse, throttle_time=0, topics=tuple(
+        make(mod.OffsetCommitResponseTopic, name=name, topic_id=getattr(t, "topic_id", None),
+             partitions=tuple(make(mod.OffsetCommitResponsePartition, partition_index=idx,
+                                   error_code=err if err is not None else errors[(name, idx)])
+                              for idx, err in parts))
+        for t, name, parts in results))
+
+
+def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
+    """(group error, [(topic key, name, [(partition, offset, epoch, metadata, error)])])"""
+    unknown: list = []
+    if topics is None:
+        tps = None
+    else:
+        tps = []
+        for t in topics:
+            name = _topic_name(ctx, t, by_id)
+            if name is None:
+                unknown.append(t)
+                continue
+            tps.extend((name, p) for p in t.partition_indexes)
+    err, rows = coord.fetch_offsets(group_id, tps, require_stable=require_stable, member_id=member_id,
+                                    member_epoch=member_epoch)
+    grouped: dict[str, list] = {}
+    for topic, p, off, epoch, meta, perr in rows:
+        grouped.setdefault(topic, []).append((p, off, epoch, meta, perr))
+    out = []
+    for name, parts in grouped.items():
+        key = ctx.cluster.topics[name].topic_id if by_id and name in ctx.cluster.topics else None
+        out.append((key, name, parts))
+    for t in unknown:
+        out.append((t.topic_id, None, [(p, -1, -1, "", ErrorCode.unknown_topic_id) for p in t.partition_indexes]))
+    return err, out
+
+
+@api(9, 1, 10)
+async def offset_fetch(ctx, request):
+    mod = response_module(ctx)
+    coord = _coordinator(ctx)
+    v = ctx.api_version
+    require_stable = bool(getattr(request, "require_stable", False))
+    by_id = v >= 10
+    if v >= 8:
+        groups_out = []
+        for g in request.groups:
+            err, topics = _fetch_group(ctx, coord, g.group_id, g.topics, require_stable,
+                                       getattr(g, "member_id", None), getattr(g, "member_epoch", -1), by_id)
+            groups_out.append(make(mod.OffsetFetchResponseGroup, group_id=g.group_id, error_code=err, topics=tuple(
+                make(mod.OffsetFetchResponseTopics, name=name, topic_id=key or ZERO_UUID, partitions=tuple(
+                    make(mod.OffsetFetchResponsePartitions, partition_index=p, committed_offset=off,
+                         committed_leader_epoch=epoch, metadata=meta, error_code=perr)
+                    for p, off, epoch, meta, perr in parts))
+                for key, name, parts in topics)))
+        return make(mod.OffsetFetchResponse, throttle_time=0, groups=tuple(groups_out))
+    topics_req = request.topics
+    err, topics = _fetch_group(ctx, coord, request.group_id, topics_req, require_stable, None, -1, False)
+    return make(mod.OffsetFetchResponse, throttle_time=0, error_code=err, topics=tuple(
+        make(mod.OffsetFetchResponseTopic, name=name, partitions=tuple(
+            make(mod.OffsetFetchResponsePartition, partition_index=p, committed_offset=off,
+                 committed_leader_epoch=epoch, metadata=meta, error_code=perr)
+            for p, off, epoch, meta, perr in parts))
+        for _key, name, parts in topics))
+
+
+@api(47, 0, 0)
+async def offset_delete(ctx, request):
+    mod = response_module(ctx)
+    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    err, errors = _coordinator(ctx).delete_offsets(request.group_id, tps)
+    if err != ErrorCode.none:
+        return make(mod.OffsetDeleteResponse, error_code=err, throttle_time=0, topics=())
+    return make(mod.OffsetDeleteResponse, error_code=ErrorCode.none, throttle_time=0, topics=tuple(
+        make(mod.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(
+            make(mod.OffsetDeleteResponsePartition, partition_index=p.partition_index,
+                 error_code=errors.get((t.name, p.partition_index), ErrorCode.none))
+            for p in t.partitions))
+        for t in request.topics))

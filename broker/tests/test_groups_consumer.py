@@ -1,0 +1,189 @@
+"""KIP-848 consumer groups and the server-side assignors, driven by a fake clock."""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from broker.groups.assignors import range_, uniform
+from broker.groups.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ConsumerGroup, TopicView)
+
+T1 = uuid.UUID(int=1)
+T2 = uuid.UUID(int=2)
+TOPICS = {"t1": (T1, 6), "t2": (T2, 2)}
+
+
+def view(topics=TOPICS):
+    return TopicView(lambda name: topics.get(name))
+
+
+def hb(g, member_id="", epoch=0, *, topics=("t1",), owned=None, instance=None, now=0, rebalance=1000,
+       assignor=None, tv=None):
+    if epoch == 0 and owned is None:
+        owned = {}
+    return g.heartbeat(member_id=member_id, member_epoch=epoch, instance_id=instance, rack_id=None,
+                       rebalance_timeout_ms=rebalance if epoch == 0 else -1, client_id="c", client_host="/h",
+                       subscribed_topic_names=list(topics) if epoch == 0 else None, subscribed_topic_regex=None,
+                       server_assignor=assignor, owned=owned, topics=tv or view(), now=now)
+
+
+def count(assign):
+    return sum(len(ps) for ps in assign.values())
+
+
+def test_single_member_gets_everything():
+    g = ConsumerGroup("g", session_timeout_ms=500, heartbeat_interval_ms=100)
+    r = hb(g)
+    assert r.error == ErrorCode.none and r.member_id and r.member_epoch == 1
+    assert r.assignment == {T1: set(range(6))}
+    assert r.heartbeat_interval_ms == 100
+    assert g.state == "Stable"
+    # a steady heartbeat returns no assignment
+    r2 = hb(g, r.member_id, 1, owned={T1: set(range(6))}, now=50)
+    assert r2.error == ErrorCode.none and r2.assignment is None and r2.member_epoch == 1
+
+
+def test_second_member_revocation_then_assignment():
+    g = ConsumerGroup("g", session_timeout_ms=5000)
+    a = hb(g)
+    b = hb(g, now=10)
+    assert b.member_epoch == 2 and g.group_epoch == 2
+    # b's share is still owned by a: unreleased, b waits at epoch 2 with nothing
+    assert b.assignment == {} and g.members[b.member_id].state == UNRELEASED_PARTITIONS
+    assert g.state == "Reconciling"
+    # a learns it must give up 3 partitions; keeps epoch 1
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=20)
+    assert ra.member_epoch == 1 and count(ra.assignment) == 3
+    assert g.members[a.member_id].state == UNREVOKED_PARTITIONS
+    kept = ra.assignment[T1]
+    # a acknowledges the revocation: moves to epoch 2
+    ra2 = hb(g, a.member_id, 1, owned={T1: kept}, now=30)
+    assert ra2.member_epoch == 2 and g.members[a.member_id].state == STABLE
+    # b now gets the released partitions
+    rb = hb(g, b.member_id, 2, owned={}, now=40)
+    assert rb.assignment == {T1: set(range(6)) - kept}
+    assert g.state == "Stable"
+
+
+def test_leave_gives_partitions_back():
+    g = ConsumerGroup("g", session_timeout_ms=5000)
+    a = hb(g)
+    b = hb(g, now=1)
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=2)
+    hb(g, a.member_id, 1, owned=ra.assignment, now=3)
+    rb = hb(g, b.member_id, 2, owned={}, now=4)
+    left = hb(g, b.member_id, -1, now=5)
+    assert left.error == ErrorCode.none and left.member_epoch == -1
+    assert b.member_id not in g.members and g.group_epoch == 3
+    ra3 = hb(g, a.member_id, 2, owned=ra.assignment, now=6)
+    assert ra3.member_epoch == 3 and ra3.assignment == {T1: set(range(6))}
+    del rb
+
+
+def test_session_timeout_fences_member():
+    g = ConsumerGroup("g", session_timeout_ms=100)
+    a = hb(g)
+    b = hb(g, now=10)
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=50)
+    hb(g, a.member_id, 1, owned=ra.assignment, now=60)
+    assert g.next_deadline() == 110  # b's session
+    assert g.tick(110) == [b.member_id]
+    r = hb(g, a.member_id, 2, owned=ra.assignment, now=120)
+    assert r.assignment == {T1: set(range(6))}
+    # the fenced member is unknown now
+    assert hb(g, b.member_id, 2, owned={}, now=130).error == ErrorCode.unknown_member_id
+
+
+def test_revocation_timeout_fences_member():
+    g = ConsumerGroup("g", session_timeout_ms=10_000)
+    a = hb(g, rebalance=200)
+    hb(g, now=10)
+    hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=20)  # asked to revoke at 20
+    assert g.members[a.member_id].rebalance_deadline == 220
+    assert g.tick(219) == []
+    assert g.tick(220) == [a.member_id]
+
+
+def test_epoch_fencing():
+    g = ConsumerGroup("g")
+    a = hb(g)
+    assert hb(g, a.member_id, 5, owned={}).error == ErrorCode.fenced_member_epoch
+    assert hb(g, "someone", 3, owned={}).error == ErrorCode.unknown_member_id
+    b = hb(g, now=1)
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=2)
+    hb(g, a.member_id, 1, owned=ra.assignment, now=3)  # now epoch 2, previous 1
+    # the response with epoch 2 was lost: the previous epoch with a subset is accepted
+    assert hb(g, a.member_id, 1, owned=ra.assignment, now=4).error == ErrorCode.none
+    assert hb(g, a.member_id, 0, owned={}, now=5).error == ErrorCode.fenced_member_epoch
+    del b
+
+
+def test_static_member_temporary_leave_and_rejoin_keeps_assignment():
+    g = ConsumerGroup("g", session_timeout_ms=1000)
+    a = hb(g, instance="i-1")
+    b = hb(g, instance="i-2", now=1)
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, instance="i-1", now=2)
+    hb(g, a.member_id, 1, owned=ra.assignment, instance="i-1", now=3)
+    rb = hb(g, b.member_id, 2, owned={}, instance="i-2", now=4)
+    epoch = g.group_epoch
+    left = hb(g, b.member_id, -2, instance="i-2", now=5)
+    assert left.member_epoch == -2 and g.group_epoch == epoch
+    # a new incarnation of i-2 rejoins with a new member id, gets the same partitions
+    b2 = hb(g, str(uuid.uuid4()), 0, instance="i-2", now=6)
+    assert b2.error == ErrorCode.none and b2.assignment == rb.assignment
+    assert g.group_epoch == epoch
+    # a second instance with the same id while the first is active: UNRELEASED_INSTANCE_ID
+    assert hb(g, str(uuid.uuid4()), 0, instance="i-2", now=7).error == ErrorCode.unreleased_instance_id
+
+
+def test_metadata_change_bumps_epoch():
+    g = ConsumerGroup("g")
+    topics = dict(TOPICS)
+    a = hb(g, topics=("t1", "new"), tv=view(topics))
+    assert a.assignment == {T1: set(range(6))}
+    t3 = uuid.UUID(int=3)
+    topics["new"] = (t3, 2)
+    r = hb(g, a.member_id, 1, owned=a.assignment, tv=view(topics), now=1)
+    assert r.member_epoch == 2 and r.assignment == {T1: set(range(6)), t3: {0, 1}}
+
+
+def test_invalid_assignor():
+    g = ConsumerGroup("g")
+    assert hb(g, assignor="nope").error == ErrorCode.unsupported_assignor
+
+
+def test_range_assignor_selected_by_members():
+    g = ConsumerGroup("g", session_timeout_ms=5000)
+    a = hb(g, "a", assignor="range")
+    hb(g, "b", assignor="range", now=1)
+    assert g.preferred_assignor() == "range"
+    assert g.target["a"] == {T1: {0, 1, 2}} and g.target["b"] == {T1: {3, 4, 5}}
+    del a
+
+
+def test_uniform_is_balanced_and_sticky():
+    members = {"a": {"t1", "t2"}, "b": {"t1", "t2"}, "c": {"t1"}}
+    first = uniform(members, TOPICS, {})
+    counts = sorted(count(v) for v in first.values())
+    assert counts == [2, 3, 3] or counts[-1] - counts[0] <= 1
+    assert sum(counts) == 8
+    owners = [(t, p) for v in first.values() for t, ps in v.items() for p in ps]
+    assert len(owners) == len(set(owners)) == 8
+    # a leaves: b and c keep what they had
+    second = uniform({"b": members["b"], "c": members["c"]}, TOPICS, first)
+    for mid in ("b", "c"):
+        for t, ps in first[mid].items():
+            assert ps <= second[mid].get(t, set())
+    assert sum(count(v) for v in second.values()) == 8
+
+
+def test_uniform_respects_subscriptions():
+    out = uniform({"a": {"t2"}, "b": {"t1"}}, TOPICS, {})
+    assert out["a"] == {T2: {0, 1}} and out["b"] == {T1: set(range(6))}
+
+
+def test_range_assignor():
+    out = range_({"a": {"t1"}, "b": {"t1"}, "c": {"t1", "t2"}}, {"t1": (T1, 7), "t2": (T2, 2)})
+    assert out["a"][T1] == {0, 1, 2} and out["b"][T1] == {3, 4} and out["c"][T1] == {5, 6}
+    assert out["c"][T2] == {0, 1}
