@@ -119,6 +119,9 @@ def start_kafkalite(extra_args: Sequence[str] = (), timeout: float = 30.0) -> Pe
         raise PeerUnavailable(str(exc).splitlines()[0] + " ...\n" + str(exc)[-1500:]) from exc
 
     def stop() -> None:
+        if hasattr(broker, "close"):  # stops and removes the temp data dir and log
+            broker.close()
+            return
         broker.stop()
         if getattr(broker, "_owned_data_dir", False):
             shutil.rmtree(broker.data_dir, ignore_errors=True)

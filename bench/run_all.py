@@ -14,7 +14,7 @@ import argparse
 import time
 import traceback
 
-from bench import group_join, startup, throughput, transactions
+from bench import group_join, pytest_session, startup, throughput, transactions
 from bench.peers import parse_brokers
 from bench.stats import Report
 
@@ -24,6 +24,7 @@ BENCHMARKS = {
     "throughput": lambda brokers, a: throughput.run(brokers, runs=a.runs or 3, records=a.records,
                                                     value_size=1024, warmup_records=10_000),
     "group_join": lambda brokers, a: group_join.run(brokers, runs=a.runs or 3),
+    "pytest_session": lambda brokers, a: pytest_session.run(brokers, runs=a.runs or 3),
     "transactions": lambda brokers, a: transactions.run(brokers, runs=a.runs or 3,
                                                         records=a.records // 2, commits=30),
 }
