@@ -24,6 +24,7 @@ from protocol.messages import MalformedRequest, encode_response, parse_request, 
 
 from .cluster import Cluster, now_ms
 from .config import BrokerConfig, Listener
+from .groups import GroupCoordinator
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .transactions.coordinator import TransactionCoordinator
@@ -162,6 +163,7 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
     cluster.load()
     log.info("loaded %d topic(s) in %.3f s", len(cluster.topics), time.monotonic() - t0)
     broker = Broker(config=config, cluster=cluster)
+    broker.services["groups"] = GroupCoordinator(broker)
     broker.services["transactions"] = TransactionCoordinator(broker)
     try:
         async with trio.open_nursery() as nursery:

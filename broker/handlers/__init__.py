@@ -22,6 +22,8 @@ FAMILIES = [
     "produce",
     "fetch",
     "list_offsets",
+    "groups",
+    "offsets",
     "transactions",
 ]
 
