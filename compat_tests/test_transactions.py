@@ -1,0 +1,197 @@
+"""Transactions with every client: commit and abort across topics and partitions,
+read_committed against read_uncommitted, a consumer held at the last stable offset by an open
+transaction, fencing by a second producer with the same transactional.id, transaction
+timeouts, sendOffsetsToTransaction with the consumer group metadata, and the admin view
+(list/describe transactions, describe producers).
+
+The producing side runs with each client (compat_tests/txn/<client>_txn.py, same operations);
+what the log holds is read back with librdkafka (compat_tests/txn/rdkafka_txn.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+import uuid
+
+import pytest
+
+import kafkalite
+from compat_tests.txn import rdkafka_txn as reader
+
+pytestmark = pytest.mark.transactions
+
+TXN_CLIENTS = {
+    "librdkafka": "compat_tests.txn.rdkafka_txn",
+    "java": "compat_tests.txn.java_txn",
+    "aiokafka": "compat_tests.txn.aiokafka_txn",
+    "kafkajs": "compat_tests.txn.kafkajs_txn",
+}
+
+
+@pytest.fixture(params=[pytest.param(n, marks=getattr(pytest.mark, n), id=n) for n in TXN_CLIENTS])
+def txn_client(request):
+    return importlib.import_module(TXN_CLIENTS[request.param])
+
+
+def _tid(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+# --- commit and abort ----------------------------------------------------------------------------
+
+def test_commit_and_abort_across_topics_and_partitions(txn_client, bootstrap, create_topic, topic_name):
+    a = create_topic(topic_name + "-a", 2)
+    b = create_topic(topic_name + "-b", 2)
+    plan = [
+        {"records": [[a, 0, "c1-a0"], [a, 1, "c1-a1"], [b, 0, "c1-b0"], [b, 1, "c1-b1"], [a, 0, "c1-a0'"]],
+         "end": "commit"},
+        {"records": [[a, 0, "x2-a0"], [a, 1, "x2-a1"], [b, 1, "x2-b1"]], "end": "abort"},
+        {"records": [[a, 1, "c3-a1"], [b, 0, "c3-b0"]], "end": "commit"},
+        {"records": [[b, 0, "x4-b0"]], "end": "abort"},
+    ]
+    txn_client.run_plan(bootstrap, _tid("plan"), plan)
+    committed = {a: {0: ["c1-a0", "c1-a0'"], 1: ["c1-a1", "c3-a1"]},
+                 b: {0: ["c1-b0", "c3-b0"], 1: ["c1-b1"]}}
+    everything = {a: {0: ["c1-a0", "c1-a0'", "x2-a0"], 1: ["c1-a1", "x2-a1", "c3-a1"]},
+                  b: {0: ["c1-b0", "c3-b0", "x4-b0"], 1: ["c1-b1", "x2-b1"]}}
+    for topic in (a, b):
+        rc = reader.read(bootstrap, topic, [0, 1], "read_committed")
+        assert reader.values(rc) == committed[topic]
+        ru = reader.read(bootstrap, topic, [0, 1], "read_uncommitted")
+        assert reader.values(ru) == everything[topic]
+        # offsets strictly increase and leave room for the markers
+        for recs in rc.values():
+            offs = [o for o, _v in recs]
+            assert offs == sorted(offs)
+    # nothing is left open: the last stable offset is the high watermark everywhere
+    for topic in (a, b):
+        assert reader.end_offsets(bootstrap, topic, [0, 1], "read_committed") == \
+            reader.end_offsets(bootstrap, topic, [0, 1], "read_uncommitted")
+
+
+# --- fencing and timeouts -----------------------------------------------------------------------------
+
+def test_second_producer_fences_the_first(txn_client, bootstrap, create_topic, topic_name):
+    topic = create_topic(topic_name, 1)
+    err = txn_client.fence(bootstrap, _tid("fence"), topic)
+    assert err in txn_client.FENCED_ERRORS, err
+    values = reader.values(reader.read(bootstrap, topic, [0], "read_committed"))[0]
+    assert values == ["winner"]
+
+
+@pytest.fixture(scope="module")
+def fast_timeout_broker(tmp_path_factory):
+    if kafkalite_external():
+        pytest.skip("needs a broker with a short transaction cleanup interval")
+    with kafkalite.running(tmp_path_factory.mktemp("txn-timeout"), config={
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}) as b:
+        yield b
+
+
+def kafkalite_external() -> bool:
+    import os
+    return bool(os.environ.get("KAFKA_BOOTSTRAP"))
+
+
+def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker):
+    bs = fast_timeout_broker.bootstrap
+    topic = "timeout-" + uuid.uuid4().hex[:8]
+    reader_admin_create(bs, topic)
+    err = txn_client.time_out(bs, _tid("timeout"), topic, 1000, 3000)
+    assert err in txn_client.TIMEOUT_ERRORS, err
+    assert reader.values(reader.read(bs, topic, [0], "read_committed"))[0] == []
+    assert reader.values(reader.read(bs, topic, [0], "read_uncommitted"))[0] == ["late"]
+
+
+def reader_admin_create(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+    LibrdkafkaClient(bootstrap).create_topic(topic, partitions)
+
+
+# --- consume-transform-produce --------------------------------------------------------------------
+
+def test_send_offsets_to_transaction(txn_client, bootstrap, create_topic, topic_name):
+    source = create_topic(topic_name + "-in", 2)
+    sink = create_topic(topic_name + "-out", 2)
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+    from compat_tests.clients.base import Msg
+    src = LibrdkafkaClient(bootstrap)
+    for p in (0, 1):
+        src.produce(source, [Msg(value=f"v{p}-{i}".encode()) for i in range(20)], partition=p)
+    group = "g-" + uuid.uuid4().hex[:8]
+    copied = txn_client.copy(bootstrap, _tid("copy"), group, source, sink, 40)
+    assert copied >= 40
+    out = reader.values(reader.read(bootstrap, sink, [0, 1], "read_committed"))
+    for p in (0, 1):
+        assert out[p] == [f"copied:v{p}-{i}" for i in range(20)]
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "broker.address.family": "v4"})
+    try:
+        committed = c.committed([TopicPartition(source, 0), TopicPartition(source, 1)], timeout=20)
+    finally:
+        c.close()
+    assert [tp.offset for tp in committed] == [20, 20]
+
+
+# --- the last stable offset ------------------------------------------------------------------------
+
+def test_read_committed_consumer_waits_at_the_lso(bootstrap, create_topic, topic_name):
+    """An open transaction holds read_committed readers at its first offset, even for records
+    written after it by other producers; they see everything in offset order once it commits."""
+    from confluent_kafka import Producer
+    topic = create_topic(topic_name, 1)
+    plain = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "linger.ms": 0})
+    plain.produce(topic, value=b"before", partition=0)
+    plain.flush(10)
+    txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
+                    "transactional.id": _tid("lso"), "linger.ms": 0})
+    txp.init_transactions(30)
+    txp.begin_transaction()
+    txp.produce(topic, value=b"txn-1", partition=0)
+    txp.flush(10)
+    plain.produce(topic, value=b"after", partition=0)
+    plain.flush(10)
+    rc_end = reader.end_offsets(bootstrap, topic, [0], "read_committed")[0]
+    ru_end = reader.end_offsets(bootstrap, topic, [0], "read_uncommitted")[0]
+    assert (rc_end, ru_end) == (1, 3)
+    assert reader.values(reader.read(bootstrap, topic, [0], "read_committed"))[0] == ["before"]
+    assert reader.values(reader.read(bootstrap, topic, [0], "read_uncommitted"))[0] == ["before", "txn-1", "after"]
+    txp.produce(topic, value=b"txn-2", partition=0)
+    txp.commit_transaction(30)
+    assert reader.values(reader.read(bootstrap, topic, [0], "read_committed"))[0] == \
+        ["before", "txn-1", "after", "txn-2"]
+
+
+def test_waiting_read_committed_fetch_wakes_on_commit(bootstrap, create_topic, topic_name):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    topic = create_topic(topic_name, 1)
+    txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
+                    "transactional.id": _tid("wake"), "linger.ms": 0})
+    txp.init_transactions(30)
+    txp.begin_transaction()
+    txp.produce(topic, value=b"held", partition=0)
+    txp.flush(10)
+    c = Consumer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "group.id": "w",
+                  "isolation.level": "read_committed", "fetch.wait.max.ms": 5000})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+
+    def consume():
+        end = time.monotonic() + 20
+        while not got and time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append((time.monotonic(), m.value()))
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(1.5)
+    assert not got
+    committed_at = time.monotonic()
+    txp.commit_transaction(30)
+    t.join()
+    c.close()
+    assert got and got[0][1] == b"held"
+    assert got[0][0] - committed_at < 2.0
