@@ -195,3 +195,39 @@ def test_waiting_read_committed_fetch_wakes_on_commit(bootstrap, create_topic, t
     c.close()
     assert got and got[0][1] == b"held"
     assert got[0][0] - committed_at < 2.0
+
+
+# --- admin: list/describe transactions, describe producers ------------------------------------------
+
+@pytest.mark.java
+@pytest.mark.admin
+def test_admin_list_describe_transactions_and_producers(bootstrap, create_topic, topic_name):
+    from confluent_kafka import Producer
+    from compat_tests.txn import java_txn
+    topic = create_topic(topic_name, 2)
+    open_id, done_id = _tid("open"), _tid("done")
+    reader_plan = [{"records": [[topic, 1, "committed"]], "end": "commit"}]
+    reader.run_plan(bootstrap, done_id, reader_plan)
+    p = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "transactional.id": open_id,
+                  "linger.ms": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    try:
+        out = java_txn.admin(bootstrap, [open_id, done_id], topic, [0, 1])
+    finally:
+        p.abort_transaction(30)
+    listed = {l["transactional_id"]: l for l in out["listed"]}
+    assert listed[open_id]["state"] == "Ongoing"
+    assert listed[done_id]["state"] == "CompleteCommit"
+    assert open_id in out["ongoing"] and done_id not in out["ongoing"]
+    d = out["described"][open_id]
+    assert d["state"] == "Ongoing" and d["partitions"] == [[topic, 0]] and d["start_ms"] > 0
+    assert d["producer_id"] == listed[open_id]["producer_id"]
+    assert out["described"][done_id]["state"] == "CompleteCommit"
+    assert out["described"][done_id]["partitions"] == []
+    (p0,) = [s for s in out["producers"]["0"] if s["producer_id"] == d["producer_id"]]
+    assert p0["txn_start_offset"] == 0 and p0["last_sequence"] == 0
+    p1 = [s for s in out["producers"]["1"] if s["txn_start_offset"] == -1]
+    assert p1 and p1[0]["producer_id"] == listed[done_id]["producer_id"]
