@@ -141,7 +141,8 @@ class Cluster:
     def log_config(self, topic: Topic) -> LogConfig:
         eff = self.effective_configs(topic)
         return LogConfig(
-            segment_bytes=int(eff["segment.bytes"]),
+            # internal.segment.bytes (Kafka's test-only override) wins over segment.bytes
+            segment_bytes=int(eff.get("internal.segment.bytes") or eff["segment.bytes"]),
             segment_ms=int(eff["segment.ms"]),
             retention_ms=int(eff["retention.ms"]),
             retention_bytes=int(eff["retention.bytes"]),

@@ -25,6 +25,10 @@ FAMILIES = [
     "groups",
     "offsets",
     "transactions",
+    "admin_topics",
+    "admin_configs",
+    "admin_records",
+    "admin_cluster",
 ]
 
 

@@ -1,0 +1,104 @@
+"""DescribeCluster (key 60) v0-v2, DescribeLogDirs (35) v1-v5.
+
+DescribeCluster
+- One broker, this one, at the address advertised on the listener the request came in on;
+  never fenced (v2 include_fenced_brokers changes nothing). controller_id is this node, as a
+  KRaft broker answers with an alive broker id. Endpoint type 1 (brokers) is served; 2
+  (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else UNSUPPORTED_ENDPOINT_TYPE
+  (INVALID_REQUEST in v0), as Kafka answers on a broker listener.
+- include_cluster_authorized_operations reports every cluster operation: there is no
+  authorizer, so everything is allowed.
+
+DescribeLogDirs
+- One log directory: the data directory (absolute path), with its volume's total and usable
+  bytes (v4+). Each partition's size is the bytes of its segments; offset_lag is 0 (the log
+  end offset is the high watermark on a single replica). A null topic list means every
+  partition; listed partitions that do not exist are left out, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from . import api
+from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
+
+BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
+# AclEntry.supportedOperations(CLUSTER): CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+@api(60, 0, 2)
+async def describe_cluster(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    endpoint = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
+    if endpoint != BROKERS_ENDPOINT:
+        if endpoint == CONTROLLERS_ENDPOINT:
+            code = ErrorCode.mismatched_endpoint_type
+            message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+        else:
+            code = ErrorCode.unsupported_endpoint_type
+            message = f"Unsupported endpoint type {endpoint}"
+        if ctx.api_version == 0:
+            code = ErrorCode.invalid_request
+        return make(mod.DescribeClusterResponse, throttle_time=0, error_code=code, error_message=message,
+                    endpoint_type=BROKERS_ENDPOINT, cluster_id="", controller_id=-1, brokers=(),
+                    cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS)
+    adv = ctx.broker.advertised[ctx.listener.name]
+    broker = make(mod.DescribeClusterBroker, broker_id=cluster.node_id, host=adv.host, port=adv.port, rack=None,
+                  is_fenced=False)
+    ops = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
+           else NO_AUTHORIZED_OPERATIONS)
+    return make(mod.DescribeClusterResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
+                endpoint_type=BROKERS_ENDPOINT, cluster_id=cluster.cluster_id, controller_id=cluster.node_id,
+                brokers=(broker,), cluster_authorized_operations=ops)
+
+
+def _size_bytes(plog) -> int:
+    size = plog.size_bytes
+    return int(size() if callable(size) else size)
+
+
+@api(35, 1, 5)
+async def describe_log_dirs(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    data_dir = Path(cluster.data_dir).resolve()
+    if request.topics is None:
+        wanted = {name: None for name in cluster.topics}
+    else:
+        wanted = {}
+        for t in request.topics:
+            wanted.setdefault(t.topic, set()).update(t.partitions)
+    topics = []
+    for name in sorted(wanted):
+        topic = cluster.topics.get(name)
+        if topic is None:
+            continue
+        indexes = wanted[name]
+        parts = tuple(
+            make(mod.DescribeLogDirsPartition, partition_index=p.index, partition_size=_size_bytes(p.log),
+                 offset_lag=0, is_future_key=False)
+            for p in topic.partitions if indexes is None or p.index in indexes
+        )
+        if parts:
+            topics.append(make(mod.DescribeLogDirsTopic, name=name, partitions=parts))
+    try:
+        usage = shutil.disk_usage(data_dir)
+        total, usable = usage.total, usage.free
+    except OSError:
+        total = usable = -1
+    result = make(mod.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=str(data_dir), topics=tuple(topics),
+                  total_bytes=total, usable_bytes=usable, is_cordoned=False)
+    return make(mod.DescribeLogDirsResponse, throttle_time=0, error_code=ErrorCode.none, results=(result,))

@@ -1,0 +1,363 @@
+"""DescribeConfigs (key 32) v1-v4, AlterConfigs (33) v0-v2, IncrementalAlterConfigs (44) v0-v1.
+
+Resources: topics (2), this broker (4) and its loggers (8). Client-metrics and group
+resources are not kept here and answer INVALID_REQUEST.
+
+DescribeConfigs
+- A topic lists every topic config Kafka defines, sorted by name, with its effective value and
+  Kafka's config_source: TOPIC_CONFIG for an override, STATIC_BROKER_CONFIG when it falls back to a
+  broker setting that was set (num.partitions and the like differ from Kafka's default),
+  DEFAULT_CONFIG otherwise. include_synonyms adds the fallback chain (the override, then the
+  broker settings, e.g. retention.ms -> log.retention.ms -> log.retention.hours);
+  include_documentation (v3+) one line per config; config_type (v3+) is Kafka's type. An unknown
+  topic is UNKNOWN_TOPIC_OR_PARTITION, a bad name INVALID_TOPIC_EXCEPTION. configuration_keys
+  filters, silently skipping unknown keys; null or empty means all.
+- The broker resource named by this node id lists the broker settings (broker/config.py), all
+  read-only; the resource "" (cluster-wide dynamic defaults) is empty, since none are ever set.
+  Another id is INVALID_REQUEST.
+- The broker-logger resource lists `root` and the broker's loggers with their levels.
+
+AlterConfigs / IncrementalAlterConfigs
+- AlterConfigs replaces a topic's whole override set; IncrementalAlterConfigs applies SET,
+  DELETE, APPEND and SUBTRACT (the last two only on LIST configs: "Can't APPEND to key x
+  because its type is not LIST."; APPEND to a config with no override starts from Kafka's
+  static default). The result is validated like CreateTopics (INVALID_CONFIG with Kafka's
+  message), then the topic must exist (UNKNOWN_TOPIC_OR_PARTITION "The topic 'x' does not
+  exist."). validate_only checks and changes nothing. Duplicate resources, duplicate keys in a
+  resource and null values (other than DELETE) are INVALID_REQUEST, as Kafka's broker checks them.
+- Broker settings are read-only at runtime: setting any of them is INVALID_REQUEST "Cannot
+  update these configs dynamically: Set(k)" (Kafka's message for its static settings);
+  DELETE of a broker setting has nothing to remove and succeeds. Logger levels (resource
+  type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from ..config import BROKER_KEYS
+from ..topic_configs import (
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    describe_broker_configs,
+    describe_topic_configs,
+    is_list_config,
+    topic_config_default,
+    validate_topic_configs,
+)
+from . import api
+from .admin_topics import AdminError, topic_name_error
+from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+RESOURCE_TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+LOG_LEVELS = {"FATAL": logging.CRITICAL, "ERROR": logging.ERROR, "WARN": logging.WARNING,
+              "INFO": logging.INFO, "DEBUG": logging.DEBUG, "TRACE": 5}
+ROOT_LOGGER = "root"
+BROKER_LOGGER_PREFIX = "kafkalite"
+
+
+# --- helpers shared by the three APIs -------------------------------------------------------
+
+
+def _check_node_id(ctx, name: str, what: str = "broker") -> None:
+    try:
+        node = int(name)
+    except ValueError:
+        raise AdminError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
+    if node != ctx.cluster.node_id:
+        raise AdminError(ErrorCode.invalid_request,
+                         f"Unexpected {what} id, expected {ctx.cluster.node_id}, but received {name}")
+
+
+def _topic_for_alter(ctx, name: str):
+    if name == "":
+        raise AdminError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    reason = topic_name_error(name)
+    if reason is not None:
+        raise AdminError(ErrorCode.invalid_topic_exception, reason)
+
+
+def _apply_topic_configs(ctx, name: str, new: dict[str, str | None], validate_only: bool) -> None:
+    """Validate a topic's complete new override set, check the topic exists, and store it."""
+    _topic_for_alter(ctx, name)
+    try:
+        normalized = validate_topic_configs(new, broker_values=ctx.broker.config.values)
+    except ConfigError as exc:
+        raise AdminError(ErrorCode.invalid_config, str(exc)) from None
+    topic = ctx.cluster.topics.get(name)
+    if topic is None:
+        raise AdminError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+    if not validate_only and normalized != topic.configs:
+        ctx.cluster.alter_topic_configs(topic, normalized)
+        log.info("topic %s configs now %s", name, normalized)
+
+
+def _broker_static_refusal(keys) -> AdminError:
+    return AdminError(ErrorCode.invalid_request,
+                      "Cannot update these configs dynamically: Set(" + ", ".join(keys) + ")")
+
+
+def _preprocess(resources, *, incremental: bool) -> dict[int, AdminError]:
+    """Kafka's ConfigAdminManager.preprocess: duplicates and nulls, per resource index."""
+    errors: dict[int, AdminError] = {}
+    seen = Counter((r.resource_type, r.resource_name) for r in resources)
+    for i, r in enumerate(resources):
+        if seen[(r.resource_type, r.resource_name)] > 1:
+            errors[i] = AdminError(ErrorCode.invalid_request, "Each resource must appear at most once.")
+            continue
+        names = [c.name for c in r.configs]
+        if len(set(names)) != len(names):
+            errors[i] = AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+            continue
+        nulls = [c.name for c in r.configs
+                 if c.value is None and not (incremental and c.config_operation == DELETE)]
+        if nulls:
+            errors[i] = AdminError(ErrorCode.invalid_request, "Null value not supported for : " + ", ".join(nulls))
+    return errors
+
+
+def _python_level(level: str) -> int:
+    return LOG_LEVELS[level]
+
+
+def _kafka_level(level: int) -> str:
+    for name, value in sorted(LOG_LEVELS.items(), key=lambda kv: kv[1]):
+        if level <= value:
+            return name
+    return "FATAL"
+
+
+def _broker_loggers() -> dict[str, logging.Logger]:
+    found = {ROOT_LOGGER: logging.getLogger()}
+    for name, obj in sorted(logging.root.manager.loggerDict.items()):
+        if isinstance(obj, logging.Logger) and (name == BROKER_LOGGER_PREFIX
+                                                or name.startswith(BROKER_LOGGER_PREFIX + ".")):
+            found[name] = obj
+    return found
+
+
+# --- DescribeConfigs ------------------------------------------------------------------------
+
+
+def _describe_entries(ctx, resource):
+    rtype, name = resource.resource_type, resource.resource_name
+    keys = resource.configuration_keys or None
+    if rtype == TOPIC:
+        reason = topic_name_error(name)
+        if reason is not None:
+            raise AdminError(ErrorCode.invalid_topic_exception, reason)
+        topic = ctx.cluster.topics.get(name)
+        if topic is None:
+            raise AdminError(ErrorCode.unknown_topic_or_partition, "")
+        return describe_topic_configs(topic.configs, ctx.broker.config.values, names=keys)
+    if rtype == BROKER:
+        if name == "":
+            return []
+        try:
+            node = int(name)
+        except ValueError:
+            raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+        if node != ctx.cluster.node_id:
+            raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.cluster.node_id} "
+                             f"or empty string, but received {name}")
+        defaults = {k: d for k, (_p, d, _doc) in BROKER_KEYS.items()}
+        docs = {k: doc for k, (_p, _d, doc) in BROKER_KEYS.items()}
+        return describe_broker_configs(ctx.broker.config.values, defaults, docs, names=keys)
+    if rtype == BROKER_LOGGER:
+        if name == "":
+            raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")
+        try:
+            node = int(name)
+        except ValueError:
+            raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+        if node != ctx.cluster.node_id:
+            raise AdminError(ErrorCode.invalid_request,
+                             f"Unexpected broker id, expected {ctx.cluster.node_id} but received {name}")
+        from ..topic_configs import ConfigEntry
+        wanted = None if keys is None else set(keys)
+        return [ConfigEntry(n, _kafka_level(lg.getEffectiveLevel()), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                            ConfigType.UNKNOWN, None)
+                for n, lg in _broker_loggers().items() if wanted is None or n in wanted]
+    raise AdminError(ErrorCode.invalid_request,
+                     f"Unsupported resource type: {RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
+
+
+@api(32, 1, 4)
+async def describe_configs(ctx, request):
+    mod = response_module(ctx)
+    synonyms_wanted = request.include_synonyms
+    docs_wanted = getattr(request, "include_documentation", False)
+    results = []
+    for resource in request.resources:
+        try:
+            entries = _describe_entries(ctx, resource)
+        except AdminError as exc:
+            results.append(make(mod.DescribeConfigsResult, error_code=exc.code, error_message=exc.message,
+                                resource_type=resource.resource_type, resource_name=resource.resource_name,
+                                configs=()))
+            continue
+        configs = tuple(
+            make(mod.DescribeConfigsResourceResult, name=e.name, value=None if e.sensitive else e.value,
+                 read_only=e.read_only, config_source=int(e.source), is_sensitive=e.sensitive,
+                 synonyms=tuple(make(mod.DescribeConfigsSynonym, name=n, value=v, source=int(s))
+                                for n, v, s in e.synonyms) if synonyms_wanted else (),
+                 config_type=int(e.type), documentation=e.doc if docs_wanted else None)
+            for e in entries
+        )
+        results.append(make(mod.DescribeConfigsResult, error_code=ErrorCode.none, error_message="",
+                            resource_type=resource.resource_type, resource_name=resource.resource_name,
+                            configs=configs))
+    return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results))
+
+
+# --- AlterConfigs ---------------------------------------------------------------------------
+
+
+def _alter_one(ctx, resource, validate_only: bool) -> None:
+    rtype, name = resource.resource_type, resource.resource_name
+    if rtype == TOPIC:
+        _apply_topic_configs(ctx, name, {c.name: c.value for c in resource.configs}, validate_only)
+    elif rtype == BROKER:
+        if name != "":
+            _check_node_id(ctx, name)
+        if resource.configs:
+            raise _broker_static_refusal([c.name for c in resource.configs])
+    else:
+        raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {rtype}")
+
+
+@api(33, 0, 2)
+async def alter_configs(ctx, request):
+    mod = response_module(ctx)
+    errors = _preprocess(request.resources, incremental=False)
+    results = []
+    for i, resource in enumerate(request.resources):
+        err = errors.get(i)
+        if err is None:
+            try:
+                _alter_one(ctx, resource, request.validate_only)
+            except AdminError as exc:
+                err = exc
+        results.append(make(mod.AlterConfigsResourceResponse, error_code=err.code if err else ErrorCode.none,
+                            error_message=err.message if err else None, resource_type=resource.resource_type,
+                            resource_name=resource.resource_name))
+    return make(mod.AlterConfigsResponse, throttle_time=0, responses=tuple(results))
+
+
+# --- IncrementalAlterConfigs ----------------------------------------------------------------
+
+
+def _incremental_topic(ctx, resource, validate_only: bool) -> None:
+    topic = ctx.cluster.topics.get(resource.resource_name)
+    new: dict[str, str | None] = dict(topic.configs) if topic is not None else {}
+    for c in resource.configs:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            if not is_list_config(c.name):
+                raise AdminError(ErrorCode.invalid_config,
+                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+            current = new.get(c.name)
+            if current is None:
+                current = topic_config_default(c.name)
+            parts = [p for p in (current or "").split(",") if p]
+            for item in c.value.split(","):
+                if op == APPEND and item not in parts:
+                    parts.append(item)
+                elif op == SUBTRACT and item in parts:
+                    parts.remove(item)
+            new[c.name] = ",".join(parts)
+        else:
+            raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {op}")
+    _apply_topic_configs(ctx, resource.resource_name, new, validate_only)
+
+
+def _incremental_broker(ctx, resource) -> None:
+    if resource.resource_name != "":
+        _check_node_id(ctx, resource.resource_name)
+    for c in resource.configs:
+        if c.config_operation not in OP_NAMES:
+            raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
+    changed = [c.name for c in resource.configs if c.config_operation != DELETE]
+    if changed:
+        raise _broker_static_refusal(changed)
+
+
+def _incremental_logger(ctx, resource, validate_only: bool) -> None:
+    name = resource.resource_name
+    try:
+        node = int(name)
+    except ValueError:
+        raise AdminError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
+    if node != ctx.cluster.node_id:
+        raise AdminError(ErrorCode.invalid_request,
+                         f"Unexpected node id. Expected {ctx.cluster.node_id}, but received {name}")
+    loggers = _broker_loggers()
+    for c in resource.configs:
+        op = c.config_operation
+        if op in (SET, DELETE) and c.name not in loggers:
+            raise AdminError(ErrorCode.invalid_config, f"Logger {c.name} does not exist!")
+        if op == SET:
+            if c.value not in LOG_LEVELS:
+                raise AdminError(ErrorCode.invalid_config,
+                                 f"Cannot set the log level of {c.name} to {c.value} as it is not a supported log "
+                                 "level. Valid log levels are " + ", ".join(LOG_LEVELS))
+        elif op == DELETE:
+            if c.name == ROOT_LOGGER:
+                raise AdminError(ErrorCode.invalid_request,
+                                 f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+        elif op in (APPEND, SUBTRACT):
+            raise AdminError(ErrorCode.invalid_request,
+                             f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
+        else:
+            raise AdminError(ErrorCode.invalid_request,
+                             f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
+    if validate_only:
+        return
+    for c in resource.configs:
+        if c.config_operation == SET:
+            loggers[c.name].setLevel(_python_level(c.value))
+            log.warning("Updated the log level of %s to %s", c.name, c.value)
+        else:
+            loggers[c.name].setLevel(logging.NOTSET)
+            log.warning("Unset the log level of %s", c.name)
+
+
+@api(44, 0, 1)
+async def incremental_alter_configs(ctx, request):
+    mod = response_module(ctx)
+    errors = _preprocess(request.resources, incremental=True)
+    results = []
+    for i, resource in enumerate(request.resources):
+        err = errors.get(i)
+        if err is None:
+            try:
+                if resource.resource_type == TOPIC:
+                    _incremental_topic(ctx, resource, request.validate_only)
+                elif resource.resource_type == BROKER:
+                    _incremental_broker(ctx, resource)
+                elif resource.resource_type == BROKER_LOGGER:
+                    _incremental_logger(ctx, resource, request.validate_only)
+                else:
+                    raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
+            except AdminError as exc:
+                err = exc
+        results.append(make(mod.AlterConfigsResourceResponse, error_code=err.code if err else ErrorCode.none,
+                            error_message=err.message if err else None, resource_type=resource.resource_type,
+                            resource_name=resource.resource_name))
+    return make(mod.IncrementalAlterConfigsResponse, throttle_time=0, responses=tuple(results))

@@ -1,0 +1,113 @@
+"""DeleteRecords (key 21) v0-v2, OffsetForLeaderEpoch (23) v2-v4.
+
+DeleteRecords (Kafka's ReplicaManager.deleteRecords / Partition.deleteRecordsOnLeader)
+- Moves the log start offset up to the requested offset; -1 means the high watermark. An offset
+  beyond the high watermark, or below -1, is OFFSET_OUT_OF_RANGE. An offset at or below the
+  current log start changes nothing. low_watermark is the log start offset afterwards (-1 on
+  error).
+- Internal topics are INVALID_TOPIC_EXCEPTION; a topic whose cleanup.policy lacks "delete" is
+  POLICY_VIOLATION; unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
+
+OffsetForLeaderEpoch (Kafka's LeaderEpochFileCache.endOffsetFor)
+- A partition has one leader epoch, the one Metadata reports, which began at the log start
+  offset. For the current epoch the answer is (epoch, log end offset); for an older epoch it
+  is (that epoch, the log start offset) — the start of the next known epoch; for -1 or an epoch
+  newer than the current one, (-1, -1).
+- current_leader_epoch (when not -1) fences: older is FENCED_LEADER_EPOCH, newer
+  UNKNOWN_LEADER_EPOCH. Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from . import api
+from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
+
+HIGH_WATERMARK = -1
+UNDEFINED_EPOCH = -1
+
+
+def _deletes_allowed(ctx, topic) -> bool:
+    policy = ctx.cluster.effective_configs(topic).get("cleanup.policy", "delete")
+    if not isinstance(policy, str):
+        policy = ",".join(policy)
+    return "delete" in [p.strip() for p in policy.split(",")]
+
+
+def delete_records(ctx, topic_name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
+    """(error, low watermark) for one partition."""
+    cluster = ctx.cluster
+    part = cluster.partition(topic_name, index)
+    if part is None:
+        return ErrorCode.unknown_topic_or_partition, -1
+    if part.topic.internal:
+        return ErrorCode.invalid_topic_exception, -1
+    if not _deletes_allowed(ctx, part.topic):
+        return ErrorCode.policy_violation, -1
+    hwm = part.high_watermark
+    target = hwm if offset == HIGH_WATERMARK else offset
+    if target < 0 or target > hwm:
+        return ErrorCode.offset_out_of_range, -1
+    plog = part.log
+    if target > plog.log_start_offset:
+        plog.delete_records_before(target)
+        log.info("log start offset of %s-%d moved to %d", topic_name, index, plog.log_start_offset)
+    return ErrorCode.none, plog.log_start_offset
+
+
+@api(21, 0, 2)
+async def handle_delete_records(ctx, request):
+    mod = response_module(ctx)
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                err, low = delete_records(ctx, t.name, p.partition_index, p.offset)
+            except OSError as exc:
+                log.error("DeleteRecords on %s-%d failed: %s", t.name, p.partition_index, exc)
+                err, low = ErrorCode.kafka_storage_error, -1
+            parts.append(make(mod.DeleteRecordsPartitionResult, partition_index=p.partition_index,
+                              low_watermark=low, error_code=err))
+        topics.append(make(mod.DeleteRecordsTopicResult, name=t.name, partitions=tuple(parts)))
+    return make(mod.DeleteRecordsResponse, throttle_time=0, topics=tuple(topics))
+
+
+def end_offset_for_epoch(part, current_leader_epoch: int, requested: int) -> tuple[ErrorCode, int, int]:
+    """(error, leader epoch, end offset) for one partition."""
+    epoch = part.leader_epoch
+    if current_leader_epoch != UNDEFINED_EPOCH:
+        if current_leader_epoch < epoch:
+            return ErrorCode.fenced_leader_epoch, -1, -1
+        if current_leader_epoch > epoch:
+            return ErrorCode.unknown_leader_epoch, -1, -1
+    if requested == UNDEFINED_EPOCH or requested > epoch:
+        return ErrorCode.none, UNDEFINED_EPOCH, -1
+    if requested == epoch:
+        return ErrorCode.none, epoch, part.log.log_end_offset
+    return ErrorCode.none, requested, part.log.log_start_offset
+
+
+@api(23, 2, 4)
+async def handle_offset_for_leader_epoch(ctx, request):
+    mod = response_module(ctx)
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            part = ctx.cluster.partition(t.topic, p.partition)
+            if part is None:
+                err, epoch, end = ErrorCode.unknown_topic_or_partition, -1, -1
+            else:
+                err, epoch, end = end_offset_for_epoch(part, p.current_leader_epoch, p.leader_epoch)
+            parts.append(make(mod.EpochEndOffset, error_code=err, partition=p.partition, leader_epoch=epoch,
+                              end_offset=end))
+        topics.append(make(mod.OffsetForLeaderTopicResult, topic=t.topic, partitions=tuple(parts)))
+    return make(mod.OffsetForLeaderEpochResponse, throttle_time=0, topics=tuple(topics))

@@ -1,0 +1,483 @@
+"""CreateTopics (key 19) v2-v7, DeleteTopics (20) v1-v6, CreatePartitions (37) v0-v3,
+DescribeTopicPartitions (75) v0.
+
+These follow Kafka's KRaft controller (ControllerApis, ReplicationControlManager), including
+its error messages:
+
+CreateTopics
+- Checks run in Kafka's order: duplicate names in the request (INVALID_REQUEST "Duplicate
+  topic name."), the name (INVALID_TOPIC_EXCEPTION "Topic name is invalid: ..."), an existing
+  topic (TOPIC_ALREADY_EXISTS "Topic 'x' already exists."), a name that differs from an existing
+  one only by '.' versus '_' (INVALID_TOPIC_EXCEPTION "... collides with existing topic: ..."),
+  the configs (INVALID_CONFIG, see broker.topic_configs), then partitions and replication.
+- num_partitions and replication_factor -1 mean num.partitions and default.replication.factor.
+  There is one broker, so a replication factor above 1 is INVALID_REPLICATION_FACTOR ("Unable to
+  replicate the partition 3 time(s): The target replication factor of 3 cannot be reached
+  because only 1 broker(s) are registered."); 0 or below -1 is INVALID_REPLICATION_FACTOR and
+  0 partitions INVALID_PARTITIONS.
+- Manual assignments need num_partitions = replication_factor = -1 (else INVALID_REQUEST), name
+  only this broker, once per partition, partitions 0..n-1 (else INVALID_REPLICA_ASSIGNMENT).
+- validate_only runs every check and creates nothing. More than 10,000 partitions in one request
+  fail every topic with POLICY_VIOLATION, as Kafka's controller does.
+- v5+ answers the partition count, replication factor and every effective config of the topic
+  (value, source, read-only, sensitive); v7 the topic id. `__cluster_metadata` cannot be
+  created (TOPIC_AUTHORIZATION_FAILED, as Kafka).
+
+DeleteTopics
+- By name (all versions) or by topic id (v6): UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID for
+  topics that do not exist; INVALID_REQUEST for duplicates, for both a name and an id, or for
+  neither. With delete.topic.enable=false: INVALID_REQUEST before v3, TOPIC_DELETION_DISABLED
+  from v3.
+- Internal topics (__consumer_offsets, __transaction_state) are never deleted: their
+  coordinators live on them. The answer is INVALID_REQUEST with the message kafka-topics.sh
+  gives for them (Kafka's controller itself would delete them).
+
+CreatePartitions
+- Increase only: the same count is INVALID_PARTITIONS "Topic already has N partition(s).", a
+  smaller one "The topic x currently has N partition(s); M would not be an increase."
+  Assignments must number exactly the new partitions and name only this broker. validate_only
+  changes nothing.
+
+DescribeTopicPartitions
+- Topics sorted by name from the cursor on; at most min(response_partition_limit, 2000)
+  partitions per response, with next_cursor where the next page starts. An empty topic list
+  means every topic (unknown names are then never reported); a named unknown topic is
+  UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a bad name). A cursor outside the
+  requested topics or with a negative partition fails the request with INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
+from . import api
+from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
+
+ZERO_UUID = uuid.UUID(int=0)
+MAX_PARTITIONS_PER_REQUEST = 10_000
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+DESCRIBE_TOPIC_PARTITIONS_MAX = 2000
+# AclEntry.supportedOperations(TOPIC) as a bit field: READ, WRITE, CREATE, DELETE, ALTER,
+# DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no authorizer: everything is allowed)
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+class AdminError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Kafka's Topic.validate message for an illegal name, or None."""
+    if name is None or name == "":
+        return "Topic name is invalid: the empty string is not allowed"
+    if name in (".", ".."):
+        return f"Topic name is invalid: '{name}' is not allowed"
+    if len(name) > 249:
+        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length 249"
+    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        return (f"Topic name is invalid: '{name}' contains one or more characters other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def colliding_topic(cluster, name: str) -> str | None:
+    """An existing topic whose name equals `name` once '.' and '_' are unified."""
+    if "." not in name and "_" not in name:
+        return None
+    unified = name.replace(".", "_")
+    for existing in cluster.topics:
+        if existing != name and ("." in existing or "_" in existing) and existing.replace(".", "_") == unified:
+            return existing
+    return None
+
+
+def check_manual_assignment(node_id: int, broker_ids, replication_factor: int | None) -> None:
+    """ReplicationControlManager.validateManualPartitionAssignment."""
+    if not broker_ids:
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for broker in sorted(broker_ids):
+        if broker != node_id:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"The manual partition assignment includes broker {broker}, but no such broker "
+                             "is registered.")
+        if broker == previous:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"The manual partition assignment includes the broker {previous} more than once.")
+        previous = broker
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), "
+                         f"but this is not consistent with previous partitions, which have {replication_factor} "
+                         "replica(s).")
+
+
+def replication_error(replication_factor: int) -> AdminError:
+    return AdminError(ErrorCode.invalid_replication_factor,
+                      f"Unable to replicate the partition {replication_factor} time(s): The target replication "
+                      f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
+
+
+# --- CreateTopics ---------------------------------------------------------------------------
+
+
+def _requested_partitions(t, default: int) -> int:
+    if t.assignments:
+        return len(t.assignments)
+    if t.num_partitions == -1:
+        return default
+    return max(t.num_partitions, 0)
+
+
+def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str]]:
+    """Every check Kafka makes before creating one topic; returns (partitions, replication
+    factor, configs as stored)."""
+    cluster = ctx.cluster
+    config = ctx.broker.config
+    name = t.name
+    reason = topic_name_error(name)
+    if reason is not None:
+        raise AdminError(ErrorCode.invalid_topic_exception, reason)
+    if name in cluster.topics:
+        raise AdminError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    other = colliding_topic(cluster, name)
+    if other is not None:
+        raise AdminError(ErrorCode.invalid_topic_exception, f"Topic '{name}' collides with existing topic: {other}")
+    requested = {}
+    for c in t.configs:
+        requested[c.name] = c.value
+    configs: dict[str, str] = {}
+    if requested:
+        try:
+            configs = validate_topic_configs(requested, broker_values=config.values)
+        except ConfigError as exc:
+            raise AdminError(ErrorCode.invalid_config, str(exc)) from None
+    node = cluster.node_id
+    if t.assignments:
+        if t.replication_factor != -1:
+            raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, but "
+                             "replication factor was not set to -1.")
+        if t.num_partitions != -1:
+            raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, but "
+                             "numPartitions was not set to -1.")
+        seen: set[int] = set()
+        replication = None
+        for a in t.assignments:
+            if a.partition_index in seen:
+                raise AdminError(ErrorCode.invalid_replica_assignment,
+                                 f"Found multiple manual partition assignments for partition {a.partition_index}")
+            check_manual_assignment(node, a.broker_ids, replication)
+            replication = len(a.broker_ids)
+            seen.add(a.partition_index)
+        if seen != set(range(len(seen))):
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             "partitions should be a consecutive 0-based integer sequence")
+        return len(seen), replication or 1, configs
+    if t.replication_factor < -1 or t.replication_factor == 0:
+        raise AdminError(ErrorCode.invalid_replication_factor,
+                         "Replication factor must be larger than 0, or -1 to use the default value.")
+    if t.num_partitions < -1 or t.num_partitions == 0:
+        raise AdminError(ErrorCode.invalid_partitions,
+                         "Number of partitions was set to an invalid non-positive value.")
+    partitions = config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+    replication = config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+    if replication <= 0:
+        raise AdminError(ErrorCode.invalid_replication_factor,
+                         f"Unable to replicate the partition {replication} time(s): Invalid replication factor "
+                         f"{replication}: the replication factor must be positive.")
+    if replication > 1:
+        raise replication_error(replication)
+    return partitions, replication, configs
+
+
+def _created_result(ctx, mod, name: str, topic_id: uuid.UUID, partitions: int, replication: int,
+                    configs: dict[str, str]):
+    config_results = ()
+    if hasattr(mod, "CreatableTopicConfigs"):  # v5+
+        entries = describe_topic_configs(configs, ctx.broker.config.values)
+        config_results = tuple(
+            make(mod.CreatableTopicConfigs, name=e.name, value=None if e.sensitive else e.value,
+                 read_only=e.read_only, config_source=int(e.source), is_sensitive=e.sensitive)
+            for e in entries
+        )
+    return make(mod.CreatableTopicResult, name=name, topic_id=topic_id, error_code=ErrorCode.none,
+                error_message=None, topic_config_error_code=0, num_partitions=partitions,
+                replication_factor=replication, configs=config_results)
+
+
+def _error_result(mod, name: str, code: ErrorCode, message: str | None):
+    return make(mod.CreatableTopicResult, name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
+                topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=())
+
+
+@api(19, 2, 7)
+async def create_topics(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    counts = Counter(t.name for t in request.topics)
+    duplicates = [n for n, c in counts.items() if c > 1]
+    results = []
+    total = sum(_requested_partitions(t, ctx.broker.config["num.partitions"])
+                for t in request.topics if counts[t.name] == 1)
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        for name in counts:
+            results.append(_error_result(mod, name, ErrorCode.policy_violation,
+                                         "Excessively large number of partitions per request."))
+        return make(mod.CreateTopicsResponse, throttle_time=0, topics=tuple(results))
+    unauthorized = []
+    for t in request.topics:
+        if counts[t.name] > 1:
+            continue
+        if t.name == CLUSTER_METADATA_TOPIC:
+            unauthorized.append(t.name)
+            continue
+        try:
+            partitions, replication, configs = _plan_topic(ctx, t)
+        except AdminError as exc:
+            results.append(_error_result(mod, t.name, exc.code, exc.message))
+            continue
+        if request.validate_only:
+            topic_id = uuid.uuid4()
+        else:
+            try:
+                topic = cluster.create_topic(t.name, partitions, configs)
+            except OSError as exc:
+                log.error("creating topic %s failed: %s", t.name, exc)
+                results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, str(exc)))
+                continue
+            topic_id = topic.topic_id
+        results.append(_created_result(ctx, mod, t.name, topic_id, partitions, replication, configs))
+    for name in duplicates:
+        results.append(_error_result(mod, name, ErrorCode.invalid_request, "Duplicate topic name."))
+    for name in unauthorized:
+        results.append(_error_result(mod, name, ErrorCode.topic_authorization_failed, "Authorization failed."))
+    return make(mod.CreateTopicsResponse, throttle_time=0, topics=tuple(results))
+
+
+# --- DeleteTopics ---------------------------------------------------------------------------
+
+
+def _no_id(topic_id) -> bool:
+    return topic_id is None or topic_id == ZERO_UUID
+
+
+@api(20, 1, 6)
+async def delete_topics(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    version = ctx.api_version
+    results = []
+
+    def result(name, topic_id, code, message=None):
+        results.append(make(mod.DeletableTopicResult, name=name, topic_id=topic_id or ZERO_UUID,
+                            error_code=code, error_message=message))
+
+    if version >= 6:
+        requested = [(t.name, None if _no_id(t.topic_id) else t.topic_id) for t in request.topics]
+    else:
+        requested = [(n, None) for n in request.topic_names]
+
+    if not ctx.broker.config["delete.topic.enable"]:
+        for name, topic_id in requested:
+            if version < 3:
+                result(name, topic_id, ErrorCode.invalid_request, "Topic deletion is disabled.")
+            else:
+                result(name, topic_id, ErrorCode.topic_deletion_disabled)
+        return make(mod.DeleteTopicsResponse, throttle_time=0, responses=tuple(results))
+
+    names: list[str] = []
+    ids: list[uuid.UUID] = []
+    for name, topic_id in requested:
+        if name is None and topic_id is None:
+            result(None, None, ErrorCode.invalid_request, "Neither topic name nor id were specified.")
+        elif name is not None and topic_id is not None:
+            result(name, topic_id, ErrorCode.invalid_request, "You may not specify both topic name and topic id.")
+        elif name is not None:
+            names.append(name)
+        else:
+            ids.append(topic_id)
+    name_counts, id_counts = Counter(names), Counter(ids)
+    for name in name_counts:
+        if name_counts[name] > 1:
+            result(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
+    duplicate_ids = {i for i, c in id_counts.items() if c > 1}
+    to_delete: dict[uuid.UUID, object] = {}
+    for topic_id in id_counts:
+        if topic_id in duplicate_ids:
+            continue
+        topic = cluster.topics_by_id.get(topic_id)
+        if topic is None:
+            result(None, topic_id, ErrorCode.unknown_topic_id)
+        else:
+            to_delete[topic_id] = topic
+    for name in name_counts:
+        if name_counts[name] > 1:
+            continue
+        topic = cluster.topics.get(name)
+        if topic is None:
+            result(name, None, ErrorCode.unknown_topic_or_partition)
+        elif topic.topic_id in duplicate_ids or topic.topic_id in to_delete:
+            duplicate_ids.add(topic.topic_id)
+            to_delete.pop(topic.topic_id, None)
+            result(name, topic.topic_id, ErrorCode.invalid_request,
+                   "The provided topic name maps to an ID that was already supplied.")
+        else:
+            to_delete[topic.topic_id] = topic
+    for topic_id in duplicate_ids:
+        if id_counts[topic_id] > 1:
+            result(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
+    for topic_id, topic in to_delete.items():
+        if topic.internal:
+            result(topic.name, topic_id, ErrorCode.invalid_request,
+                   f"Topic {topic.name} is a kafka internal topic and is not allowed to be marked for deletion.")
+            continue
+        try:
+            cluster.delete_topic(topic)
+        except OSError as exc:
+            log.error("deleting topic %s failed: %s", topic.name, exc)
+            result(topic.name, topic_id, ErrorCode.kafka_storage_error, str(exc))
+            continue
+        result(topic.name, topic_id, ErrorCode.none)
+    return make(mod.DeleteTopicsResponse, throttle_time=0, responses=tuple(results))
+
+
+# --- CreatePartitions -----------------------------------------------------------------------
+
+
+def _check_new_partitions(ctx, t) -> int:
+    """ReplicationControlManager.createPartitions checks; returns the partitions to add."""
+    topic = ctx.cluster.topics.get(t.name)
+    if topic is None:
+        raise AdminError(ErrorCode.unknown_topic_or_partition)
+    current = len(topic.partitions)
+    if t.count == current:
+        raise AdminError(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
+    if t.count < current:
+        raise AdminError(ErrorCode.invalid_partitions, f"The topic {t.name} currently has {current} partition(s); "
+                         f"{t.count} would not be an increase.")
+    additional = t.count - current
+    if t.assignments is not None:
+        if len(t.assignments) != additional:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"Attempted to add {additional} additional partition(s), but only "
+                             f"{len(t.assignments)} assignment(s) were specified.")
+        for a in t.assignments:
+            check_manual_assignment(ctx.cluster.node_id, a.broker_ids, 1)
+    return additional
+
+
+@api(37, 0, 3)
+async def create_partitions(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    counts = Counter(t.name for t in request.topics)
+    results = []
+
+    def result(name, code=ErrorCode.none, message=None):
+        results.append(make(mod.CreatePartitionsTopicResult, name=name, error_code=code, error_message=message))
+
+    budget = MAX_PARTITIONS_PER_REQUEST
+    for t in request.topics:
+        if counts[t.name] > 1:
+            continue
+        try:
+            additional = _check_new_partitions(ctx, t)
+        except AdminError as exc:
+            result(t.name, exc.code, exc.message)
+            continue
+        if additional > budget:
+            result(t.name, ErrorCode.policy_violation, "Excessively large number of partitions per request.")
+            continue
+        budget -= additional
+        if not request.validate_only:
+            try:
+                cluster.add_partitions(cluster.topics[t.name], t.count)
+            except OSError as exc:
+                log.error("adding partitions to %s failed: %s", t.name, exc)
+                result(t.name, ErrorCode.kafka_storage_error, str(exc))
+                continue
+            log.info("topic %s now has %d partition(s)", t.name, t.count)
+        result(t.name)
+    for name, c in counts.items():
+        if c > 1:
+            result(name, ErrorCode.invalid_request, "Duplicate topic name.")
+    return make(mod.CreatePartitionsResponse, throttle_time=0, results=tuple(results))
+
+
+# --- DescribeTopicPartitions ----------------------------------------------------------------
+
+
+@api(75, 0, 0)
+async def describe_topic_partitions(ctx, request):
+    mod = response_module(ctx)
+    cluster = ctx.cluster
+    node = cluster.node_id
+    fetch_all = not request.topics
+    cursor = request.cursor
+    cursor_topic = cursor.topic_name if cursor is not None else ""
+
+    def failed(message: str):
+        log.info("DescribeTopicPartitions from %r refused: %s", ctx.client_id, message)
+        return make(mod.DescribeTopicPartitionsResponse, throttle_time=0, next_cursor=None, topics=tuple(
+            make(mod.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.invalid_request, name=t.name,
+                 topic_id=ZERO_UUID, is_internal=False, partitions=(),
+                 topic_authorized_operations=-(2**31))
+            for t in request.topics))
+
+    if fetch_all:
+        names = {n for n in cluster.topics if n >= cursor_topic}
+    else:
+        names = {t.name for t in request.topics if t.name >= cursor_topic}
+        if cursor is not None and cursor.topic_name not in names:
+            return failed("DescribeTopicPartitionsRequest topic list should contain the cursor topic: "
+                          f"{cursor.topic_name}")
+    if cursor is not None and cursor.partition_index < 0:
+        return failed(f"DescribeTopicPartitionsRequest cursor partition must be valid: {cursor}")
+
+    remaining = max(min(DESCRIBE_TOPIC_PARTITIONS_MAX, request.response_partition_limit), 1)
+    topics_out = []
+    next_cursor = None
+    for name in sorted(names):
+        if remaining == 0:
+            next_cursor = make(mod.Cursor, topic_name=name, partition_index=0)
+            break
+        topic = cluster.topics.get(name)
+        if topic is None:
+            if not fetch_all:
+                code = (ErrorCode.invalid_topic_exception if topic_name_error(name) is not None
+                        else ErrorCode.unknown_topic_or_partition)
+                topics_out.append(make(mod.DescribeTopicPartitionsResponseTopic, error_code=code, name=name,
+                                       topic_id=ZERO_UUID, is_internal=name in ("__consumer_offsets",
+                                                                                "__transaction_state"),
+                                       partitions=(), topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
+        upper = min(len(topic.partitions), start + remaining)
+        parts = tuple(
+            make(mod.DescribeTopicPartitionsResponsePartition, error_code=ErrorCode.none, partition_index=p.index,
+                 leader_id=node, leader_epoch=p.leader_epoch, replica_nodes=(node,), isr_nodes=(node,),
+                 eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
+            for p in topic.partitions[start:upper]
+        )
+        topics_out.append(make(mod.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.none, name=name,
+                               topic_id=topic.topic_id, is_internal=topic.internal, partitions=parts,
+                               topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+        if upper < len(topic.partitions):
+            next_cursor = make(mod.Cursor, topic_name=name, partition_index=upper)
+            break
+        remaining -= len(parts)
+    return make(mod.DescribeTopicPartitionsResponse, throttle_time=0, topics=tuple(topics_out),
+                next_cursor=next_cursor)
