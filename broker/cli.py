@@ -1,8 +1,22 @@
 """`kafkalite` / `python -m broker`: start a broker.
 
-Prints one line `kafkalite ready bootstrap=HOST:PORT` on stdout once every listener accepts
-connections; logs go to stderr. Without --data-dir the data lives in a temporary directory
-that is removed on exit. SIGTERM and Ctrl-C shut down cleanly.
+Prints one line on stdout once every listener accepts connections:
+
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics]
+
+(`bootstrap` is the advertised address of the first listener; `listeners` names every
+listener's advertised address, with the real port when 0 was asked for.) Logs go to stderr.
+Without a data dir the data lives in a temporary directory that is removed on exit. SIGTERM
+and Ctrl-C shut down cleanly.
+
+Where settings come from, a later source overriding an earlier one key by key:
+
+    defaults < --config FILE (server.properties) < KAFKALITE_* environment < command line
+
+Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
+KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
+KAFKALITE_METRICS_PORT, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+(`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 """
 
 from __future__ import annotations
@@ -14,96 +28,336 @@ import shutil
 import signal
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import trio
 
-from .config import BROKER_KEYS, BrokerConfig, Listener, UnknownConfig
+from .config import (
+    BROKER_KEYS,
+    ENV_PREFIX,
+    BrokerConfig,
+    Listener,
+    UnknownConfig,
+    check_key,
+    env_name,
+    env_values,
+    load_properties,
+)
 
 log = logging.getLogger("kafkalite")
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9092
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+# Environment variables that mirror flags (not broker keys).
+FLAG_ENV = {
+    "host": "KAFKALITE_HOST",
+    "port": "KAFKALITE_PORT",
+    "data_dir": "KAFKALITE_DATA_DIR",
+    "config": "KAFKALITE_CONFIG",
+    "log_level": "KAFKALITE_LOG_LEVEL",
+    "metrics_port": "KAFKALITE_METRICS_PORT",
+}
+# KAFKALITE_ variables read by other programs (the container entry point, the repo's
+# scripts), which the broker leaves alone.
+OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR"}
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-compatible broker for tests and CI.")
-    p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks a free one)")
+    p = argparse.ArgumentParser(
+        prog="kafkalite",
+        description="A Kafka-compatible broker for tests and CI.",
+        epilog="Precedence: command line > KAFKALITE_* environment > --config file > defaults. "
+               "Every flag has an environment variable (KAFKALITE_PORT, KAFKALITE_LISTENERS, ...) and "
+               "every broker key one named KAFKALITE_<KEY> (num.partitions -> KAFKALITE_NUM_PARTITIONS).",
+    )
+    p.add_argument("--host", default=None, help=f"address to listen on (default {DEFAULT_HOST}) [KAFKALITE_HOST]")
+    p.add_argument("--port", type=int, default=None,
+                   help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one) [KAFKALITE_PORT]")
     p.add_argument("--listener", action="append", default=[], metavar="NAME://HOST:PORT",
-                   help="a listener; repeat for several (overrides --host/--port)")
+                   help="a listener; repeat (or separate with commas) for several; overrides --host/--port "
+                        "[KAFKALITE_LISTENERS, key listeners]")
     p.add_argument("--advertised-listener", action="append", default=[], metavar="[NAME://]HOST:PORT",
-                   help="the address clients are told to use for a listener")
-    p.add_argument("--data-dir", default=None, help="keep data here across restarts (default: a temporary dir)")
+                   help="the address clients of a listener are told to use; port 0 means the bound port "
+                        "[KAFKALITE_ADVERTISED_LISTENERS, key advertised.listeners]")
+    p.add_argument("--data-dir", default=None,
+                   help="keep data here across restarts (default: a temporary dir) [KAFKALITE_DATA_DIR]")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="a server.properties file of broker keys [KAFKALITE_CONFIG]")
     p.add_argument("--fsync", choices=["always", "interval", "never"], default=None,
-                   help="fsync every acknowledged write, periodically, or never")
+                   help="fsync every acknowledged write, periodically, or never [KAFKALITE_FSYNC]")
     p.add_argument("-c", "--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker setting by its Kafka name, e.g. -c num.partitions=3")
-    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    p.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default INFO) [KAFKALITE_LOG_LEVEL]")
+    p.add_argument("--metrics-port", default=None, metavar="[HOST:]PORT",
+                   help="serve Prometheus metrics on http://HOST:PORT/metrics (host defaults to the first "
+                        "listener's; 0 picks a free port) [KAFKALITE_METRICS_PORT]")
     p.add_argument("--list-configs", action="store_true", help="print the settings that -c accepts and exit")
     return p.parse_args(argv)
 
 
-def build_config(args: argparse.Namespace, data_dir: Path) -> BrokerConfig:
-    values: dict[str, str] = {}
-    for item in args.set:
+@dataclass
+class Settings:
+    """Everything the command line, the environment and the config file decided."""
+
+    data_dir: str | None
+    log_level: str
+    metrics: tuple[str, int] | None
+    listeners: list[Listener]
+    advertised: list[Listener]
+    values: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
         key, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not key.strip():
             raise UnknownConfig(f"-c expects KEY=VALUE, got {item!r}")
-        values[key.strip()] = value.strip()
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _port(text: str, what: str) -> int:
+    try:
+        port = int(str(text).strip())
+    except ValueError:
+        raise UnknownConfig(f"{what} must be a port number, not {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise UnknownConfig(f"{what} must be a port number, not {text!r}")
+    return port
+
+
+def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge defaults, the config file, the environment and the command line."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k.startswith(ENV_PREFIX)}
+
+    def flag(name: str) -> str | None:
+        value = getattr(args, name)
+        if value is not None:
+            return str(value)
+        value = env.get(FLAG_ENV[name])
+        return value if value not in (None, "") else None
+
+    # --- the three sources of keys, lowest first -------------------------------------------
+    config_path = flag("config")
+    file_values = load_properties(config_path) if config_path else {}
+    for key in file_values:
+        check_key(key, f" in {config_path}")
+    env_vals = env_values({k: v for k, v in env.items() if v != ""}, reserved=set(FLAG_ENV.values()) | OTHER_ENV)
+    cli_values = _pairs(args.set)
+    for key in cli_values:
+        check_key(key, " given with -c")
     if args.fsync:
-        values["fsync"] = args.fsync
+        cli_values["fsync"] = args.fsync
     if args.listener:
-        listeners = [Listener.parse(x) for x in args.listener]
+        cli_values["listeners"] = ",".join(args.listener)
+    if args.advertised_listener:
+        cli_values["advertised.listeners"] = ",".join(args.advertised_listener)
+
+    values: dict[str, str] = {}
+    origins: dict[str, str] = {}
+    for origin, source in (("file", file_values), ("env", env_vals), ("cli", cli_values)):
+        for key, value in source.items():
+            values[key] = value
+            origins[key] = origin
+
+    # --- listeners: the highest source that names them wins ----------------------------------
+    # --host/--port (and KAFKALITE_HOST/PORT) are shorthand for one PLAINTEXT listener, at the
+    # level they were given; an explicit listener list at the same level beats them.
+    host = flag("host")
+    port = flag("port")
+    listeners_text = values.pop("listeners", None)
+    listeners_origin = origins.pop("listeners", None)
+    shorthand_level = None
+    if args.host is not None or args.port is not None:
+        shorthand_level = "cli"
+    elif env.get(FLAG_ENV["host"]) or env.get(FLAG_ENV["port"]):
+        shorthand_level = "env"
+    rank = {None: -1, "file": 0, "env": 1, "cli": 2}
+    if listeners_text is not None and rank[listeners_origin] >= rank[shorthand_level]:
+        try:
+            listeners = Listener.parse_list(listeners_text)
+        except ValueError as exc:
+            raise UnknownConfig(f"listeners: {exc}") from None
+        if not listeners:
+            raise UnknownConfig("listeners: the list is empty")
     else:
-        listeners = [Listener("PLAINTEXT", args.host or "127.0.0.1", 9092 if args.port is None else args.port)]
-    advertised = [Listener.parse(x, default_name=listeners[0].name) for x in args.advertised_listener]
-    return BrokerConfig(data_dir=data_dir, listeners=listeners, advertised_listeners=advertised, values=values)
+        listeners = [Listener("PLAINTEXT", host if host is not None else DEFAULT_HOST,
+                              _port(port, "--port") if port is not None else DEFAULT_PORT)]
+    # Kafka's "PLAINTEXT://:9092": an empty host means every interface
+    listeners = [Listener(l.name, l.host or "0.0.0.0", l.port) for l in listeners]
+    names = [l.name for l in listeners]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UnknownConfig(f"listener name {dupes[0]} is used twice; every listener needs its own name")
+
+    advertised: list[Listener] = []
+    adv_text = values.pop("advertised.listeners", None)
+    origins.pop("advertised.listeners", None)
+    if adv_text:
+        try:
+            advertised = Listener.parse_list(adv_text, default_name=listeners[0].name)
+        except ValueError as exc:
+            raise UnknownConfig(f"advertised listeners: {exc}") from None
+    for adv in advertised:
+        if adv.name not in names:
+            raise UnknownConfig(f"advertised listener {adv.name}://{adv.address()} names no listener "
+                                f"(listeners: {', '.join(names)})")
+        if not adv.host or adv.host in ("0.0.0.0", "::"):
+            raise UnknownConfig(f"advertised listener {adv.name} needs a host clients can connect to, "
+                                f"not {adv.host or 'an empty one'!r}")
+    adv_names = [a.name for a in advertised]
+    dupes = sorted({n for n in adv_names if adv_names.count(n) > 1})
+    if dupes:
+        raise UnknownConfig(f"listener {dupes[0]} is advertised twice")
+
+    # --- plain flags -------------------------------------------------------------------------
+    level = (flag("log_level") or "INFO").upper()
+    if level == "WARN":
+        level = "WARNING"
+    if level not in LOG_LEVELS:
+        raise UnknownConfig(f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {flag('log_level')!r}")
+    metrics = None
+    metrics_text = flag("metrics_port")
+    if metrics_text is not None:
+        mhost, sep, mport = metrics_text.rpartition(":")
+        if not sep:
+            mhost = listeners[0].host
+        metrics = (mhost.strip("[]") or "0.0.0.0", _port(mport, "--metrics-port"))
+
+    return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
+                    advertised=advertised, values=values, origins=origins)
+
+
+def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:
+    s = resolve(args, environ)
+    return BrokerConfig(data_dir=data_dir, listeners=s.listeners, advertised_listeners=s.advertised,
+                        values=s.values, origins=s.origins)
+
+
+def list_configs() -> str:
+    lines = []
+    for key, (_parser, default, what) in sorted(BROKER_KEYS.items()):
+        if isinstance(default, bool):
+            default = str(default).lower()
+        lines.append(f"{key}={default}    # {what} [{env_name(key)}]")
+    lines.append("listeners=PLAINTEXT://127.0.0.1:9092    # NAME://HOST:PORT,... [KAFKALITE_LISTENERS]")
+    lines.append("advertised.listeners=    # NAME://HOST:PORT,...; default: each listener's own address "
+                 "[KAFKALITE_ADVERTISED_LISTENERS]")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
     if args.list_configs:
-        for key, (_parser, default, what) in sorted(BROKER_KEYS.items()):
-            print(f"{key}={default}    # {what}")
+        print(list_configs())
         return 0
-    ephemeral = args.data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="kafkalite-")) if ephemeral else Path(args.data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        config = build_config(args, data_dir)
+        settings = resolve(args)
+        ephemeral = settings.data_dir is None
+        data_dir = Path(tempfile.mkdtemp(prefix="kafkalite-")) if ephemeral else Path(settings.data_dir)
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UnknownConfig(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
+        try:
+            config = BrokerConfig(data_dir=data_dir, listeners=settings.listeners,
+                                  advertised_listeners=settings.advertised, values=settings.values,
+                                  origins=settings.origins)
+        except BaseException:
+            if ephemeral:
+                shutil.rmtree(data_dir, ignore_errors=True)
+            raise
     except (UnknownConfig, ValueError) as exc:
         print(f"kafkalite: {exc}", file=sys.stderr)
         return 2
+    logging.basicConfig(
+        level=getattr(logging, settings.log_level),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for key in sorted(config.origins):
+        log.info("config %s=%s (from %s)", key, config.values[key], config.origins[key])
+    code = 0
+    hidden = _hide_hypothesis()
     try:
-        trio.run(_run, config)
+        trio.run(_run, config, settings.metrics)
     except KeyboardInterrupt:
         pass
+    except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
+        oserr = _find_oserror(exc)
+        if oserr is None:
+            raise
+        print(f"kafkalite: cannot listen: {oserr}", file=sys.stderr)
+        code = 1
     finally:
+        if hidden:
+            sys.modules.pop("hypothesis", None)
         if ephemeral:
             shutil.rmtree(data_dir, ignore_errors=True)
-    return 0
+    return code
 
 
-async def _run(config: BrokerConfig) -> None:
+def _hide_hypothesis() -> bool:
+    """kio registers hypothesis strategies for its types whenever hypothesis is importable; that
+    import costs 0.2 s of every broker start (more under pytest) for nothing the broker uses. Make
+    it look absent while the broker imports kio (only if nothing imported it already)."""
+    if "hypothesis" in sys.modules or "kio" in sys.modules:
+        return False
+    sys.modules["hypothesis"] = None  # type: ignore[assignment]
+    return True
+
+
+def _find_oserror(exc: BaseException) -> OSError | None:
+    if isinstance(exc, OSError):
+        return exc
+    for sub in getattr(exc, "exceptions", ()) or ():
+        found = _find_oserror(sub)
+        if found is not None:
+            return found
+    return None
+
+
+def ready_line(broker, metrics_url: str | None = None) -> str:
+    first = broker.listeners[0]
+    parts = [f"kafkalite ready bootstrap={broker.advertised[first.name].address()}",
+             "listeners=" + ",".join(f"{l.name}://{broker.advertised[l.name].address()}" for l in broker.listeners)]
+    if metrics_url:
+        parts.append(f"metrics={metrics_url}")
+    return " ".join(parts)
+
+
+async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None) -> None:
     from .server import serve
 
-    def ready(broker) -> None:
-        first = broker.listeners[0]
-        adv = broker.advertised[first.name]
-        log.info("listening on %s; data in %s", ", ".join(f"{l.name}://{l.address()}" for l in broker.listeners),
-                 config.data_dir)
-        print(f"kafkalite ready bootstrap={adv.address()}", flush=True)
-
     async with trio.open_nursery() as nursery:
-        async def stop_on_signal():
+        async def stop_on_signal(task_status=trio.TASK_STATUS_IGNORED):
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                task_status.started()
                 async for sig in signals:
                     log.info("received %s, shutting down", signal.Signals(sig).name)
                     nursery.cancel_scope.cancel()
                     return
 
-        nursery.start_soon(stop_on_signal)
-        await serve(config, on_ready=ready)
+        await nursery.start(stop_on_signal)
+        broker = await nursery.start(serve, config)
+        metrics_url = None
+        if metrics_addr is not None:
+            from .metrics import serve_metrics
+
+            mhost, mport = await nursery.start(serve_metrics, broker, metrics_addr[0], metrics_addr[1])
+            shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(mhost, mhost)
+            shown = f"[{shown}]" if ":" in shown else shown
+            metrics_url = f"http://{shown}:{mport}/metrics"
+            log.info("metrics on %s", metrics_url)
+        log.info("listening on %s; data in %s",
+                 ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
+                           for l in broker.listeners),
+                 config.data_dir)
+        print(ready_line(broker, metrics_url), flush=True)

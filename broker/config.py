@@ -4,13 +4,22 @@
 `auto.create.topics.enable`, ...). Unknown keys are an error, never silently ignored.
 Topic-level defaults come from the broker keys Kafka derives them from (`log.retention.ms`
 -> `retention.ms`, ...).
+
+Settings come from four places; a later one overrides an earlier one key by key:
+defaults < a `server.properties` file (`--config`, Java properties syntax, `parse_properties`)
+< environment variables `KAFKALITE_<KEY>` (`env_values`: the key upper-cased with `.` and `-`
+as `_`, e.g. `KAFKALITE_NUM_PARTITIONS=3`) < `-c KEY=VALUE` on the command line.
+`listeners` and `advertised.listeners` (Kafka's comma-separated `NAME://host:port` lists) take
+part in the same precedence; the CLI assembles them (broker/cli.py).
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 
 def _bool(v: Any) -> bool:
@@ -64,6 +73,11 @@ BROKER_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "transactional.id.expiration.ms": (int, 604_800_000, "idle transactional ids expire after this"),
     "producer.id.expiration.ms": (int, 86_400_000, "idle producer state expires after this"),
     "transaction.version": (int, 2, "finalized transaction.version feature level (KIP-890): 0, 1 or 2"),
+    # Kafka settings that mean nothing on one node; accepted so that Kafka's own test configs work.
+    "offsets.topic.replication.factor": (int, 1, "accepted for compatibility; there is one replica"),
+    "transaction.state.log.replication.factor": (int, 1, "accepted for compatibility; there is one replica"),
+    "transaction.state.log.min.isr": (int, 1, "accepted for compatibility; there is one replica"),
+    "min.insync.replicas": (int, 1, "accepted for compatibility; there is one replica"),
 }
 
 # topic config -> broker key that supplies its default
@@ -88,14 +102,25 @@ class Listener:
     @staticmethod
     def parse(text: str, default_name: str = "PLAINTEXT") -> "Listener":
         """`NAME://host:port`, `host:port` or `[::1]:port`."""
+        original = text
+        text = text.strip()
         name = default_name
         if "://" in text:
             name, text = text.split("://", 1)
         host, _, port = text.rpartition(":")
+        if host.startswith("[") != host.endswith("]"):
+            raise ValueError(f"listener {original!r}: unbalanced brackets around the host")
         host = host.strip("[]")
-        if not port.isdigit():
-            raise ValueError(f"listener {text!r} has no port")
+        if not port.isdigit() or int(port) > 65535:
+            raise ValueError(f"listener {original!r} needs a port: NAME://HOST:PORT")
+        if not name or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise ValueError(f"listener {original!r} has a bad name {name!r}")
         return Listener(name.upper(), host, int(port))
+
+    @staticmethod
+    def parse_list(text: str, default_name: str = "PLAINTEXT") -> list["Listener"]:
+        """Kafka's `listeners` syntax: comma-separated `NAME://host:port` entries."""
+        return [Listener.parse(item, default_name) for item in text.split(",") if item.strip()]
 
     def address(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -106,12 +131,159 @@ class UnknownConfig(ValueError):
     pass
 
 
+# Kafka keys that a user may bring from a real Kafka config and what to do instead.
+KAFKA_KEY_HINTS = {
+    "log.dirs": "use --data-dir (or KAFKALITE_DATA_DIR)",
+    "log.dir": "use --data-dir (or KAFKALITE_DATA_DIR)",
+    "broker.id": "use node.id",
+    "zookeeper.connect": "kafkalite needs no ZooKeeper; remove it",
+    "process.roles": "kafkalite is one combined node; remove it",
+    "controller.quorum.voters": "kafkalite is one combined node; remove it",
+    "controller.quorum.bootstrap.servers": "kafkalite is one combined node; remove it",
+    "controller.listener.names": "kafkalite has no controller listener; remove it",
+    "inter.broker.listener.name": "kafkalite is one node; remove it",
+}
+
+# Keys handled by the CLI rather than by BrokerConfig.values (Kafka's names for them).
+LISTENER_KEYS = ("listeners", "advertised.listeners")
+
+
+def unknown_key_message(key: str, where: str = "") -> str:
+    msg = f"unknown broker config {key!r}{where}"
+    if key in KAFKA_KEY_HINTS:
+        return f"{msg}: {KAFKA_KEY_HINTS[key]}"
+    close = difflib.get_close_matches(key, list(BROKER_KEYS) + list(LISTENER_KEYS), n=1, cutoff=0.8)
+    if close:
+        return f"{msg}; did you mean {close[0]!r}? (kafkalite --list-configs lists every key)"
+    return f"{msg} (kafkalite --list-configs lists every key)"
+
+
+def check_key(key: str, where: str = "") -> None:
+    if key not in BROKER_KEYS and key not in LISTENER_KEYS:
+        raise UnknownConfig(unknown_key_message(key, where))
+
+
+# --- Java properties files ----------------------------------------------------------------
+
+_PROPS_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str):
+    """Java's LineReader: joins lines ending in an odd number of backslashes, drops comments
+    and blank lines, strips the leading whitespace of every physical line."""
+    buf = ""
+    start_no = 0
+    continuing = False
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.lstrip(" \t\f")
+        if not continuing:
+            if not line or line[0] in "#!":
+                continue
+            start_no = no
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            buf += line[:-1]
+            continuing = True
+            continue
+        buf += line
+        continuing = False
+        yield start_no, buf
+        buf = ""
+    if continuing and buf:
+        yield start_no, buf
+
+
+def _unescape(s: str) -> str:
+    out = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c != "\\" or i + 1 >= len(s):
+            out.append(c)
+            i += 1
+            continue
+        nxt = s[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i + 2 : i + 6] or ""):
+            out.append(chr(int(s[i + 2 : i + 6], 16)))
+            i += 6
+            continue
+        out.append(_PROPS_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java `.properties` text (as `java.util.Properties.load` does): `key=value`,
+    `key: value` or `key value`; `#`/`!` comments; `\\` line continuations; escapes."""
+    result: dict[str, str] = {}
+    for _no, line in _logical_lines(text):
+        # the key ends at the first unescaped '=', ':' or whitespace
+        i = 0
+        n = len(line)
+        while i < n:
+            c = line[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c in "=: \t\f":
+                break
+            i += 1
+        key = line[:i]
+        rest = line[i:]
+        rest = rest.lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):  # one separator, possibly after whitespace
+            rest = rest[1:].lstrip(" \t\f")
+        result[_unescape(key)] = _unescape(rest)
+    return result
+
+
+def load_properties(path: str | Path) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UnknownConfig(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    return parse_properties(text)
+
+
+# --- environment variables ----------------------------------------------------------------
+
+ENV_PREFIX = "KAFKALITE_"
+
+
+def env_name(key: str) -> str:
+    """The environment variable for a broker key: `num.partitions` -> `KAFKALITE_NUM_PARTITIONS`."""
+    return ENV_PREFIX + re.sub(r"[.\-]", "_", key).upper()
+
+
+def env_values(environ: Mapping[str, str], reserved: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
+    """Broker settings from `KAFKALITE_<KEY>` variables. Variables in `reserved` (full names:
+    flags such as KAFKALITE_PORT) are skipped; any other KAFKALITE_ variable that names no key
+    is an error, so a typo is reported rather than ignored."""
+    by_env = {env_name(k): k for k in list(BROKER_KEYS) + list(LISTENER_KEYS)}
+    out: dict[str, str] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or name in reserved:
+            continue
+        key = by_env.get(name)
+        if key is None:
+            close = difflib.get_close_matches(name, list(by_env) + sorted(reserved), n=1, cutoff=0.8)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise UnknownConfig(
+                f"environment variable {name} names no broker config{hint} (use {ENV_PREFIX}<KEY> with the "
+                f"key's dots as underscores, e.g. {env_name('num.partitions')}; kafkalite --list-configs lists every key)")
+        out[key] = value
+    return out
+
+
 @dataclass
 class BrokerConfig:
     data_dir: Path
     listeners: list[Listener]
     advertised_listeners: list[Listener] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
+
+    # where each non-default value came from ("file", "env", "cli"), for the startup log
+    origins: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         merged = {k: d for k, (_p, d, _w) in BROKER_KEYS.items()}
@@ -138,7 +310,7 @@ class BrokerConfig:
 
 def parse_value(key: str, value: Any) -> Any:
     if key not in BROKER_KEYS:
-        raise UnknownConfig(f"unknown broker config {key!r}")
+        raise UnknownConfig(unknown_key_message(key))
     parser = BROKER_KEYS[key][0]
     try:
         return parser(value)

@@ -28,6 +28,7 @@ from .groups import GroupCoordinator
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .transactions.coordinator import TransactionCoordinator
+from .metrics import Metrics
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -45,6 +46,7 @@ class Broker:
     # started with the server: objects with `async run(task_status)` and `close()`
     services: dict[str, Any] = field(default_factory=dict)
     started_ms: int = field(default_factory=now_ms)
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 class RequestContext:
@@ -117,10 +119,13 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
     except OSError:
         peer = "?"
     log.debug("connection opened from %s on %s", peer, listener.name)
+    metrics = broker.metrics
+    metrics.connections_opened += 1
     reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
     try:
         while True:
             frame = await reader.read_frame()
+            t0 = time.monotonic()
             header, hsize = peek_header(frame)
             rng = API_TABLE.get(header.api_key)
             if rng is None or not rng.serves(header.api_version):
@@ -130,19 +135,31 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.warning("closing connection from %s: api key %d version %d is not served (client %r)",
                             peer, header.api_key, header.api_version, header.client_id)
                 return
-            request = parse_request(frame, header, hsize)
+            try:
+                request = parse_request(frame, header, hsize)
+            except MalformedRequest as exc:
+                metrics.record_error(header.api_key, t0, len(frame) + 4)
+                log.warning("closing connection from %s: undecodable %s v%d request (client %r): %s",
+                            peer, rng.name, header.api_version, header.client_id, exc)
+                return
             ctx = RequestContext(broker, header, listener, peer)
             try:
                 response = await HANDLERS[header.api_key](ctx, request)
             except CloseConnection as exc:
+                metrics.record(header.api_key, t0, len(frame) + 4, 0)
                 log.info("closing connection from %s (client %r): %s", peer, header.client_id, exc)
                 return
             except Exception:
+                metrics.record_error(header.api_key, t0, len(frame) + 4)
                 log.exception("error handling %s v%d from %s (client %r); closing the connection",
                               rng.name, header.api_version, peer, header.client_id)
                 return
             if response is not None:
-                await stream.send_all(encode_response(header.api_key, header.api_version, header.correlation_id, response))
+                out = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+                await stream.send_all(out)
+                metrics.record(header.api_key, t0, len(frame) + 4, len(out))
+            else:
+                metrics.record(header.api_key, t0, len(frame) + 4, 0)
     except ConnectionClosed:
         pass
     except MalformedRequest as exc:
@@ -150,7 +167,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         pass
     finally:
-        log.debug("connection closed from %s", peer)
+        metrics.connections_closed += 1
+        log.debug("connection closed from %s on %s", peer, listener.name)
         with trio.move_on_after(0):
             await stream.aclose()
 
@@ -170,6 +188,12 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
             for lis in config.listeners:
                 listeners = await trio.open_tcp_listeners(lis.port, host=lis.host)
                 bound_port = listeners[0].socket.getsockname()[1]
+                if lis.port == 0 and len(listeners) > 1:
+                    # a name with several addresses (localhost: 127.0.0.1 and ::1) got one free
+                    # port per address; rebind them all on the first one's port
+                    for l in listeners:
+                        await l.aclose()
+                    listeners = await trio.open_tcp_listeners(bound_port, host=lis.host)
                 bound = Listener(lis.name, lis.host, bound_port)
                 broker.listeners.append(bound)
                 adv = config.advertised_for(lis.name)

@@ -2,7 +2,16 @@
 
 The broker always runs as its own process (``python -P -m broker``) so that a caller's own
 package called ``storage`` or ``protocol`` can never shadow ours (``-P`` keeps the working
-directory off ``sys.path``).
+directory off ``sys.path``, and ``PYTHONPATH`` puts the copy of our packages this module was
+imported from first).
+
+    with kafkalite.running(config={"num.partitions": 3}, log_level="DEBUG") as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+
+    # several listeners: one for the host, one advertised under another name
+    with kafkalite.running(listeners=["HOST://127.0.0.1:0", "DOCKER://0.0.0.0:0"],
+                           advertised_listeners=["DOCKER://host.docker.internal:0"]) as broker:
+        broker.listeners["DOCKER"]   # "host.docker.internal:PORT"
 """
 
 from __future__ import annotations
@@ -16,17 +25,21 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
-__all__ = ["Broker", "running", "READY_PATTERN"]
+__all__ = ["Broker", "running", "start", "broker_command", "READY_PATTERN"]
 
 # The one line the broker prints on stdout once every listener accepts connections.
 READY_PATTERN = re.compile(r"^kafkalite ready bootstrap=(?P<bootstrap>\S+)")
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+# Variables of the broker's own CLI that start() decides through its arguments; a value left in
+# the caller's environment (say, for a container) must not move a broker started from Python.
+_CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
+                   "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT")
 
 
 @dataclass
@@ -37,7 +50,11 @@ class Broker:
     bootstrap: str
     data_dir: Path
     log_path: Path
+    # listener name -> advertised "host:port" (from the ready line)
+    listeners: dict[str, str] = field(default_factory=dict)
+    metrics_url: str | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
+    _owned_log: bool = field(default=False, repr=False)
 
     @property
     def host(self) -> str:
@@ -46,6 +63,10 @@ class Broker:
     @property
     def port(self) -> int:
         return int(self.bootstrap.rsplit(":", 1)[1])
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
     def log_text(self) -> str:
         try:
@@ -68,13 +89,30 @@ class Broker:
                 self.process.kill()
                 self.process.wait()
 
+    def close(self) -> None:
+        """Stop the broker and remove the data dir and log file that start() created."""
+        self.stop()
+        if self._owned_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self._owned_log:
+            with contextlib.suppress(OSError):
+                self.log_path.unlink()
+
+    def __enter__(self) -> "Broker":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
 
 def broker_command(args: Sequence[str] = ()) -> list[str]:
     return [sys.executable, "-P", "-m", "broker", *args]
 
 
-def _broker_env() -> dict[str, str]:
-    env = dict(os.environ)
+def _broker_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if env is None else env)
+    for name in _CONTROLLED_ENV:
+        env.pop(name, None)
     # Point the child at the copy of our packages this module was imported from
     # (a source checkout or site-packages), ahead of anything else.
     env["PYTHONPATH"] = os.pathsep.join(
@@ -84,60 +122,137 @@ def _broker_env() -> dict[str, str]:
     return env
 
 
+def _config_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def broker_args(
+    *,
+    data_dir: str | os.PathLike | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    config: Mapping[str, Any] | None = None,
+    listeners: Sequence[str] = (),
+    advertised_listeners: Sequence[str] = (),
+    log_level: str | None = None,
+    metrics_port: int | str | None = None,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The command-line arguments for a broker with these settings."""
+    args: list[str] = []
+    if listeners:
+        for lis in listeners:
+            args += ["--listener", lis]
+    else:
+        args += ["--host", host, "--port", str(port)]
+    for adv in advertised_listeners:
+        args += ["--advertised-listener", adv]
+    if data_dir is not None:
+        args += ["--data-dir", str(data_dir)]
+    for key, value in (config or {}).items():
+        args += ["-c", f"{key}={_config_value(value)}"]
+    if log_level is not None:
+        args += ["--log-level", str(log_level)]
+    if metrics_port is not None:
+        args += ["--metrics-port", str(metrics_port)]
+    return args + list(extra_args)
+
+
 def start(
     *,
     data_dir: str | os.PathLike | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    config: Mapping[str, Any] | None = None,
+    listeners: Sequence[str] = (),
+    advertised_listeners: Sequence[str] = (),
+    log_level: str | None = None,
+    metrics_port: int | str | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
+    env: Mapping[str, str] | None = None,
     timeout: float = 20.0,
 ) -> Broker:
-    """Start a broker process and wait for its ready line."""
+    """Start a broker process and wait for its ready line.
+
+    ``config`` maps Kafka broker keys to values (``{"num.partitions": 3}`` becomes
+    ``-c num.partitions=3``). ``listeners`` (``["NAME://host:port", ...]``) replaces ``host``/``port``.
+    The broker's log (stderr) goes to ``log_path``, by default a temporary file.
+    """
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
     data_path.mkdir(parents=True, exist_ok=True)
+    owned_log = False
     if log_path is None:
-        log_path = data_path / "broker.log" if not owned else Path(tempfile.mkstemp(prefix="kafkalite-", suffix=".log")[1])
+        if owned:
+            fd, name = tempfile.mkstemp(prefix="kafkalite-", suffix=".log")
+            os.close(fd)
+            log_path, owned_log = Path(name), True
+        else:
+            log_path = data_path / "broker.log"
     log_path = Path(log_path)
-    log_file = open(log_path, "ab")
-    args = ["--host", host, "--port", str(port), "--data-dir", str(data_path), *extra_args]
-    proc = subprocess.Popen(
-        broker_command(args),
-        stdout=subprocess.PIPE,
-        stderr=log_file,
-        stdin=subprocess.DEVNULL,
-        env=_broker_env(),
-    )
-    log_file.close()
-    bootstrap = _wait_ready(proc, timeout, log_path)
-    return Broker(process=proc, bootstrap=bootstrap, data_dir=data_path, log_path=log_path, _owned_data_dir=owned)
+    args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
+                       advertised_listeners=advertised_listeners, log_level=log_level,
+                       metrics_port=metrics_port, extra_args=extra_args)
+    with open(log_path, "ab") as log_file:
+        proc = subprocess.Popen(
+            broker_command(args),
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            stdin=subprocess.DEVNULL,
+            env=_broker_env(env),
+        )
+    try:
+        line = _wait_ready(proc, timeout, log_path)
+    except BaseException:
+        if owned:
+            shutil.rmtree(data_path, ignore_errors=True)
+        raise
+    info = parse_ready_line(line)
+    return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
+                  listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
+                  _owned_data_dir=owned, _owned_log=owned_log)
+
+
+def parse_ready_line(line: str) -> dict[str, Any]:
+    """``kafkalite ready bootstrap=H:P listeners=A://H:P,B://H:P metrics=URL`` -> a dict."""
+    m = READY_PATTERN.match(line)
+    if not m:
+        raise ValueError(f"not a ready line: {line!r}")
+    info: dict[str, Any] = {"bootstrap": m.group("bootstrap")}
+    for token in line.split()[2:]:
+        key, _, value = token.partition("=")
+        if key == "listeners":
+            info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
+        elif key == "metrics":
+            info["metrics"] = value
+    return info
 
 
 def _wait_ready(proc: subprocess.Popen, timeout: float, log_path: Path) -> str:
     found: list[str] = []
+    ready = threading.Event()
 
     def reader() -> None:
         assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.decode(errors="replace").strip()
-            m = READY_PATTERN.match(line)
-            if m and not found:
-                found.append(m.group("bootstrap"))
-        # keep draining so the child never blocks on a full pipe
+            if not found and READY_PATTERN.match(line):
+                found.append(line)
+                ready.set()
+        # keeps draining so the child never blocks on a full pipe
+        ready.set()
 
-    thread = threading.Thread(target=reader, daemon=True)
+    thread = threading.Thread(target=reader, daemon=True, name=f"kafkalite-{proc.pid}-stdout")
     thread.start()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found:
-            return found[0]
-        if proc.poll() is not None:
-            break
-        time.sleep(0.005)
+    ready.wait(timeout)
+    if found:
+        return found[0]
     if proc.poll() is None:
         proc.kill()
-        proc.wait()
+    proc.wait()
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
     raise RuntimeError(f"kafkalite did not become ready (exit code {proc.returncode}); log:\n{log[-4000:]}")
 
@@ -148,12 +263,12 @@ def running(
     port: int = 0,
     host: str = "127.0.0.1",
     extra_args: Sequence[str] = (),
+    **kwargs: Any,
 ) -> Iterator[Broker]:
-    """Run a broker for the duration of the block; an ephemeral data dir is removed afterwards."""
-    broker = start(data_dir=data_dir, host=host, port=port, extra_args=extra_args)
+    """Run a broker for the duration of the block; an ephemeral data dir is removed afterwards.
+    Keyword arguments are those of :func:`start` (``config``, ``listeners``, ``log_level``, ...)."""
+    broker = start(data_dir=data_dir, host=host, port=port, extra_args=extra_args, **kwargs)
     try:
         yield broker
     finally:
-        broker.stop()
-        if broker._owned_data_dir:
-            shutil.rmtree(broker.data_dir, ignore_errors=True)
+        broker.close()

@@ -1,1 +1,195 @@
-"""pytest fixtures for testing against a Kafka-compatible broker (kafkalite by default)."""
+"""pytest fixtures for testing against a Kafka-compatible broker (kafkalite by default).
+
+Installed with kafkalite and loaded by pytest through its ``pytest11`` entry point.
+
+Fixtures
+    ``kafka_bootstrap`` (session): ``"host:port"`` of the broker.
+    ``kafkalite_broker`` (session): the :class:`kafkalite.Broker` process, or ``None`` when the
+        session runs against an external broker.
+    ``kafka_topic`` (function): the name of a fresh topic, created for the test (one partition;
+        ``@pytest.mark.kafka_topic(partitions=3, configs={"cleanup.policy": "compact"})`` to change).
+    ``kafka_topic_factory`` (function): ``make(partitions=1, configs=None, name=None) -> name``
+        for tests that need several topics.
+
+Topics are created with a real CreateTopics request (no Kafka client library needed) and
+deleted when the test ends.
+
+Options
+    ``--kafka-bootstrap HOST:PORT`` (or the ``KAFKA_BOOTSTRAP`` environment variable): use a
+        broker that is already running instead of starting kafkalite.
+    ``--kafkalite-log-level LEVEL`` / ini ``kafkalite_log_level``: the started broker's log level.
+    ini ``kafkalite_config``: lines of ``key=value`` broker settings (``num.partitions=3``).
+
+The broker runs as its own process (``python -P -m broker``) on a free port for the whole
+session and stops with it. When a test that uses it fails, the lines the broker logged during
+that test are attached to the report ("Captured kafkalite broker log").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+_BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
+_LOG_OFFSET = pytest.StashKey[int]()
+_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory"}
+_MAX_SECTION = 64 * 1024
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafkalite", "Kafka broker for tests (kafkalite)")
+    group.addoption("--kafka-bootstrap", default=None, metavar="HOST:PORT",
+                    help="run against this already-running Kafka-compatible broker instead of starting "
+                         "kafkalite (default: the KAFKA_BOOTSTRAP environment variable)")
+    group.addoption("--kafkalite-log-level", default=None, metavar="LEVEL",
+                    help="log level of the kafkalite broker the session starts (default INFO)")
+    parser.addini("kafkalite_config", type="linelist", default=[],
+                  help="broker settings KEY=VALUE for the kafkalite broker the session starts")
+    parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "kafka_topic(partitions=1, configs=None): settings of the topic the kafka_topic fixture creates")
+
+
+def external_bootstrap(config: pytest.Config) -> str | None:
+    return config.getoption("kafka_bootstrap", None) or os.environ.get("KAFKA_BOOTSTRAP") or None
+
+
+def _broker_config(config: pytest.Config) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in config.getini("kafkalite_config"):
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise pytest.UsageError(f"kafkalite_config: expected KEY=VALUE, got {line!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@pytest.fixture(scope="session")
+def kafkalite_broker(pytestconfig: pytest.Config):
+    """The kafkalite broker of this session, or None with --kafka-bootstrap / KAFKA_BOOTSTRAP."""
+    if external_bootstrap(pytestconfig):
+        yield None
+        return
+    import kafkalite
+
+    level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
+    broker = kafkalite.start(config=_broker_config(pytestconfig), log_level=level)
+    pytestconfig.stash[_BROKER] = broker
+    try:
+        yield broker
+    finally:
+        pytestconfig.stash[_BROKER] = None
+        broker.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(pytestconfig: pytest.Config, kafkalite_broker) -> str:
+    """``host:port`` of the broker the tests talk to."""
+    return external_bootstrap(pytestconfig) or kafkalite_broker.bootstrap
+
+
+def _topic_base(request: pytest.FixtureRequest) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name).strip("-.")
+    return base[:180] or "topic"
+
+
+@pytest.fixture
+def kafka_topic_factory(kafka_bootstrap: str, request: pytest.FixtureRequest):
+    """``make(partitions=1, configs=None, name=None) -> name``: creates a topic for this test
+    (deleted afterwards)."""
+    from kafkalite._wire import AdminConnection
+
+    created: list[str] = []
+    conn: list[AdminConnection] = []
+
+    def connection() -> AdminConnection:
+        if not conn:
+            conn.append(AdminConnection(kafka_bootstrap))
+        return conn[0]
+
+    def make(partitions: int = 1, configs: dict[str, Any] | None = None, name: str | None = None) -> str:
+        topic = name or f"{_topic_base(request)}-{uuid.uuid4().hex[:8]}"
+        c = connection()
+        c.create_topic(topic, partitions, {k: str(v) for k, v in (configs or {}).items()})
+        created.append(topic)
+        c.wait_for_topic(topic, partitions)
+        return topic
+
+    yield make
+    if conn:
+        try:
+            for topic in created:
+                try:
+                    conn[0].delete_topic(topic)
+                except Exception:  # best effort: the broker may be gone or refuse
+                    break
+        finally:
+            conn[0].close()
+
+
+@pytest.fixture
+def kafka_topic(kafka_topic_factory: Callable[..., str], request: pytest.FixtureRequest) -> str:
+    """A fresh topic for this test; ``@pytest.mark.kafka_topic(partitions=N, configs={...})``."""
+    marker = request.node.get_closest_marker("kafka_topic")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    if marker and marker.args:
+        kwargs.setdefault("partitions", marker.args[0])
+    return kafka_topic_factory(**kwargs)
+
+
+# --- the broker's log on failing tests ----------------------------------------------------------
+
+def _uses_broker(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    return any(n in _FIXTURES for n in names)
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    broker = item.config.stash.get(_BROKER, None)
+    # a broker started during this setup has offset 0: all of its log belongs to this test
+    item.stash[_LOG_OFFSET] = _log_size(broker.log_path) if broker is not None else 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or not _uses_broker(item):
+        return
+    broker = item.config.stash.get(_BROKER, None)
+    if broker is None:
+        return
+    start = item.stash.get(_LOG_OFFSET, 0)
+    try:
+        with open(broker.log_path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return
+    note = ""
+    if len(data) > _MAX_SECTION:
+        data = data[-_MAX_SECTION:]
+        data = data[data.find(b"\n") + 1:]
+        note = f"(last {_MAX_SECTION // 1024} KiB)\n"
+    if not data.strip():
+        data = b"(the broker logged nothing during this test)\n"
+    alive = "" if broker.process.poll() is None else f"(the broker has exited with code {broker.process.returncode})\n"
+    report.sections.append(
+        (f"Captured kafkalite broker log {report.when}",
+         f"{alive}{note}{data.decode('utf-8', 'replace')}"))

@@ -1,0 +1,169 @@
+"""Broker metrics and the optional Prometheus endpoint (`--metrics-port`).
+
+The request path pays one `record()` per request: a few list-slot increments and one
+monotonic clock read (the start time is read by the caller). Everything else (topics,
+partitions, open transactions, open connections) is computed when /metrics is scraped.
+
+Exposed (text format 0.0.4):
+
+    kafkalite_requests_total{api="produce",api_key="0"}          counter
+    kafkalite_request_errors_total{api=...,api_key=...}         counter: requests that failed in the broker
+    kafkalite_request_duration_seconds_sum / _count {api=...}   summary: time from frame read to response sent
+    kafkalite_received_bytes_total, kafkalite_sent_bytes_total  counters: request/response frames
+    kafkalite_connections_opened_total, kafkalite_connections   counter, gauge
+    kafkalite_topics, kafkalite_partitions                      gauges
+    kafkalite_open_transactions                                 gauge
+    kafkalite_uptime_seconds                                    gauge
+
+Open transactions come from the "transactions" service when it has `open_transaction_count`
+(an int, or a method returning one), else 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import trio
+
+log = logging.getLogger("kafkalite.metrics")
+
+_N = 128  # api keys are < 128 in Kafka 4.x
+_monotonic = time.monotonic
+
+
+class Metrics:
+    __slots__ = ("requests", "seconds", "errors", "bytes_in", "bytes_out", "connections_opened",
+                 "connections_closed", "started")
+
+    def __init__(self) -> None:
+        self.requests = [0] * _N
+        self.seconds = [0.0] * _N
+        self.errors = [0] * _N
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.connections_opened = 0
+        self.connections_closed = 0
+        self.started = _monotonic()
+
+    def record(self, api_key: int, started: float, nbytes_in: int, nbytes_out: int) -> None:
+        """One request answered (or not, for acks=0): `started` is the monotonic time the frame was read."""
+        self.requests[api_key] += 1
+        self.seconds[api_key] += _monotonic() - started
+        self.bytes_in += nbytes_in
+        self.bytes_out += nbytes_out
+
+    def record_error(self, api_key: int, started: float, nbytes_in: int) -> None:
+        """A request that ended in a broker-side failure (the connection is closed)."""
+        self.errors[api_key] += 1
+        self.record(api_key, started, nbytes_in, 0)
+
+
+def open_transactions(broker: Any) -> int:
+    svc = broker.services.get("transactions") if getattr(broker, "services", None) else None
+    count = getattr(svc, "open_transaction_count", None) if svc is not None else None
+    if count is None:
+        return 0
+    try:
+        return int(count() if callable(count) else count)
+    except Exception:  # a scrape must never fail because of one gauge
+        log.exception("open_transaction_count failed")
+        return 0
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        from kio.index import api_key_map
+
+        return api_key_map[api_key]
+    except Exception:
+        return str(api_key)
+
+
+def render(broker: Any) -> str:
+    """The Prometheus text exposition of `broker.metrics` plus gauges read from the broker."""
+    m: Metrics = broker.metrics
+    out: list[str] = []
+
+    def head(name: str, kind: str, what: str) -> None:
+        out.append(f"# HELP {name} {what}")
+        out.append(f"# TYPE {name} {kind}")
+
+    keys = [k for k in range(_N) if m.requests[k]]
+    labels = {k: f'api="{_api_name(k)}",api_key="{k}"' for k in keys}
+    head("kafkalite_requests_total", "counter", "Requests handled, per API.")
+    out += [f"kafkalite_requests_total{{{labels[k]}}} {m.requests[k]}" for k in keys]
+    head("kafkalite_request_errors_total", "counter", "Requests that failed inside the broker (connection closed), per API.")
+    out += [f"kafkalite_request_errors_total{{{labels[k]}}} {m.errors[k]}" for k in keys]
+    head("kafkalite_request_duration_seconds", "summary", "Time from reading a request to sending its response, per API.")
+    for k in keys:
+        out.append(f"kafkalite_request_duration_seconds_sum{{{labels[k]}}} {m.seconds[k]:.9f}")
+        out.append(f"kafkalite_request_duration_seconds_count{{{labels[k]}}} {m.requests[k]}")
+    head("kafkalite_received_bytes_total", "counter", "Bytes of request frames received.")
+    out.append(f"kafkalite_received_bytes_total {m.bytes_in}")
+    head("kafkalite_sent_bytes_total", "counter", "Bytes of response frames sent.")
+    out.append(f"kafkalite_sent_bytes_total {m.bytes_out}")
+    head("kafkalite_connections_opened_total", "counter", "Client connections accepted.")
+    out.append(f"kafkalite_connections_opened_total {m.connections_opened}")
+    head("kafkalite_connections", "gauge", "Client connections open now.")
+    out.append(f"kafkalite_connections {m.connections_opened - m.connections_closed}")
+    cluster = getattr(broker, "cluster", None)
+    topics = getattr(cluster, "topics", {}) or {}
+    head("kafkalite_topics", "gauge", "Topics, internal ones included.")
+    out.append(f"kafkalite_topics {len(topics)}")
+    head("kafkalite_partitions", "gauge", "Partitions of all topics.")
+    out.append(f"kafkalite_partitions {sum(len(t.partitions) for t in topics.values())}")
+    head("kafkalite_open_transactions", "gauge", "Transactions begun and not yet completed.")
+    out.append(f"kafkalite_open_transactions {open_transactions(broker)}")
+    head("kafkalite_uptime_seconds", "gauge", "Seconds since the broker started.")
+    out.append(f"kafkalite_uptime_seconds {_monotonic() - m.started:.3f}")
+    return "\n".join(out) + "\n"
+
+
+_MAX_HEADER = 16384
+
+
+async def _handle_http(stream: trio.SocketStream, broker: Any) -> None:
+    try:
+        buf = b""
+        with trio.move_on_after(10):
+            while b"\r\n\r\n" not in buf and b"\n\n" not in buf and len(buf) < _MAX_HEADER:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    break
+                buf += chunk
+        request_line = buf.split(b"\n", 1)[0].decode("latin-1").strip()
+        parts = request_line.split()
+        if len(parts) < 2:
+            status, body, ctype = "400 Bad Request", "bad request\n", "text/plain"
+        elif parts[0] not in ("GET", "HEAD"):
+            status, body, ctype = "405 Method Not Allowed", "only GET\n", "text/plain"
+        elif parts[1].split("?", 1)[0] in ("/metrics", "/metrics/"):
+            status, body, ctype = "200 OK", render(broker), "text/plain; version=0.0.4; charset=utf-8"
+        elif parts[1] == "/":
+            status, body, ctype = "200 OK", "kafkalite: metrics at /metrics\n", "text/plain"
+        else:
+            status, body, ctype = "404 Not Found", "not found; metrics are at /metrics\n", "text/plain"
+        data = body.encode()
+        head = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
+                f"Connection: close\r\n\r\n").encode()
+        await stream.send_all(head if parts[:1] == ["HEAD"] else head + data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        pass
+    finally:
+        with trio.move_on_after(0):
+            await stream.aclose()
+
+
+async def serve_metrics(broker: Any, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve GET /metrics until cancelled; reports (host, bound port) through task_status."""
+    listeners = await trio.open_tcp_listeners(port, host=host or None)
+    bound = listeners[0].socket.getsockname()[1]
+
+    async def handler(stream: trio.SocketStream) -> None:
+        await _handle_http(stream, broker)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, handler, listeners)
+        task_status.started((host, bound))

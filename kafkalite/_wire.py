@@ -1,0 +1,246 @@
+"""A few admin requests (ApiVersions, CreateTopics, Metadata, DeleteTopics) over a blocking socket.
+
+Used by the pytest plugin to create fresh topics without any Kafka client library. It runs in
+the user's test process, where a package of theirs called ``protocol`` may be importable, so it
+builds on ``kio`` alone and never imports our ``protocol`` package (protocol/client.py is the
+broker-side equivalent). Versions are negotiated from the broker's ApiVersions answer, so it
+works against kafkalite and Apache Kafka alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import socket
+import struct
+import sys
+import time
+from typing import Any
+
+API_VERSIONS, METADATA, CREATE_TOPICS, DELETE_TOPICS = 18, 3, 19, 20
+# versions of each API this module can build (kio provides them)
+_KNOWN = {METADATA: range(4, 14), CREATE_TOPICS: range(2, 8), DELETE_TOPICS: range(1, 7)}
+TOPIC_ALREADY_EXISTS = 36
+
+
+def _import_kio() -> None:
+    """Import kio without hypothesis: kio registers hypothesis strategies for its types when
+    hypothesis is importable, which costs up to a second inside pytest. When neither is imported
+    yet, hypothesis is made to look absent while kio loads (the user's own later `import
+    hypothesis` is unaffected)."""
+    if "kio" in sys.modules or "hypothesis" in sys.modules:
+        return
+    sys.modules["hypothesis"] = None  # type: ignore[assignment]
+    try:
+        import kio.index  # noqa: F401
+        import kio.serial  # noqa: F401
+    finally:
+        if sys.modules.get("hypothesis", 0) is None:
+            del sys.modules["hypothesis"]
+
+
+class KafkaError(RuntimeError):
+    def __init__(self, message: str, error_code: int | None = None):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _skip_tagged_fields(buf: bytes, pos: int) -> int:
+    count, pos = _uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+    return pos
+
+
+def _build(cls: type, **values: Any) -> Any:
+    """An instance of kio entity `cls` from those of `values` that this version has."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def _nested(cls: type, name: str) -> type:
+    return getattr(sys.modules[cls.__module__], name)
+
+
+def _code(err: Any) -> int:
+    return int(getattr(err, "value", err))
+
+
+def _err_name(err: Any) -> str:
+    return getattr(err, "name", str(err))
+
+
+class AdminConnection:
+    """One connection to one broker of `bootstrap` (the first that answers)."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "kafkalite-pytest"):
+        last: Exception | None = None
+        self.sock: socket.socket | None = None
+        for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
+            host, _, port = address.rpartition(":")
+            try:
+                self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+                break
+            except OSError as exc:
+                last = exc
+        if self.sock is None:
+            raise ConnectionError(f"cannot connect to {bootstrap}: {last}")
+        _import_kio()
+        self.client_id = client_id.encode()
+        self.correlation_id = 0
+        self.versions = self._api_versions()
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+
+    def __enter__(self) -> "AdminConnection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- framing -----------------------------------------------------------------------------
+    def _recv_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self.sock.recv(min(n, 1 << 20))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def request(self, req: Any) -> Any:
+        from kio.index import load_response_schema
+        from kio.serial import entity_reader, entity_writer
+
+        rtype = type(req)
+        api_key, version = rtype.__api_key__, rtype.__version__
+        self.correlation_id += 1
+        buf = io.BytesIO()
+        buf.write(struct.pack(">hhih", api_key, version, self.correlation_id, len(self.client_id)))
+        buf.write(self.client_id)
+        if rtype.__flexible__:
+            buf.write(b"\0")
+        entity_writer(rtype)(buf, req)
+        payload = buf.getvalue()
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", self._recv_exact(4))
+        frame = self._recv_exact(size)
+        (cid,) = struct.unpack_from(">i", frame, 0)
+        if cid != self.correlation_id:
+            raise KafkaError(f"correlation id {cid} != {self.correlation_id}")
+        resp_type = load_response_schema(api_key, version)
+        pos = 4
+        if resp_type.__flexible__ and api_key != API_VERSIONS:
+            pos = _skip_tagged_fields(frame, pos)
+        body, _ = entity_reader(resp_type)(frame, pos)
+        return body
+
+    def _api_versions(self) -> dict[int, tuple[int, int]]:
+        from kio.schema.api_versions.v0.request import ApiVersionsRequest
+
+        resp = self.request(ApiVersionsRequest())
+        if _code(resp.error_code) != 0:
+            raise KafkaError(f"ApiVersions failed: {_err_name(resp.error_code)}", _code(resp.error_code))
+        return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
+
+    def version(self, api_key: int) -> int | None:
+        """The highest version of `api_key` both sides know, or None."""
+        rng = self.versions.get(api_key)
+        if rng is None:
+            return None
+        common = [v for v in _KNOWN[api_key] if rng[0] <= v <= rng[1]]
+        return max(common) if common else None
+
+    # --- admin -------------------------------------------------------------------------------
+    def metadata(self, topics: list[str] | None, allow_auto_create: bool = False) -> Any:
+        from kio.index import load_request_schema
+
+        v = self.version(METADATA)
+        if v is None:
+            raise KafkaError("the broker serves no Metadata version this client knows")
+        cls = load_request_schema(METADATA, v)
+        topic_cls = _nested(cls, "MetadataRequestTopic")
+        req = _build(cls, topics=None if topics is None else tuple(_build(topic_cls, name=t, topic_id=None) for t in topics),
+                     allow_auto_topic_creation=allow_auto_create, include_cluster_authorized_operations=False,
+                     include_topic_authorized_operations=False)
+        return self.request(req)
+
+    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None,
+                     timeout: float = 10.0) -> None:
+        """CreateTopics; when the broker does not serve it, Metadata auto-creation (which must
+        then give the asked partition count)."""
+        from kio.index import load_request_schema
+
+        v = self.version(CREATE_TOPICS)
+        if v is None:
+            if configs:
+                raise KafkaError(f"cannot create {name!r} with configs: the broker does not serve CreateTopics")
+            resp = self.metadata([name], allow_auto_create=True)
+            topic = resp.topics[0]
+            if _code(topic.error_code) != 0:
+                raise KafkaError(f"cannot create {name!r} (no CreateTopics; Metadata auto-creation answered "
+                                 f"{_err_name(topic.error_code)})", _code(topic.error_code))
+            if len(topic.partitions) != partitions:
+                raise KafkaError(f"the broker does not serve CreateTopics and auto-created {name!r} with "
+                                 f"{len(topic.partitions)} partition(s), not {partitions}")
+            return
+        cls = load_request_schema(CREATE_TOPICS, v)
+        topic_cls = _nested(cls, "CreatableTopic")
+        config_cls = _nested(cls, "CreatableTopicConfig")
+        topic = _build(topic_cls, name=name, num_partitions=partitions,
+                       # -1: the broker's default.replication.factor (v4+)
+                       replication_factor=-1 if v >= 4 else 1, assignments=(),
+                       configs=tuple(_build(config_cls, name=k, value=str(val)) for k, val in (configs or {}).items()))
+        req = _build(cls, topics=(topic,), timeout=datetime.timedelta(seconds=timeout), validate_only=False)
+        resp = self.request(req)
+        result = resp.topics[0]
+        code = _code(result.error_code)
+        if code not in (0, TOPIC_ALREADY_EXISTS):
+            msg = getattr(result, "error_message", None) or ""
+            raise KafkaError(f"CreateTopics {name!r} failed: {_err_name(result.error_code)} {msg}".strip(), code)
+
+    def wait_for_topic(self, name: str, partitions: int, timeout: float = 10.0) -> None:
+        """Until Metadata names `partitions` partitions of `name`, each with a leader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            resp = self.metadata([name])
+            topic = resp.topics[0]
+            if (_code(topic.error_code) == 0 and len(topic.partitions) == partitions
+                    and all(p.leader_id >= 0 and _code(p.error_code) == 0 for p in topic.partitions)):
+                return
+            if time.monotonic() > deadline:
+                raise KafkaError(f"topic {name!r} not ready after {timeout} s: {_err_name(topic.error_code)}, "
+                                 f"{len(topic.partitions)} partition(s)")
+            time.sleep(0.02)
+
+    def delete_topic(self, name: str, timeout: float = 10.0) -> bool:
+        """DeleteTopics; False when the broker does not serve it or refuses."""
+        from kio.index import load_request_schema
+
+        v = self.version(DELETE_TOPICS)
+        if v is None:
+            return False
+        cls = load_request_schema(DELETE_TOPICS, v)
+        kw: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout), "topic_names": (name,)}
+        if "topics" in {f.name for f in dataclasses.fields(cls)}:
+            kw["topics"] = (_build(_nested(cls, "DeleteTopicState"), name=name, topic_id=None),)
+        resp = self.request(_build(cls, **kw))
+        results = getattr(resp, "responses", ())
+        return bool(results) and _code(results[0].error_code) == 0

@@ -1,0 +1,198 @@
+"""The pytest plugin, used from throwaway test projects (pytester, in a subprocess as a user's
+pytest would run it)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+import kafkalite
+
+pytest_plugins = ["pytester"]
+
+
+def broker_serves(api_key: int) -> bool:
+    from broker.handlers import load_all
+    from protocol.apis import API_TABLE
+
+    load_all()
+    return api_key in API_TABLE
+
+
+# A user's project with packages of its own called `storage` and `protocol`, imported by its
+# conftest before any fixture runs: neither may shadow ours, in the broker or in the plugin.
+USER_PACKAGES = {
+    "storage/__init__.py": "MINE = True\n",
+    "protocol/__init__.py": "MINE = True\n",
+    "conftest.py": "import storage, protocol\n",
+}
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester):
+    for path, text in USER_PACKAGES.items():
+        p = pytester.path / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str, **env: str):
+    saved = {k: os.environ.get(k) for k in ["KAFKA_BOOTSTRAP", *env]}
+    os.environ.pop("KAFKA_BOOTSTRAP", None)
+    os.environ.update(env)
+    try:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", *args, timeout=120)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_fixtures_in_a_project_with_its_own_storage_package(project: pytest.Pytester):
+    project.makepyfile(test_user=textwrap.dedent("""
+        import os, re
+        import storage, protocol
+        from kafkalite._wire import AdminConnection
+
+        def test_own_packages_are_not_shadowed():
+            assert storage.MINE and protocol.MINE
+
+        def test_bootstrap_is_a_live_broker(kafka_bootstrap, kafkalite_broker):
+            assert re.fullmatch(r"127\\.0\\.0\\.1:\\d+", kafka_bootstrap)
+            assert kafkalite_broker.bootstrap == kafka_bootstrap
+            with open("broker.pid", "w") as f:
+                f.write(str(kafkalite_broker.pid))
+            with AdminConnection(kafka_bootstrap) as c:
+                assert 3 in c.versions and 18 in c.versions
+
+        def test_fresh_topic(kafka_topic, kafka_bootstrap):
+            assert kafka_topic.startswith("test_fresh_topic-")
+            with AdminConnection(kafka_bootstrap) as c:
+                (t,) = c.metadata([kafka_topic]).topics
+                assert t.name == kafka_topic and len(t.partitions) == 1
+
+        def test_topics_differ_between_tests(kafka_topic_factory):
+            assert kafka_topic_factory() != kafka_topic_factory()
+    """))
+    result = run(project)
+    result.assert_outcomes(passed=4)
+    pid = int((project.path / "broker.pid").read_text())
+    # torn down with the session
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_topic_with_partitions_and_configs(project: pytest.Pytester):
+    if not broker_serves(19):
+        pytest.skip("the broker does not serve CreateTopics yet")
+    project.makepyfile(test_user=textwrap.dedent("""
+        import pytest
+        from kafkalite._wire import AdminConnection
+
+        @pytest.mark.kafka_topic(partitions=3, configs={"cleanup.policy": "compact"})
+        def test_three(kafka_topic, kafka_bootstrap):
+            with AdminConnection(kafka_bootstrap) as c:
+                (t,) = c.metadata([kafka_topic]).topics
+                assert len(t.partitions) == 3
+
+        def test_factory(kafka_topic_factory, kafka_bootstrap):
+            name = kafka_topic_factory(partitions=2, name="explicit-name")
+            assert name == "explicit-name"
+            with AdminConnection(kafka_bootstrap) as c:
+                (t,) = c.metadata([name]).topics
+                assert len(t.partitions) == 2
+    """))
+    run(project).assert_outcomes(passed=2)
+
+
+def test_produce_and_consume_with_a_real_client(project: pytest.Pytester):
+    pytest.importorskip("confluent_kafka")
+    project.makepyfile(test_user=textwrap.dedent("""
+        from confluent_kafka import Consumer, Producer, TopicPartition
+
+        def test_roundtrip(kafka_bootstrap, kafka_topic):
+            p = Producer({"bootstrap.servers": kafka_bootstrap})
+            for i in range(10):
+                p.produce(kafka_topic, value=b"v%d" % i, key=b"k")
+            assert p.flush(10) == 0
+            c = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "g", "enable.auto.commit": False})
+            c.assign([TopicPartition(kafka_topic, 0, 0)])
+            got = []
+            while len(got) < 10:
+                m = c.poll(10)
+                assert m is not None and m.error() is None
+                got.append(m.value())
+            c.close()
+            assert got == [b"v%d" % i for i in range(10)]
+    """))
+    run(project).assert_outcomes(passed=1)
+
+
+def test_failing_test_report_carries_the_broker_log(project: pytest.Pytester):
+    project.makeini("[pytest]\nkafkalite_log_level = DEBUG\n")
+    project.makepyfile(test_user=textwrap.dedent("""
+        from kafkalite._wire import AdminConnection
+
+        def test_passes(kafka_bootstrap):
+            AdminConnection(kafka_bootstrap).close()
+
+        def test_fails(kafka_bootstrap):
+            AdminConnection(kafka_bootstrap).close()
+            assert False, "boom"
+
+        def test_fails_without_broker():
+            assert False
+    """))
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    assert out.count("Captured kafkalite broker log call") == 1
+    section = out.split("Captured kafkalite broker log call", 1)[1]
+    assert "connection opened from" in section
+
+
+def test_broker_settings_from_ini(project: pytest.Pytester):
+    project.makeini("[pytest]\nkafkalite_config =\n    num.partitions=4\n    auto.create.topics.enable=true\n")
+    project.makepyfile(test_user=textwrap.dedent("""
+        from kafkalite._wire import AdminConnection
+
+        def test_auto_created_topic_has_four_partitions(kafka_bootstrap):
+            with AdminConnection(kafka_bootstrap) as c:
+                (t,) = c.metadata(["auto-created"], allow_auto_create=True).topics
+                assert len(t.partitions) == 4
+    """))
+    run(project).assert_outcomes(passed=1)
+
+
+def test_bad_ini_setting_fails_with_the_brokers_message(project: pytest.Pytester):
+    project.makeini("[pytest]\nkafkalite_config = num.partiton=4\n")
+    project.makepyfile(test_user="def test_x(kafka_bootstrap):\n    pass\n")
+    result = run(project)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*did you mean 'num.partitions'*"])
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_external_broker(project: pytest.Pytester, how: str):
+    project.makepyfile(test_user=textwrap.dedent("""
+        import os
+        from kafkalite._wire import AdminConnection
+
+        def test_uses_the_external_broker(kafka_bootstrap, kafkalite_broker, kafka_topic):
+            assert kafkalite_broker is None
+            assert kafka_bootstrap == os.environ["EXPECTED_BOOTSTRAP"]
+            with AdminConnection(kafka_bootstrap) as c:
+                (t,) = c.metadata([kafka_topic]).topics
+                assert t.name == kafka_topic
+    """))
+    with kafkalite.running() as external:
+        if how == "option":
+            result = run(project, f"--kafka-bootstrap={external.bootstrap}", EXPECTED_BOOTSTRAP=external.bootstrap)
+        else:
+            result = run(project, EXPECTED_BOOTSTRAP=external.bootstrap, KAFKA_BOOTSTRAP=external.bootstrap)
+        result.assert_outcomes(passed=1)
