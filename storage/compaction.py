@@ -1,0 +1,161 @@
+"""Log compaction for cleanup.policy=compact (a simple, whole-segment cleaner).
+
+Scope: the closed segments that lie wholly below the first unstable offset (the start of
+the oldest open transaction) - the active segment and anything an open transaction could
+still abort or commit are never touched.
+
+Rules, after Kafka's LogCleaner:
+- the latest record of each key (over the cleaned range) is kept; older ones go;
+- records without a key are dropped (Kafka refuses them on compacted topics anyway);
+- control batches (transaction markers) are always kept;
+- data of aborted transactions is dropped: a transactional batch of producer P at offset
+  o is aborted when the .txnindex holds an entry for P with first <= o <= last; such
+  records also take no part in deciding which record of a key is the latest;
+- a batch that loses some records is rewritten with the same base offset, last offset
+  delta, producer id/epoch, base sequence, attributes and codec, its records keeping their
+  offsets; a batch that loses all of them is dropped, except the last batch of each
+  producer in the range, which is kept empty so producer sequence state survives a restart;
+- tombstones (null values) are kept as the latest record of their key: there is no
+  delete.retention.ms here, so they are never removed.
+
+Each segment is rewritten to `<base>.log.cleaned`, its index files are removed, and the
+new file replaces the old by rename; a crash at any point leaves either the old or the new
+log, and missing indexes are rebuilt on open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from protocol import records as R
+from protocol.records import CorruptBatch, UnsupportedCompression
+
+from .segment import Segment, _unlink, _write_all
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .log import PartitionLog
+
+log = logging.getLogger("kafkalite.storage")
+
+
+def compact_log(plog: "PartitionLog", now_ms: int, first_unstable_offset: int | None) -> int:
+    """Compact the eligible closed segments of `plog`; returns how many were rewritten.
+    The caller holds the log's lock."""
+    segs = plog.segments
+    limit = plog.log_end_offset if first_unstable_offset is None else min(first_unstable_offset,
+                                                                         plog.log_end_offset)
+    eligible = []
+    for i in range(len(segs) - 1):
+        if segs[i + 1].base_offset <= limit:
+            eligible.append(segs[i])
+        else:
+            break
+    if not eligible:
+        return 0
+
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for seg in segs:
+        for t in seg.txns:
+            aborted.setdefault(t.producer_id, []).append((t.first_offset, t.last_offset))
+
+    def is_aborted(pid: int, offset: int) -> bool:
+        for first, last in aborted.get(pid, ()):
+            if first <= offset <= last:
+                return True
+        return False
+
+    latest: dict[bytes, int] = {}
+    last_batch_of: dict[int, int] = {}
+    for seg in eligible:
+        for _pos, h in seg.iter_batches():
+            f = h.fields()
+            if f.attributes & R.CONTROL_MASK:
+                continue
+            if f.producer_id >= 0:
+                last_batch_of[f.producer_id] = f.base_offset
+            if f.attributes & R.TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
+                continue
+            try:
+                recs = R.decode_records(h.buf, h.pos)
+            except (CorruptBatch, UnsupportedCompression) as e:
+                log.warning("%s: cannot decode the batch at offset %d (%s); keeping it as is",
+                            seg.log_path, f.base_offset, e)
+                continue
+            for rec in recs:
+                if rec.key is not None:
+                    latest[rec.key] = rec.offset
+
+    rewritten = 0
+    new_segments = list(segs)
+    for idx, seg in enumerate(eligible):
+        out = bytearray()
+        changed = False
+        for _pos, h in seg.iter_batches():
+            f = h.fields()
+            total = f.batch_length + R.LOG_OVERHEAD
+            raw = memoryview(h.buf)[h.pos:h.pos + total]
+            if f.attributes & R.CONTROL_MASK:
+                out += raw
+                continue
+            if f.attributes & R.TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
+                kept = []
+            else:
+                try:
+                    recs = R.decode_records(h.buf, h.pos)
+                except (CorruptBatch, UnsupportedCompression):
+                    out += raw
+                    continue
+                kept = [r for r in recs if r.key is not None and latest.get(r.key) == r.offset]
+                if len(kept) == len(recs):
+                    out += raw
+                    continue
+            changed = True
+            keep_empty = f.producer_id >= 0 and last_batch_of.get(f.producer_id) == f.base_offset
+            if not kept and not keep_empty:
+                continue
+            out += _rebuild_batch(f, kept)
+        if changed:
+            new_segments[idx] = _replace_segment(plog, seg, out)
+            rewritten += 1
+    if rewritten:
+        old = plog.segments
+        plog.segments = new_segments
+        for a, b in zip(old, new_segments):
+            if a is not b:
+                plog._retired.append(a)
+    return rewritten
+
+
+def _rebuild_batch(f: R.HeaderFields, kept: list[R.DecodedRecord]) -> bytearray:
+    log_append = f.max_timestamp if f.attributes & R.TIMESTAMP_TYPE_MASK else None
+    return R.encode_batch(
+        [(r.offset - f.base_offset, r.timestamp, r.key, r.value, r.headers) for r in kept],
+        base_offset=f.base_offset, producer_id=f.producer_id, producer_epoch=f.producer_epoch,
+        base_sequence=f.base_sequence, transactional=bool(f.attributes & R.TRANSACTIONAL_MASK),
+        partition_leader_epoch=f.partition_leader_epoch, compression=f.attributes & R.COMPRESSION_MASK,
+        last_offset_delta=f.last_offset_delta, log_append_time_ms=log_append, base_timestamp=f.base_timestamp,
+    )
+
+
+def _replace_segment(plog: "PartitionLog", seg: Segment, data: bytearray) -> Segment:
+    tmp = seg.log_path.with_name(seg.log_path.name + ".cleaned")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        if plog.config.fsync != "never":
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    _unlink(seg.index_path)
+    _unlink(seg.time_index_path)
+    os.replace(tmp, seg.log_path)
+    new = Segment(seg.directory, seg.base_offset, seg.created_ms)
+    new.fd = os.open(new.log_path, os.O_RDWR | os.O_APPEND)
+    new.size = os.fstat(new.fd).st_size
+    new.txns = list(seg.txns)
+    new.rebuild(plog.config.index_interval_bytes, check_crc=False)
+    new.persist_indexes()
+    plog._dir_dirty = True
+    return new

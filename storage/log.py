@@ -1,0 +1,653 @@
+"""PartitionLog: one partition's log on disk, a directory of segments as Kafka lays it out.
+
+Offsets: `log_start_offset` is the first readable offset (persisted in
+`log-start-offset.checkpoint` when DeleteRecords or retention moves it);
+`log_end_offset` is the next offset to assign, the high watermark of a single broker.
+
+Durability: append() has written every byte to the segment file with os.write before it
+returns, so acknowledged data survives kill -9 of the process; flush() fsyncs (the broker
+calls it per its fsync policy, from a worker thread). On open, a log without the clean
+shutdown marker has its last segment scanned batch by batch (length, magic, CRC) and cut
+at the first bad batch; missing or inconsistent index files are rebuilt from the log.
+
+Threads: append, read and the lookups run on the broker's event loop and take no lock.
+flush, compact and apply_retention may run in a worker thread; they, roll, truncation,
+DeleteRecords and close serialise on one lock. Segments that leave the log are closed only
+at the next maintenance call, so a read running in another thread never sees its fd
+closed (or reused) under it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import struct
+import threading
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+from typing import Iterator
+
+from crc32c import crc32c
+
+from protocol import records as R
+from protocol.records import (
+    LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader, CorruptBatch, set_base_offset,
+    set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
+)
+
+from .config import LogConfig
+from .segment import AbortedTxn, Segment, _unlink, _write_all, _write_atomic, segment_name
+
+log = logging.getLogger("kafkalite.storage")
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOG_START_CHECKPOINT = "log-start-offset.checkpoint"
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_MAGIC = b"KLPS"
+_SNAPSHOT_HEADER = struct.Struct(">4shI")      # magic, version, crc32c of the blob
+SNAPSHOTS_KEPT = 2
+INT32_MAX = 2**31 - 1
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_base = attrgetter("base_offset")
+
+
+class OffsetOutOfRange(Exception):
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int):
+        super().__init__(f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+@dataclass
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time_ms: int     # -1 with CreateTime
+    log_start_offset: int
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class PartitionLog:
+    def __init__(self, directory: Path, config: LogConfig):
+        self.directory = directory
+        self.config = config
+        self.segments: list[Segment] = []      # replaced, never mutated in place
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.retention_floor: int | None = None
+        self._lock = threading.RLock()
+        self._retired: list[Segment] = []
+        self._dir_dirty = False
+        self._txn_dirty: set[Path] = set()
+        self._closed = False
+
+    # ======================================================================================
+    # open / recovery
+    # ======================================================================================
+    @classmethod
+    def open(cls, directory: os.PathLike, config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
+        """Create the partition directory or recover the log in it."""
+        now = _now_ms() if now_ms is None else now_ms
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        self = cls(d, config)
+        marker = d / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        for p in d.iterdir():
+            if p.name.endswith((".tmp", ".cleaned")):
+                _unlink(p)
+        bases = sorted(int(p.stem) for p in d.glob("*.log") if p.stem.isdigit() and len(p.stem) == 20)
+        known = {segment_name(b) for b in bases}
+        for p in d.iterdir():   # indexes whose log is gone
+            if p.suffix in (".index", ".timeindex", ".txnindex") and p.stem not in known:
+                _unlink(p)
+        checkpoint = self._read_log_start_checkpoint()
+        interval = config.index_interval_bytes
+        segs = []
+        for i, base in enumerate(bases):
+            last = i == len(bases) - 1
+            segs.append(Segment.load(d, base, now, recover=last and not clean, index_interval=interval))
+        if not segs:
+            segs.append(Segment.create(d, checkpoint or 0, now))
+            self._dir_dirty = True
+        self.segments = segs
+        self.log_end_offset = segs[-1].next_offset
+        self.log_start_offset = max(checkpoint or 0, segs[0].base_offset)
+        if self.log_start_offset > self.log_end_offset:
+            # the data behind the checkpointed start offset was lost: start over there
+            log.warning("%s: log start offset %d is past the recovered end %d; starting an empty log there",
+                        d, self.log_start_offset, self.log_end_offset)
+            self._truncate_fully_and_start_at(self.log_start_offset, now)
+        if clean:
+            _unlink(marker)
+        for off in self._snapshot_offsets():
+            if off > self.log_end_offset:
+                _unlink(self._snapshot_path(off))
+        return self
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    # ======================================================================================
+    # append
+    # ======================================================================================
+    def append(self, batches, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
+        """Append already-validated v2 batches: assign offsets from log_end_offset (in place,
+        outside the CRC), stamp the leader epoch, apply LogAppendTime if configured, and
+        write them with os.write before returning."""
+        if isinstance(batches, bytes):
+            batches = bytearray(batches)
+        buf = batches
+        n = len(buf)
+        if n == 0:
+            raise ValueError("nothing to append")
+        # walk the headers: positions, sizes, offset counts
+        spans = []
+        pos = 0
+        count = 0
+        max_in = -1
+        unpack_i32 = _I32.unpack_from
+        while pos < n:
+            if n - pos < LOG_OVERHEAD:
+                raise CorruptBatch(f"{n - pos} trailing bytes", pos)
+            length = unpack_i32(buf, pos + 8)[0]
+            if length < MIN_BATCH_LENGTH or pos + length + LOG_OVERHEAD > n:
+                raise CorruptBatch(f"bad batch length {length} at position {pos}", pos)
+            lod = unpack_i32(buf, pos + 23)[0]
+            ts = _I64.unpack_from(buf, pos + 35)[0]
+            if ts > max_in:
+                max_in = ts
+            spans.append((pos, length + LOG_OVERHEAD, lod))
+            count += lod + 1
+            pos += length + LOG_OVERHEAD
+        log_append = self.config.log_append_time
+        if log_append:
+            max_in = now_ms
+
+        seg = self.segments[-1]
+        if seg.size > 0 and self._should_roll(seg, n, max_in, now_ms, self.log_end_offset + count - 1):
+            seg = self.roll(now_ms)
+
+        offset = self.log_end_offset
+        first = offset
+        for bpos, _size, lod in spans:
+            set_base_offset(buf, bpos, offset)
+            set_partition_leader_epoch(buf, bpos, leader_epoch)
+            if log_append:
+                set_max_timestamp_and_log_append_time(buf, bpos, now_ms)
+            offset += lod + 1
+
+        start_size = seg.size
+        try:
+            _write_all(seg.fd, buf)
+        except BaseException:
+            os.ftruncate(seg.fd, start_size)   # never leave a partial batch behind an error
+            raise
+        seg.dirty = True
+
+        interval = self.config.index_interval_bytes
+        offset = first
+        max_ts = -1
+        for bpos, size, lod in spans:
+            bts = _I64.unpack_from(buf, bpos + 35)[0]
+            if bts > max_ts:
+                max_ts = bts
+            seg.note_batch(start_size + bpos, offset, offset + lod + 1, bts, size, interval)
+            offset += lod + 1
+        if start_size == 0:
+            seg.first_batch_timestamp = _I64.unpack_from(buf, 35)[0]
+        self.log_end_offset = offset
+        return AppendInfo(first, offset - 1, max_ts, now_ms if log_append else -1, self.log_start_offset)
+
+    def _should_roll(self, seg: Segment, incoming: int, max_ts_in: int, now_ms: int, last_offset: int) -> bool:
+        cfg = self.config
+        if seg.size + incoming > cfg.segment_bytes:
+            return True
+        # Kafka's LogSegment.timeWaitedForRoll: by record timestamps when the segment has
+        # one, else by the segment's creation time
+        if seg.first_batch_timestamp >= 0 and max_ts_in >= 0:
+            waited = max_ts_in - seg.first_batch_timestamp
+        else:
+            waited = now_ms - seg.created_ms
+        if waited > cfg.segment_ms:
+            return True
+        return last_offset - seg.base_offset > INT32_MAX
+
+    def roll(self, now_ms: int | None = None) -> Segment:
+        """Start a new active segment at log_end_offset (no-op while the active one is empty)."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            old = self.segments[-1]
+            if old.size == 0:
+                return old
+            old.add_final_time_entry()
+            old.persist_indexes()
+            new = Segment.create(self.directory, self.log_end_offset, now)
+            self.segments = self.segments + [new]
+            self._dir_dirty = True
+            return new
+
+    # ======================================================================================
+    # read
+    # ======================================================================================
+    def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+             min_one: bool = True) -> bytes | memoryview:
+        """Whole batches from the batch that contains `offset`, below `upper_bound` (default
+        log_end_offset; the LSO for read_committed), at most max_bytes except that the first
+        batch is returned whole when min_one. Reads from one segment per call."""
+        lso = self.log_start_offset
+        leo = self.log_end_offset
+        if offset < lso or offset > leo:
+            raise OffsetOutOfRange(offset, lso, leo)
+        ub = leo if upper_bound is None else min(upper_bound, leo)
+        if offset >= ub:
+            return b""
+        segs = self.segments
+        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
+        while i < len(segs):
+            seg = segs[i]
+            if seg.base_offset >= ub:
+                return b""
+            found = seg.locate(offset)
+            if found is not None:
+                return self._read_from(seg, found, max_bytes, ub, min_one)
+            i += 1
+        return b""
+
+    @staticmethod
+    def _read_from(seg: Segment, found: tuple[int, int, int], max_bytes: int, ub: int, min_one: bool):
+        pos, base, first_size = found
+        if base >= ub:
+            return b""
+        if first_size > max_bytes:
+            return os.pread(seg.fd, first_size, pos) if min_one else b""
+        want = min(max_bytes, seg.size - pos)
+        data = os.pread(seg.fd, want, pos)
+        n = len(data)
+        q = first_size
+        unpack_i32 = _I32.unpack_from
+        unpack_i64 = _I64.unpack_from
+        while q + LOG_OVERHEAD <= n:
+            if unpack_i64(data, q)[0] >= ub:
+                break
+            total = unpack_i32(data, q + 8)[0] + LOG_OVERHEAD
+            if q + total > n:
+                break
+            q += total
+        if q >= n:
+            return data
+        return memoryview(data)[:q]
+
+    def batches_from(self, offset: int) -> Iterator[tuple[int, bytes]]:
+        """(base offset, batch bytes) of every batch whose last offset is >= offset, reading
+        the segment files sequentially (startup replay of producer, group and txn state)."""
+        for seg in list(self.segments):
+            if seg.next_offset <= offset or seg.size == 0:
+                continue
+            start = 0
+            if offset > seg.base_offset:
+                found = seg.locate(offset)
+                if found is None:
+                    continue
+                start = found[0]
+            for _pos, h in seg.iter_batches(start, seg.size):
+                f_base = h.base_offset
+                yield f_base, h.bytes()
+
+    # ======================================================================================
+    # timestamps
+    # ======================================================================================
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after log_start_offset whose
+        timestamp is >= timestamp_ms, or None."""
+        start = self.log_start_offset
+        for seg in list(self.segments):
+            if seg.max_timestamp < timestamp_ms or seg.next_offset <= start or seg.size == 0:
+                continue
+            pos = seg.time_lookup_position(timestamp_ms)
+            for bpos, h in seg.iter_batches(pos, seg.size):
+                f = h.fields()
+                if f.base_offset + f.last_offset_delta < start or f.max_timestamp < timestamp_ms:
+                    continue
+                for rec in R.decode_records(h.buf, h.pos):
+                    if rec.timestamp >= timestamp_ms and rec.offset >= start:
+                        return rec.offset, rec.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the first record at or after
+        log_start_offset carrying the largest timestamp, or None for an empty log."""
+        start = self.log_start_offset
+        best_ts = -1
+        best_off = None
+        for seg in list(self.segments):
+            if seg.size == 0 or seg.next_offset <= start or seg.max_timestamp <= best_ts:
+                continue
+            if seg.base_offset >= start:
+                # the segment's max is a candidate; find its first record
+                target = seg.max_timestamp
+                pos = seg.index_position(seg.max_timestamp_offset)
+                for _bpos, h in seg.iter_batches(pos, seg.size):
+                    if h.max_timestamp == target:
+                        rec = next((r for r in R.decode_records(h.buf, h.pos) if r.timestamp == target), None)
+                        if rec is not None:
+                            best_ts, best_off = target, rec.offset
+                            break
+            else:
+                # log start inside this segment: only records from it count
+                found = seg.locate(start)
+                if found is None:
+                    continue
+                for _bpos, h in seg.iter_batches(found[0], seg.size):
+                    if h.max_timestamp <= best_ts:
+                        continue
+                    for r in R.decode_records(h.buf, h.pos):
+                        if r.offset >= start and r.timestamp > best_ts:
+                            best_ts, best_off = r.timestamp, r.offset
+        return None if best_off is None else (best_off, best_ts)
+
+    # ======================================================================================
+    # moving the start, truncating, retention
+    # ======================================================================================
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move log_start_offset up to `offset` (persisted) and delete the
+        segments wholly below it. Returns the new log_start_offset."""
+        with self._lock:
+            self._close_retired()
+            if offset > self.log_end_offset:
+                raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+                self._write_log_start_checkpoint()
+                self._delete_segments_below_start()
+            return self.log_start_offset
+
+    def _delete_segments_below_start(self) -> int:
+        segs = self.segments
+        k = 0
+        while k < len(segs) - 1 and segs[k + 1].base_offset <= self.log_start_offset:
+            k += 1
+        if k:
+            self._drop_segments(k)
+        return k
+
+    def _drop_segments(self, k: int) -> None:
+        """Remove the first k segments (never the active one)."""
+        gone = self.segments[:k]
+        self.segments = self.segments[k:]
+        for seg in gone:
+            seg.delete_files()
+            self._retired.append(seg)
+        self._dir_dirty = True
+        if self.segments[0].base_offset > self.log_start_offset:
+            self.log_start_offset = self.segments[0].base_offset
+            self._write_log_start_checkpoint()
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at or after `offset`; log_end_offset becomes `offset`."""
+        with self._lock:
+            self._close_retired()
+            if offset >= self.log_end_offset:
+                return
+            if offset < self.segments[0].base_offset or offset < self.log_start_offset:
+                self._truncate_fully_and_start_at(offset, _now_ms())
+                return
+            segs = self.segments
+            k = len(segs)
+            while k > 1 and segs[k - 1].base_offset > offset:
+                k -= 1
+            gone = segs[k:]
+            self.segments = segs[:k]
+            for seg in gone:
+                seg.delete_files()
+                self._retired.append(seg)
+            self._dir_dirty = True
+            active = self.segments[-1]
+            active.truncate_to(offset, self.config.index_interval_bytes)
+            self.log_end_offset = offset
+            for off in self._snapshot_offsets():
+                if off > offset:
+                    _unlink(self._snapshot_path(off))
+
+    def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        gone = self.segments
+        for seg in gone:
+            seg.delete_files()
+            self._retired.append(seg)
+        self.segments = [Segment.create(self.directory, offset, now_ms)]
+        self._dir_dirty = True
+        self.log_start_offset = offset
+        self.log_end_offset = offset
+        self._write_log_start_checkpoint()
+        for off in self._snapshot_offsets():
+            if off > offset:
+                _unlink(self._snapshot_path(off))
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete whole old segments by retention.ms and retention.bytes (cleanup.policy
+        must include delete), and segments wholly below log_start_offset. Never the active
+        segment, never one holding offsets at or after retention_floor. Returns how many
+        segments were deleted."""
+        with self._lock:
+            self._close_retired()
+            deleted = self._delete_segments_below_start()
+            cfg = self.config
+            if not cfg.delete_enabled:
+                return deleted
+            segs = self.segments
+            floor = self.retention_floor
+            k = 0
+            total = sum(s.size for s in segs)
+            excess = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
+            while k < len(segs) - 1:
+                seg = segs[k]
+                nxt = segs[k + 1].base_offset
+                if floor is not None and nxt > floor:
+                    break
+                by_time = False
+                if cfg.retention_ms >= 0:
+                    largest = seg.max_timestamp if seg.max_timestamp >= 0 else _mtime_ms(seg)
+                    by_time = now_ms - largest > cfg.retention_ms
+                by_size = excess >= 0 and excess - seg.size >= 0
+                if not (by_time or by_size):
+                    break
+                if by_size:
+                    excess -= seg.size
+                k += 1
+            if k:
+                self._drop_segments(k)
+            return deleted + k
+
+    # ======================================================================================
+    # compaction
+    # ======================================================================================
+    def compact(self, now_ms: int, *, first_unstable_offset: int | None) -> None:
+        from .compaction import compact_log
+        with self._lock:
+            self._close_retired()
+            compact_log(self, now_ms, first_unstable_offset)
+
+    # ======================================================================================
+    # transaction index
+    # ======================================================================================
+    def append_aborted_txn(self, producer_id: int, first_offset: int, last_offset: int,
+                           last_stable_offset: int) -> None:
+        """Record an aborted transaction in the .txnindex of the segment holding its ABORT
+        marker (last_offset). Idempotent: an identical entry is not added twice."""
+        with self._lock:
+            segs = self.segments
+            i = max(bisect_right(segs, last_offset, key=_base) - 1, 0)
+            seg = segs[i]
+            txn = AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
+            for t in seg.txns:
+                if t[:3] == txn[:3]:
+                    return
+            seg.append_txn(txn)
+            self._txn_dirty.add(seg.txn_index_path)
+
+    def aborted_txns(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, end_offset): last_offset >=
+        start_offset and first_offset < end_offset, in marker order."""
+        segs = self.segments
+        i = max(bisect_right(segs, start_offset, key=_base) - 1, 0)
+        out = []
+        for seg in segs[i:]:
+            for t in seg.txns:
+                if t.last_offset >= start_offset and t.first_offset < end_offset:
+                    out.append(t)
+        return out
+
+    # ======================================================================================
+    # producer state snapshots
+    # ======================================================================================
+    def _snapshot_path(self, offset: int) -> Path:
+        return self.directory / f"{segment_name(offset)}{SNAPSHOT_SUFFIX}"
+
+    def _snapshot_offsets(self) -> list[int]:
+        out = []
+        for p in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+            if p.stem.isdigit() and len(p.stem) == 20:
+                out.append(int(p.stem))
+        return sorted(out)
+
+    def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
+        """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
+        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, crc32c(blob)) + bytes(blob)
+        _write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
+        self._dir_dirty = True
+        offs = self._snapshot_offsets()
+        for off in offs[:-SNAPSHOTS_KEPT]:
+            _unlink(self._snapshot_path(off))
+
+    def latest_producer_snapshot(self) -> tuple[int, bytes] | None:
+        """(offset, blob) of the newest intact snapshot at or below log_end_offset."""
+        for off in reversed(self._snapshot_offsets()):
+            if off > self.log_end_offset:
+                continue
+            try:
+                data = self._snapshot_path(off).read_bytes()
+            except FileNotFoundError:
+                continue
+            if len(data) < _SNAPSHOT_HEADER.size:
+                continue
+            magic, _version, crc = _SNAPSHOT_HEADER.unpack_from(data)
+            blob = data[_SNAPSHOT_HEADER.size:]
+            if magic != SNAPSHOT_MAGIC or crc32c(blob) != crc:
+                log.warning("%s: ignoring a damaged producer snapshot", self._snapshot_path(off))
+                continue
+            return off, blob
+        return None
+
+    # ======================================================================================
+    # checkpoint
+    # ======================================================================================
+    def _read_log_start_checkpoint(self) -> int | None:
+        try:
+            text = (self.directory / LOG_START_CHECKPOINT).read_text()
+            return int(text.split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+
+    def _write_log_start_checkpoint(self) -> None:
+        _write_atomic(self.directory / LOG_START_CHECKPOINT, f"{self.log_start_offset}\n".encode(),
+                      fsync=self.config.fsync != "never")
+        self._dir_dirty = True
+
+    # ======================================================================================
+    # flush / close / delete
+    # ======================================================================================
+    def flush(self) -> None:
+        """fsync the log data, the index entries so far, new files and the directory."""
+        with self._lock:
+            if self._closed:
+                return
+            segs = list(self.segments)
+            for seg in segs:
+                seg.persist_indexes()
+            dirty = [s for s in segs if s.dirty]
+            for s in dirty:
+                s.dirty = False
+            txn_paths = list(self._txn_dirty)
+            self._txn_dirty.clear()
+            dir_dirty = self._dir_dirty
+            self._dir_dirty = False
+        for s in dirty:
+            try:
+                os.fsync(s.fd)
+            except OSError:
+                pass    # segment deleted meanwhile
+        for p in txn_paths:
+            _fsync_path(p)
+        if dir_dirty:
+            _fsync_path(self.directory)
+
+    def close(self) -> None:
+        """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker."""
+        with self._lock:
+            if self._closed:
+                return
+            for seg in self.segments:
+                seg.add_final_time_entry()
+                seg.persist_indexes()
+        if self.config.fsync != "never":
+            self.flush()
+        with self._lock:
+            self._closed = True
+            _write_atomic(self.directory / CLEAN_SHUTDOWN_FILE, b"", fsync=self.config.fsync != "never")
+            if self.config.fsync != "never":
+                _fsync_path(self.directory)
+            for seg in self.segments:
+                seg.close()
+            self._close_retired()
+
+    def delete(self) -> None:
+        """Close and remove the partition directory (DeleteTopics)."""
+        with self._lock:
+            self._closed = True
+            for seg in self.segments:
+                seg.close()
+            self._close_retired()
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _close_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for seg in retired:
+            seg.close()
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.directory}, start={self.log_start_offset}, end={self.log_end_offset}, "
+                f"segments={len(self.segments)})")
+
+
+def _mtime_ms(seg: Segment) -> int:
+    try:
+        return int(os.stat(seg.log_path).st_mtime * 1000)
+    except FileNotFoundError:
+        return 0
+
+
+def _fsync_path(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,434 @@
+"""One log segment: `<base offset>.log` and its indexes, as Kafka lays them out.
+
+- `.log`        consecutive v2 record batches, appended with os.write on an O_APPEND fd.
+- `.index`      sparse offset index: (relative base offset int32, position int32) big-endian,
+                one entry per `index.interval.bytes` of appended data. The entry names the
+                batch that *starts* at the position (Kafka stores the last offset of the
+                appended records; with whole-batch reads the base offset is the one needed).
+- `.timeindex`  (max timestamp so far int64, relative offset int32): written with each
+                offset-index entry when the segment's max timestamp has grown, and once more
+                when the segment is rolled or closed. The offset is the base offset of the
+                batch where that max timestamp was first seen. Every batch written before an
+                entry has timestamps <= its timestamp, which is all a lookup needs.
+- `.txnindex`   aborted transactions whose ABORT marker lies in this segment: Kafka's
+                AbortedTxn layout (version int16 0, producerId, firstOffset, lastOffset,
+                lastStableOffset, int64 each).
+
+Index entries live in memory (arrays) and are appended to their files on flush, roll and
+close; a missing, short or inconsistent index file is rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from array import array
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from protocol.records import (
+    BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH, BatchHeader, CorruptBatch,
+)
+
+log = logging.getLogger("kafkalite.storage")
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_TXN_ENTRY = struct.Struct(">hqqqq")
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_I32 = struct.Struct(">i")
+_I8 = struct.Struct(">b")
+_I64 = struct.Struct(">q")
+
+LAST_OFFSET_DELTA_AT = 23
+MAX_TIMESTAMP_AT = 35
+SCAN_CHUNK = 1 << 20
+LOCATE_CHUNK = 16 * 1024
+INT32_MAX = 2**31 - 1
+
+
+class AbortedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment:
+    """A segment of a partition log. Not thread-safe by itself; PartitionLog coordinates."""
+
+    def __init__(self, directory: Path, base_offset: int, created_ms: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        stem = segment_name(base_offset)
+        self.log_path = directory / f"{stem}.log"
+        self.index_path = directory / f"{stem}.index"
+        self.time_index_path = directory / f"{stem}.timeindex"
+        self.txn_index_path = directory / f"{stem}.txnindex"
+        self.fd: int = -1
+        self.size = 0
+        self.next_offset = base_offset          # last offset + 1 of the data held here
+        self.max_timestamp = -1
+        self.max_timestamp_offset = -1          # base offset of the batch where it was first seen
+        self.first_batch_timestamp = -1         # max timestamp of the first batch (segment.ms rolls)
+        self.created_ms = created_ms
+        self.bytes_since_index = 0
+        self.idx_off = array("i")               # relative base offsets of indexed batches
+        self.idx_pos = array("q")               # their positions
+        self.tidx_ts = array("q")
+        self.tidx_off = array("i")
+        self.persisted_idx = 0                  # entries already in the .index file
+        self.persisted_tidx = 0
+        self.rewrite_indexes = False            # files must be rewritten whole (after a rebuild)
+        self.txns: list[AbortedTxn] = []
+        self.dirty = False                      # written since the last fsync
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, now_ms: int) -> "Segment":
+        seg = cls(directory, base_offset, now_ms)
+        for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
+            _unlink(p)
+        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        seg.dirty = True
+        return seg
+
+    @classmethod
+    def load(cls, directory: Path, base_offset: int, now_ms: int, *, recover: bool,
+             index_interval: int) -> "Segment":
+        """Open an existing segment. With `recover`, every batch is checked (length, magic,
+        CRC), a bad tail is truncated and the indexes are rebuilt; otherwise the index files
+        are loaded if they are consistent and only the batches after the last index entry
+        are scanned."""
+        seg = cls(directory, base_offset, now_ms)
+        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND)
+        seg.size = os.fstat(seg.fd).st_size
+        seg._load_txn_index()
+        if recover or not seg._load_indexes():
+            seg.rebuild(index_interval, check_crc=True)
+        else:
+            start = seg.idx_pos[-1] if seg.idx_pos else 0
+            if not seg._scan(start, index_interval, check_crc=False):
+                seg.rebuild(index_interval, check_crc=True)
+            elif seg.size:
+                seg.first_batch_timestamp = _I64.unpack(os.pread(seg.fd, 8, MAX_TIMESTAMP_AT))[0]
+        return seg
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete_files(self) -> None:
+        for p in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
+            _unlink(p)
+
+    # --- appending ---------------------------------------------------------------------------------
+    def note_batch(self, pos: int, base_offset: int, next_offset: int, max_ts: int, size: int,
+                   index_interval: int) -> None:
+        """Account for a batch now in the file at `pos` (append, rebuild and tail scans)."""
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self.max_timestamp_offset = base_offset
+        if self.bytes_since_index > index_interval:
+            self.idx_off.append(base_offset - self.base_offset)
+            self.idx_pos.append(pos)
+            if not self.tidx_ts or self.max_timestamp > self.tidx_ts[-1]:
+                self.tidx_ts.append(self.max_timestamp)
+                self.tidx_off.append(self.max_timestamp_offset - self.base_offset)
+            self.bytes_since_index = 0
+        self.bytes_since_index += size
+        self.next_offset = next_offset
+        self.size = pos + size
+
+    def add_final_time_entry(self) -> None:
+        """Kafka appends the segment's max timestamp to its time index when it stops being
+        active, so the last entry carries the segment's largest timestamp."""
+        if self.max_timestamp >= 0 and (not self.tidx_ts or self.max_timestamp > self.tidx_ts[-1]):
+            self.tidx_ts.append(self.max_timestamp)
+            self.tidx_off.append(self.max_timestamp_offset - self.base_offset)
+
+    def persist_indexes(self, *, fsync: bool = False) -> None:
+        """Write index entries that are only in memory to the index files."""
+        if self.rewrite_indexes:
+            _write_atomic(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, 0), fsync)
+            _write_atomic(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, 0), fsync)
+            self.persisted_idx = len(self.idx_off)
+            self.persisted_tidx = len(self.tidx_ts)
+            self.rewrite_indexes = False
+            return
+        n = len(self.idx_off)
+        if n > self.persisted_idx:
+            _append_file(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, self.persisted_idx), fsync)
+            self.persisted_idx = n
+        n = len(self.tidx_ts)
+        if n > self.persisted_tidx:
+            _append_file(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, self.persisted_tidx),
+                         fsync)
+            self.persisted_tidx = n
+
+    # --- lookups -------------------------------------------------------------------------------------
+    def index_position(self, offset: int) -> int:
+        """Position of the last indexed batch whose base offset is <= offset (0 if none)."""
+        i = bisect_right(self.idx_off, offset - self.base_offset) - 1
+        return self.idx_pos[i] if i >= 0 else 0
+
+    def locate(self, offset: int, start: int | None = None) -> tuple[int, int, int] | None:
+        """(position, base offset, total size) of the first batch whose last offset is >=
+        offset, or None when the segment holds nothing at or after it. Reads headers only."""
+        fd = self.fd
+        size = self.size
+        pos = self.index_position(offset) if start is None else start
+        unpack = _BASE_AND_LENGTH.unpack_from
+        unpack_i32 = _I32.unpack_from
+        while pos < size:
+            buf = os.pread(fd, min(LOCATE_CHUNK, size - pos), pos)
+            n = len(buf)
+            if n == 0:
+                break
+            rel = 0
+            while rel + 27 <= n:
+                base, length = unpack(buf, rel)
+                if length < MIN_BATCH_LENGTH:
+                    raise CorruptBatch(f"batch length {length} at position {pos + rel} in {self.log_path}",
+                                       pos + rel)
+                if base + unpack_i32(buf, rel + LAST_OFFSET_DELTA_AT)[0] >= offset:
+                    return pos + rel, base, length + LOG_OVERHEAD
+                rel += length + LOG_OVERHEAD
+            if rel == 0 and n < 27:
+                raise CorruptBatch(f"truncated batch header at position {pos} in {self.log_path}", pos)
+            pos += rel
+        return None
+
+    def time_lookup_position(self, timestamp: int) -> int:
+        """Where to start scanning for the first record with timestamp >= `timestamp`."""
+        i = bisect_left(self.tidx_ts, timestamp) - 1
+        if i < 0:
+            return 0
+        return self.index_position(self.base_offset + self.tidx_off[i])
+
+    def iter_batches(self, start: int = 0, end: int | None = None, *,
+                     check_crc: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+        """Sequential scan of whole batches (header views into a reused chunk buffer)."""
+        fd = self.fd
+        end = self.size if end is None else end
+        pos = start
+        buf = b""
+        bstart = start
+        while pos < end:
+            rel = pos - bstart
+            if rel + LOG_OVERHEAD > len(buf):
+                buf = os.pread(fd, min(SCAN_CHUNK, end - pos), pos)
+                bstart = pos
+                rel = 0
+                if len(buf) < LOG_OVERHEAD:
+                    raise CorruptBatch(f"{end - pos} trailing bytes at position {pos} are too few for a batch", pos)
+            length = _I32.unpack_from(buf, rel + 8)[0]
+            if length < MIN_BATCH_LENGTH:
+                raise CorruptBatch(f"batch length {length} at position {pos} is below the minimum", pos)
+            total = length + LOG_OVERHEAD
+            if pos + total > end:
+                raise CorruptBatch(f"batch of {total} bytes at position {pos} runs past the end ({end})", pos)
+            if rel + total > len(buf):
+                buf = os.pread(fd, min(max(SCAN_CHUNK, total), end - pos), pos)
+                bstart = pos
+                rel = 0
+                if len(buf) < total:
+                    raise CorruptBatch(f"short read of the batch at position {pos}", pos)
+            magic = _I8.unpack_from(buf, rel + 16)[0]
+            if magic != MAGIC:
+                raise CorruptBatch(f"batch at position {pos} has magic {magic}", pos)
+            h = BatchHeader(buf, rel)
+            if check_crc and not h.crc_ok():
+                raise CorruptBatch(f"batch at position {pos} fails its CRC check", pos)
+            yield pos, h
+            pos += total
+
+    # --- recovery ---------------------------------------------------------------------------------------
+    def rebuild(self, index_interval: int, *, check_crc: bool) -> None:
+        """Rebuild the in-memory indexes and the segment's bookkeeping from the log,
+        truncating the file at the first invalid batch."""
+        self.idx_off = array("i")
+        self.idx_pos = array("q")
+        self.tidx_ts = array("q")
+        self.tidx_off = array("i")
+        self.max_timestamp = -1
+        self.max_timestamp_offset = -1
+        self.bytes_since_index = 0
+        self.next_offset = self.base_offset
+        self.rewrite_indexes = True
+        self._scan(0, index_interval, check_crc=check_crc)
+        self.first_batch_timestamp = -1
+        if self.size:
+            self.first_batch_timestamp = _I64.unpack(os.pread(self.fd, 8, MAX_TIMESTAMP_AT))[0]
+
+    def _scan(self, start: int, index_interval: int, *, check_crc: bool) -> bool:
+        """Account for the batches from `start` to the end of the file; truncate the file at
+        the first invalid batch. Returns False when something was truncated."""
+        file_size = os.fstat(self.fd).st_size
+        valid_end = start
+        prev_next = self.base_offset
+        self.bytes_since_index = 0    # the batch at `start` is indexed already (or is at 0)
+        ok = True
+        try:
+            for pos, h in self.iter_batches(start, file_size, check_crc=check_crc):
+                f = h.fields()
+                if f.base_offset < prev_next:
+                    raise CorruptBatch(f"batch at position {pos} has base offset {f.base_offset}, "
+                                       f"below {prev_next}", pos)
+                nxt = f.base_offset + f.last_offset_delta + 1
+                total = f.batch_length + LOG_OVERHEAD
+                self.note_batch(pos, f.base_offset, nxt, f.max_timestamp, total, index_interval)
+                prev_next = nxt
+                valid_end = pos + total
+        except CorruptBatch as e:
+            ok = False
+            log.warning("%s: %s; truncating the segment from %d to %d bytes", self.log_path, e.reason,
+                        file_size, valid_end)
+        if valid_end < file_size:
+            os.ftruncate(self.fd, valid_end)
+            self.dirty = True
+        self.size = valid_end
+        return ok
+
+    def _load_indexes(self) -> bool:
+        """Load .index and .timeindex if present and consistent with the log."""
+        try:
+            raw = self.index_path.read_bytes()
+            traw = self.time_index_path.read_bytes()
+        except FileNotFoundError:
+            return False
+        if len(raw) % _OFFSET_ENTRY.size or len(traw) % _TIME_ENTRY.size:
+            return False
+        offs = array("i")
+        poss = array("q")
+        prev_off = -1
+        prev_pos = -1
+        for rel, pos in _OFFSET_ENTRY.iter_unpack(raw):
+            if rel <= prev_off or pos <= prev_pos or pos >= self.size:
+                return False
+            offs.append(rel)
+            poss.append(pos)
+            prev_off, prev_pos = rel, pos
+        tts = array("q")
+        toff = array("i")
+        prev_ts = -(2**63)
+        for ts, rel in _TIME_ENTRY.iter_unpack(traw):
+            if ts < prev_ts or rel < 0:
+                return False
+            tts.append(ts)
+            toff.append(rel)
+            prev_ts = ts
+        if poss:
+            head = os.pread(self.fd, 12, poss[-1])
+            if len(head) < 12 or _I64.unpack_from(head)[0] != self.base_offset + offs[-1]:
+                return False
+        self.idx_off, self.idx_pos, self.tidx_ts, self.tidx_off = offs, poss, tts, toff
+        self.persisted_idx = len(offs)
+        self.persisted_tidx = len(tts)
+        if tts:
+            self.max_timestamp = tts[-1]
+            self.max_timestamp_offset = self.base_offset + toff[-1]
+        return True
+
+    # --- truncation ----------------------------------------------------------------------------------------
+    def truncate_to(self, offset: int, index_interval: int) -> None:
+        """Remove every batch whose last offset is >= offset (a batch holding `offset` goes
+        whole, as Kafka's LogSegment.truncateTo)."""
+        found = self.locate(offset)
+        if found is None:
+            return
+        pos = found[0]
+        os.ftruncate(self.fd, pos)
+        self.size = pos
+        self.dirty = True
+        self.rebuild(index_interval, check_crc=False)
+        self.txns = [t for t in self.txns if t.last_offset < offset]
+        self._rewrite_txn_index()
+
+    # --- transaction index ------------------------------------------------------------------------------------
+    def _load_txn_index(self) -> None:
+        try:
+            raw = self.txn_index_path.read_bytes()
+        except FileNotFoundError:
+            return
+        usable = len(raw) - len(raw) % _TXN_ENTRY.size
+        for version, pid, first, last, lso in _TXN_ENTRY.iter_unpack(raw[:usable]):
+            self.txns.append(AbortedTxn(pid, first, last, lso))
+        if usable != len(raw):
+            log.warning("%s: dropping a torn entry at its end", self.txn_index_path)
+            self._rewrite_txn_index()
+
+    def append_txn(self, txn: AbortedTxn) -> None:
+        self.txns.append(txn)
+        _append_file(self.txn_index_path, _TXN_ENTRY.pack(0, *txn), fsync=False)
+
+    def _rewrite_txn_index(self) -> None:
+        if not self.txns:
+            _unlink(self.txn_index_path)
+            return
+        _write_atomic(self.txn_index_path, b"".join(_TXN_ENTRY.pack(0, *t) for t in self.txns), fsync=False)
+
+    def drop_txns_from(self, offset: int) -> None:
+        kept = [t for t in self.txns if t.last_offset < offset]
+        if len(kept) != len(self.txns):
+            self.txns = kept
+            self._rewrite_txn_index()
+
+    def __repr__(self) -> str:
+        return (f"Segment(base={self.base_offset}, next={self.next_offset}, size={self.size}, "
+                f"max_ts={self.max_timestamp})")
+
+
+# --- file helpers -------------------------------------------------------------------------------------
+
+def _pack_offset_entries(offs: array, poss: array, start: int) -> bytes:
+    pack = _OFFSET_ENTRY.pack
+    return b"".join(pack(offs[i], poss[i]) for i in range(start, len(offs)))
+
+
+def _pack_time_entries(tss: array, offs: array, start: int) -> bytes:
+    pack = _TIME_ENTRY.pack
+    return b"".join(pack(tss[i], offs[i]) for i in range(start, len(tss)))
+
+
+def _append_file(path: Path, data: bytes, fsync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        _write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: bytes, fsync: bool) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _write_all(fd: int, data) -> None:
+    mv = memoryview(data)
+    while mv:
+        n = os.write(fd, mv)
+        mv = mv[n:]
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
