@@ -575,6 +575,13 @@ def describe_broker_configs(values: Mapping[str, Any], own_defaults: Mapping[str
     read-only: kafkalite does not change broker settings at runtime."""
     wanted = None if names is None else set(names)
     out = []
+    for name, (ctype, default, doc) in kafka_topic_default_settings().items():
+        # Kafka's broker settings that only supply topic defaults, at Kafka's defaults
+        if name in values or (wanted is not None and name not in wanted):
+            continue
+        synonyms = [] if default is None else [(name, default, ConfigSource.DEFAULT_CONFIG)]
+        out.append(ConfigEntry(name, default, ConfigSource.DEFAULT_CONFIG, ctype, doc, read_only=True,
+                               synonyms=synonyms))
     for name in sorted(values):
         if wanted is not None and name not in wanted:
             continue
@@ -602,4 +609,16 @@ def describe_broker_configs(values: Mapping[str, Any], own_defaults: Mapping[str
             synonyms.pop(0)
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(ConfigEntry(name, text, source, ctype, docs.get(name), read_only=True, synonyms=synonyms))
+    out.sort(key=lambda e: e.name)
+    return out
+
+
+def kafka_topic_default_settings() -> dict[str, tuple[ConfigType, str | None, str]]:
+    """The broker settings Kafka derives topic defaults from (log.retention.hours, ...), with
+    their type, Kafka's default and a line of documentation."""
+    out = {}
+    for d in TOPIC_CONFIG_DEFS:
+        for syn in d.synonyms:
+            ctype = ConfigType.INT if syn.scale != 1 else d.type
+            out[syn.name] = (ctype, syn.kafka_default, f"The broker-wide default of the topic config {d.name}.")
     return out

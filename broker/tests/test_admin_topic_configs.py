@@ -186,3 +186,15 @@ def test_describe_broker_settings():
     assert entries["fsync"].source == ConfigSource.DEFAULT_CONFIG
     assert entries["made.up.key"].type == ConfigType.INT
     assert all(e.read_only for e in entries.values())
+
+
+def test_broker_lists_the_kafka_settings_behind_topic_defaults():
+    entries = by_name(describe_broker_configs({"log.retention.ms": 1000}, {"log.retention.ms": 604_800_000}, {}))
+    hours = entries["log.retention.hours"]
+    assert (hours.value, hours.source, hours.type) == ("168", ConfigSource.DEFAULT_CONFIG, ConfigType.INT)
+    assert entries["log.retention.minutes"].value is None
+    assert entries["log.cleaner.delete.retention.ms"].value == "86400000"
+    assert entries["log.retention.ms"].source == ConfigSource.STATIC_BROKER_CONFIG
+    names = list(entries)
+    assert names == sorted(names)
+    assert [e.name for e in describe_broker_configs({}, {}, {}, names=["log.roll.hours"])] == ["log.roll.hours"]
