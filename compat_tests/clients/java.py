@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from . import start_offset
-from .base import Client, Msg, ProduceResult
+from .admin import Admin, BrokerError, ConfigValue
+from .base import Client, Msg, ProduceResult, Unsupported
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "compat_tests" / "java"
@@ -36,8 +37,10 @@ JVM_FLAGS = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xs
 class JavaError(Exception):
     """The Java program reported an exception (type is the Java class name)."""
 
-    def __init__(self, type: str, message: str | None, causes: list | None = None, stderr: str = ""):
+    def __init__(self, type: str, message: str | None, causes: list | None = None, stderr: str = "",
+                 code: str | None = None):
         self.type = type
+        self.code = code  # Kafka's error name (Errors.forException), UNKNOWN_SERVER_ERROR if none
         self.message = message
         self.causes = causes or []
         self.stderr = stderr
@@ -49,7 +52,7 @@ class JavaError(Exception):
 
     @classmethod
     def from_json(cls, err: dict, stderr: str = "") -> "JavaError":
-        return cls(err.get("type", "?"), err.get("message"), err.get("causes"), stderr)
+        return cls(err.get("type", "?"), err.get("message"), err.get("causes"), stderr, err.get("code"))
 
 
 def deps_dir() -> Path:
@@ -264,3 +267,74 @@ class JavaClient(Client):
             raise TimeoutError(f"java consumer got {len(msgs)} of {count} records from {topic} {partitions} "
                                f"in {timeout_s}s (positions {done['positions']}): {msgs[:5]!r}")
         return msgs
+
+
+class JavaAdmin(Admin):
+    """compat_tests.clients.admin.Admin through the Java Admin client (one JVM per call)."""
+
+    name = "java"
+
+    def __init__(self, bootstrap: str, config: dict[str, Any] | None = None):
+        self.client = JavaClient(bootstrap, config=dict(config or {}))
+
+    def _one(self, op: str, **args: Any) -> Any:
+        (res,) = self.client.admin({"op": op, **args}, raise_errors=False)
+        if isinstance(res, JavaError):
+            if res.code and res.code not in ("UNKNOWN_SERVER_ERROR", "NONE"):
+                raise BrokerError(res.code, f"{res.type}: {res.message}")
+            raise res
+        return res
+
+    def create_topic(self, name, partitions=1, configs=None, validate_only=False):
+        res = self._one("createTopics", validate_only=validate_only,
+                        topics=[{"name": name, "partitions": partitions, "configs": configs or {}}])
+        return res[name]
+
+    def delete_topics(self, names):
+        self._one("deleteTopics", names=list(names))
+
+    def delete_topics_by_id(self, topic_ids):
+        self._one("deleteTopics", topic_ids=list(topic_ids))
+
+    def list_topics(self):
+        return set(self._one("listTopics"))
+
+    @staticmethod
+    def _topics(res):
+        return {name: {"topic_id": d["topic_id"], "partitions": [p["partition"] for p in d["partitions"]],
+                       "leaders": [p["leader"] for p in d["partitions"]]} for name, d in res.items()}
+
+    def describe_topics(self, names):
+        return self._topics(self._one("describeTopics", names=list(names)))
+
+    def describe_topics_by_id(self, topic_ids):
+        return self._topics(self._one("describeTopics", topic_ids=list(topic_ids)))
+
+    def describe_cluster(self):
+        res = self._one("describeCluster")
+        return {"cluster_id": res["cluster_id"], "controller": res["controller"],
+                "nodes": [{"id": n["id"], "host": n["host"], "port": n["port"]} for n in res["nodes"]]}
+
+    def describe_configs(self, kind, name):
+        res = self._one("describeConfigs", resources=[{"type": kind, "name": name}])
+        return {k: ConfigValue(v["value"], v["source"], v["default"], v["read_only"])
+                for k, v in res[f"{kind}:{name}"].items()}
+
+    def alter_configs(self, kind, name, configs):
+        raise Unsupported("java: Admin.alterConfigs was removed in kafka-clients 4.0")
+
+    def incremental_alter_configs(self, kind, name, ops, validate_only=False):
+        self._one("incrementalAlterConfigs", validate_only=validate_only,
+                  resources=[{"type": kind, "name": name,
+                              "ops": [{"op": op, "name": n, "value": v} for op, n, v in ops]}])
+
+    def create_partitions(self, topic, total, validate_only=False):
+        self._one("createPartitions", topics={topic: total}, validate_only=validate_only)
+
+    def list_offsets(self, topic, partitions, spec, isolation="read_uncommitted"):
+        res = self._one("listOffsets", topic=topic, partitions=list(partitions), spec=spec, isolation=isolation)
+        return {int(p): (v["offset"], v["timestamp"]) for p, v in res.items()}
+
+    def delete_records(self, topic, before):
+        res = self._one("deleteRecords", topic=topic, offsets={str(p): o for p, o in before.items()})
+        return {int(p): low for p, low in res.items()}

@@ -7,10 +7,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, Consumer, IsolationLevel, KafkaError, KafkaException,
+                             Producer, TopicCollection, TopicPartition)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                   NewPartitions, NewTopic, OffsetSpec, ResourceType)
 
 from . import start_offset
+from .admin import Admin, BrokerError, ConfigValue
 from .base import Client, Msg, ProduceResult
 
 
@@ -139,3 +142,115 @@ class LibrdkafkaClient(Client):
             raise TimeoutError(f"librdkafka consumer got {len(out)} of {count} records from {topic} {partitions} "
                                f"in {timeout_s}s: {out[:5]!r}")
         return out
+
+
+def kafka_error_name(err: KafkaError) -> str:
+    """Kafka's name for a broker error code (librdkafka abbreviates some: UNKNOWN_TOPIC_OR_PART);
+    librdkafka's own name, with its leading underscore, for local errors."""
+    if err.code() >= 0:
+        try:
+            from kio.schema.errors import ErrorCode
+
+            return ErrorCode(err.code()).name.upper()
+        except ValueError:
+            pass
+    return err.name()
+
+
+def _result(future, timeout: float = 30):
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError):
+            raise BrokerError(kafka_error_name(err), err.str()) from e
+        raise
+
+
+def _resource(kind: str, name: str, **kwargs: Any) -> ConfigResource:
+    return ConfigResource({"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}[kind], name, **kwargs)
+
+
+class LibrdkafkaAdmin(Admin):
+    """compat_tests.clients.admin.Admin through confluent-kafka's AdminClient."""
+
+    name = "librdkafka"
+
+    def __init__(self, bootstrap: str, config: dict[str, Any] | None = None):
+        self.client = LibrdkafkaClient(bootstrap, config=dict(config or {}))
+        self.admin = self.client.admin_client()
+
+    def create_topic(self, name, partitions=1, configs=None, validate_only=False):
+        fs = self.admin.create_topics(
+            [NewTopic(name, num_partitions=-1 if partitions is None else partitions, replication_factor=-1,
+                      config=configs or {})],
+            validate_only=validate_only, request_timeout=20, operation_timeout=20)
+        _result(fs[name])
+        return {"partitions": partitions, "topic_id": None}
+
+    def delete_topics(self, names):
+        fs = self.admin.delete_topics(list(names), request_timeout=20, operation_timeout=20)
+        for f in fs.values():
+            _result(f)
+
+    def list_topics(self):
+        return set(self.admin.list_topics(timeout=20).topics)
+
+    def describe_topics(self, names):
+        fs = self.admin.describe_topics(TopicCollection(list(names)), request_timeout=20)
+        out = {}
+        for name, f in fs.items():
+            d = _result(f)
+            out[name] = {"topic_id": None if d.topic_id is None else str(d.topic_id),
+                         "partitions": [p.id for p in d.partitions],
+                         "leaders": [None if p.leader is None else p.leader.id for p in d.partitions]}
+        return out
+
+    def describe_cluster(self):
+        d = _result(self.admin.describe_cluster(request_timeout=20))
+        return {"cluster_id": d.cluster_id, "controller": None if d.controller is None else d.controller.id,
+                "nodes": [{"id": n.id, "host": n.host, "port": n.port} for n in d.nodes]}
+
+    def describe_configs(self, kind, name):
+        fs = self.admin.describe_configs([_resource(kind, name)], request_timeout=20)
+        (f,) = fs.values()
+        return {k: ConfigValue(e.value, ConfigSource(e.source).name, e.is_default, e.is_read_only)
+                for k, e in _result(f).items()}
+
+    def alter_configs(self, kind, name, configs):
+        fs = self.admin.alter_configs([_resource(kind, name, set_config=dict(configs))], request_timeout=20)
+        for f in fs.values():
+            _result(f)
+
+    def incremental_alter_configs(self, kind, name, ops, validate_only=False):
+        entries = [ConfigEntry(n, v, incremental_operation=AlterConfigOpType[op.upper()]) for op, n, v in ops]
+        fs = self.admin.incremental_alter_configs([_resource(kind, name, incremental_configs=entries)],
+                                                  validate_only=validate_only, request_timeout=20)
+        for f in fs.values():
+            _result(f)
+
+    def create_partitions(self, topic, total, validate_only=False):
+        fs = self.admin.create_partitions([NewPartitions(topic, total)], validate_only=validate_only,
+                                          request_timeout=20, operation_timeout=20)
+        for f in fs.values():
+            _result(f)
+
+    def list_offsets(self, topic, partitions, spec, isolation="read_uncommitted"):
+        if isinstance(spec, int):
+            s = OffsetSpec.for_timestamp(spec)
+        else:
+            s = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest,
+                 "max_timestamp": OffsetSpec.max_timestamp}[spec]()
+        level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+        fs = self.admin.list_offsets({TopicPartition(topic, p): s for p in partitions}, isolation_level=level,
+                                     request_timeout=20)
+        out = {}
+        for tp, f in fs.items():
+            info = _result(f)
+            out[tp.partition] = (info.offset, info.timestamp)
+        return out
+
+    def delete_records(self, topic, before):
+        fs = self.admin.delete_records([TopicPartition(topic, p, o) for p, o in before.items()],
+                                       request_timeout=20, operation_timeout=20)
+        return {tp.partition: _result(f).low_watermark for tp, f in fs.items()}

@@ -15,7 +15,8 @@ import java.util.concurrent.ExecutionException;
  * Protocol: stdin carries one JSON object, the request: {"cmd": NAME, "bootstrap": "host:port",
  * "config": {client properties}, ...command arguments}. stdout carries JSON lines: the command's
  * results, each on its own line. A failure that ends the command is printed as
- * {"error": {"type": exception class, "message": ..., "causes": [...]}} and exits with status 1.
+ * {"error": {"type": exception class, "message": ..., "code": Kafka error name, "causes": [...]}}
+ * and exits with status 1.
  *
  * Each command family lives in its own class with a static run(Map request) method; register
  * new ones in COMMANDS.
@@ -71,7 +72,9 @@ public final class KafkaDriver {
         for (Throwable c = t.getCause(); c != null && causes.size() < 5; c = c.getCause()) {
             causes.add(Json.map("type", c.getClass().getName(), "message", c.getMessage()));
         }
-        return Json.map("type", t.getClass().getName(), "message", t.getMessage(), "causes", causes);
+        // Kafka's error code name (TOPIC_ALREADY_EXISTS, ...) for exceptions that map to one
+        String code = org.apache.kafka.common.protocol.Errors.forException(t).name();
+        return Json.map("type", t.getClass().getName(), "message", t.getMessage(), "code", code, "causes", causes);
     }
 
     static long longArg(Map<String, Object> m, String key, long dflt) {

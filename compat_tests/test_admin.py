@@ -1,0 +1,312 @@
+"""Admin APIs through the Java Admin client and confluent-kafka's AdminClient: CreateTopics (also
+validate_only), DeleteTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
+CreatePartitions, ListOffsets (earliest, latest, by timestamp, max timestamp, read_committed),
+DeleteRecords, DescribeCluster, DescribeTopicPartitions / Metadata with topic ids.
+
+Written once against compat_tests.clients.admin.Admin; the fixture ``admin`` runs each test with
+both clients. Test data is produced with librdkafka (fixture ``admin_client``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from compat_tests.clients.admin import BrokerError
+from compat_tests.clients.base import Msg
+
+pytestmark = [pytest.mark.admin, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(params=[pytest.param("java", marks=pytest.mark.java),
+                        pytest.param("librdkafka", marks=pytest.mark.librdkafka)])
+def admin(request, bootstrap):
+    if request.param == "java":
+        from compat_tests.clients.java import JavaAdmin
+
+        return JavaAdmin(bootstrap)
+    from compat_tests.clients.librdkafka import LibrdkafkaAdmin
+
+    return LibrdkafkaAdmin(bootstrap)
+
+
+def eventually(check, timeout=10.0, interval=0.2):
+    """Metadata may take a moment to reflect a change; retry `check` until it holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(interval)
+
+
+def test_create_describe_delete_topics(admin, topic_name):
+    a, b = f"{topic_name}-a", f"{topic_name}-b"
+    admin.create_topic(a, 3, {"retention.ms": "3600000"})
+    admin.create_topic(b, 1)
+
+    def created():
+        assert {a, b} <= admin.list_topics()
+
+    eventually(created)
+    desc = admin.describe_topics([a, b])
+    assert desc[a]["partitions"] == [0, 1, 2]
+    assert desc[b]["partitions"] == [0]
+    assert all(leader is not None and leader >= 0 for leader in desc[a]["leaders"])
+    ids = {desc[a]["topic_id"], desc[b]["topic_id"]}
+    assert None not in ids and "AAAAAAAAAAAAAAAAAAAAAA" not in ids and len(ids) == 2
+
+    with pytest.raises(BrokerError) as e:
+        admin.create_topic(a, 1)
+    assert e.value.code == "TOPIC_ALREADY_EXISTS"
+
+    admin.delete_topics([a, b])
+
+    def deleted():
+        assert not ({a, b} & admin.list_topics())
+
+    eventually(deleted)
+    with pytest.raises(BrokerError) as e:
+        admin.delete_topics([a])
+    assert e.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_create_topic_returns_partitions_and_configs(admin, topic_name):
+    res = admin.create_topic(topic_name, 4, {"cleanup.policy": "compact"})
+    assert res["partitions"] == 4
+    if admin.name == "java":  # the Java client reads the CreateTopics v5+ answer
+        assert res["topic_id"] not in (None, "AAAAAAAAAAAAAAAAAAAAAA")
+        assert res["configs"]["cleanup.policy"] == "compact"
+
+
+def test_create_topic_validate_only(admin, topic_name):
+    admin.create_topic(topic_name, 2, validate_only=True)
+    assert topic_name not in admin.list_topics()
+    # a later real creation of the same name works
+    admin.create_topic(topic_name, 2)
+    eventually(lambda: topic_name in admin.list_topics() or (_ for _ in ()).throw(AssertionError()))
+
+
+@pytest.mark.parametrize("partitions,configs,code", [
+    (0, {}, "INVALID_PARTITIONS"),
+    (1, {"no.such.config": "1"}, "INVALID_CONFIG"),
+    (1, {"cleanup.policy": "neither"}, "INVALID_CONFIG"),
+])
+def test_create_topic_rejects_invalid_requests(admin, topic_name, partitions, configs, code):
+    for validate_only in (True, False):
+        with pytest.raises(BrokerError) as e:
+            admin.create_topic(topic_name, partitions, configs, validate_only=validate_only)
+        assert e.value.code == code
+    assert topic_name not in admin.list_topics()
+
+
+def test_create_topic_with_broker_default_partitions(admin, topic_name):
+    """numPartitions -1 (CreateTopics v4+) means the broker's num.partitions."""
+    admin.create_topic(topic_name, None)
+    default = admin.describe_configs("broker", str(admin.describe_cluster()["nodes"][0]["id"]))
+    expected = int(default["num.partitions"].value) if "num.partitions" in default else 1
+    assert len(admin.describe_topics([topic_name])[topic_name]["partitions"]) == expected
+
+
+def test_describe_topic_configs(admin, create_topic, topic_name):
+    create_topic(topic_name, configs={"retention.ms": "123456"})
+    configs = admin.describe_configs("topic", topic_name)
+    r = configs["retention.ms"]
+    assert (r.value, r.source, r.is_default) == ("123456", "DYNAMIC_TOPIC_CONFIG", False)
+    c = configs["cleanup.policy"]
+    assert c.value == "delete" and c.is_default and c.source in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG")
+    for name in ("max.message.bytes", "segment.bytes", "message.timestamp.type", "min.insync.replicas"):
+        assert name in configs, f"topic config {name} missing from DescribeConfigs"
+
+
+def test_describe_configs_of_unknown_topic(admin, topic_name):
+    with pytest.raises(BrokerError) as e:
+        admin.describe_configs("topic", topic_name)
+    assert e.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_describe_broker_configs(admin):
+    node = admin.describe_cluster()["nodes"][0]["id"]
+    configs = admin.describe_configs("broker", str(node))
+    for name in ("message.max.bytes", "num.partitions", "log.retention.hours", "auto.create.topics.enable"):
+        assert name in configs, f"broker config {name} missing from DescribeConfigs"
+
+
+def test_incremental_alter_configs(admin, create_topic, topic_name):
+    create_topic(topic_name)
+    admin.incremental_alter_configs("topic", topic_name, [("SET", "retention.ms", "7200000"),
+                                                         ("SET", "max.message.bytes", "2097152")])
+    configs = admin.describe_configs("topic", topic_name)
+    assert configs["retention.ms"].value == "7200000"
+    assert configs["retention.ms"].source == "DYNAMIC_TOPIC_CONFIG"
+    assert configs["max.message.bytes"].value == "2097152"
+
+    # validate_only changes nothing
+    admin.incremental_alter_configs("topic", topic_name, [("SET", "retention.ms", "1000")], validate_only=True)
+    assert admin.describe_configs("topic", topic_name)["retention.ms"].value == "7200000"
+
+    # DELETE returns to the default; the other override stays
+    admin.incremental_alter_configs("topic", topic_name, [("DELETE", "retention.ms", None)])
+    configs = admin.describe_configs("topic", topic_name)
+    assert configs["retention.ms"].is_default and configs["retention.ms"].value == "604800000"
+    assert configs["max.message.bytes"].value == "2097152"
+
+    # APPEND / SUBTRACT on a list config
+    admin.incremental_alter_configs("topic", topic_name, [("APPEND", "cleanup.policy", "compact")])
+    assert set(admin.describe_configs("topic", topic_name)["cleanup.policy"].value.split(",")) == {"delete", "compact"}
+    admin.incremental_alter_configs("topic", topic_name, [("SUBTRACT", "cleanup.policy", "delete")])
+    assert admin.describe_configs("topic", topic_name)["cleanup.policy"].value == "compact"
+
+
+def test_incremental_alter_configs_rejects_bad_values(admin, create_topic, topic_name):
+    create_topic(topic_name)
+    with pytest.raises(BrokerError) as e:
+        admin.incremental_alter_configs("topic", topic_name, [("SET", "retention.ms", "not a number")])
+    assert e.value.code == "INVALID_CONFIG"
+    with pytest.raises(BrokerError) as e:
+        admin.incremental_alter_configs("topic", topic_name, [("SET", "no.such.config", "1")])
+    assert e.value.code == "INVALID_CONFIG"
+
+
+def test_alter_configs_replaces_the_whole_set(admin, create_topic, topic_name):
+    """The legacy AlterConfigs sets exactly the given configs: others return to their defaults."""
+    create_topic(topic_name, configs={"retention.ms": "3600000"})
+    admin.alter_configs("topic", topic_name, {"segment.ms": "86400000"})
+    configs = admin.describe_configs("topic", topic_name)
+    assert configs["segment.ms"].value == "86400000"
+    assert configs["retention.ms"].is_default
+
+
+def test_create_partitions(admin, admin_client, create_topic, topic_name):
+    create_topic(topic_name, partitions=1)
+    admin.create_partitions(topic_name, 3)
+    eventually(lambda: _assert_eq(admin.describe_topics([topic_name])[topic_name]["partitions"], [0, 1, 2]))
+    res = admin_client.produce(topic_name, [Msg(key=b"k", value=b"to the new partition")], partition=2)
+    assert (res[0].partition, res[0].offset) == (2, 0)
+
+    admin.create_partitions(topic_name, 5, validate_only=True)
+    assert admin.describe_topics([topic_name])[topic_name]["partitions"] == [0, 1, 2]
+
+    with pytest.raises(BrokerError) as e:
+        admin.create_partitions(topic_name, 2)
+    assert e.value.code == "INVALID_PARTITIONS"
+    with pytest.raises(BrokerError) as e:
+        admin.create_partitions(f"{topic_name}-missing", 2)
+    assert e.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def _assert_eq(a, b):
+    assert a == b
+
+
+BASE_TS = 1_700_000_000_000
+# record i has timestamp BASE_TS + TS_STEPS[i] seconds; the maximum is in the middle (offset 6)
+TS_STEPS = [0, 1, 2, 3, 4, 5, 50, 6, 7, 8]
+
+
+@pytest.fixture
+def timestamped_topic(admin_client, create_topic, topic_name):
+    create_topic(topic_name, partitions=2)
+    msgs = [Msg(key=b"k", value=f"v{i}".encode(), timestamp_ms=BASE_TS + 1000 * s) for i, s in enumerate(TS_STEPS)]
+    admin_client.produce(topic_name, msgs, partition=0)  # one batch
+    return topic_name
+
+
+def test_list_offsets_earliest_latest(admin, timestamped_topic):
+    assert admin.list_offsets(timestamped_topic, [0, 1], "earliest") == {0: (0, -1), 1: (0, -1)}
+    latest = admin.list_offsets(timestamped_topic, [0, 1], "latest")
+    assert {p: o for p, (o, _) in latest.items()} == {0: 10, 1: 0}
+    committed = admin.list_offsets(timestamped_topic, [0], "latest", isolation="read_committed")
+    assert committed[0][0] == 10  # no transactions: the last stable offset is the high watermark
+
+
+def test_list_offsets_by_timestamp(admin, timestamped_topic):
+    t = timestamped_topic
+    # the first record whose timestamp is at or after the target
+    assert admin.list_offsets(t, [0], BASE_TS + 3500) == {0: (4, BASE_TS + 4000)}
+    assert admin.list_offsets(t, [0], BASE_TS) == {0: (0, BASE_TS)}
+    assert admin.list_offsets(t, [0], BASE_TS - 1) == {0: (0, BASE_TS)}
+    assert admin.list_offsets(t, [0], BASE_TS + 6500) == {0: (6, BASE_TS + 50_000)}
+    # after the last timestamp: no offset
+    assert admin.list_offsets(t, [0], BASE_TS + 60_000)[0][0] == -1
+    assert admin.list_offsets(t, [1], BASE_TS)[1][0] == -1
+
+
+def test_list_offsets_max_timestamp(admin, timestamped_topic):
+    """MAX_TIMESTAMP (ListOffsets v7+) is the offset of the record with the largest timestamp."""
+    assert admin.list_offsets(timestamped_topic, [0], "max_timestamp") == {0: (6, BASE_TS + 50_000)}
+
+
+def test_list_offsets_of_unknown_topic(admin, topic_name):
+    with pytest.raises(BrokerError) as e:
+        admin.list_offsets(topic_name + "-missing", [0], "latest")
+    assert e.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_delete_records(admin, admin_client, create_topic, topic_name):
+    create_topic(topic_name)
+    admin_client.produce(topic_name, [Msg(key=b"k", value=f"v{i}".encode()) for i in range(10)], partition=0)
+    assert admin.delete_records(topic_name, {0: 4}) == {0: 4}
+    assert admin.list_offsets(topic_name, [0], "earliest")[0][0] == 4
+    assert admin.list_offsets(topic_name, [0], "latest")[0][0] == 10
+    got = admin_client.consume(topic_name, [0], 6)
+    assert [m.offset for m in got] == list(range(4, 10))
+    # deleting below the log start offset leaves it where it is
+    assert admin.delete_records(topic_name, {0: 2}) == {0: 4}
+    # past the high watermark: OFFSET_OUT_OF_RANGE
+    with pytest.raises(BrokerError) as e:
+        admin.delete_records(topic_name, {0: 11})
+    assert e.value.code == "OFFSET_OUT_OF_RANGE"
+    # up to the high watermark empties the partition; new records continue the offsets
+    assert admin.delete_records(topic_name, {0: 10}) == {0: 10}
+    res = admin_client.produce(topic_name, [Msg(key=b"k", value=b"after")], partition=0)
+    assert res[0].offset == 10
+    assert admin.list_offsets(topic_name, [0], "earliest")[0][0] == 10
+
+
+def test_describe_cluster(admin, bootstrap):
+    cluster = admin.describe_cluster()
+    assert cluster["cluster_id"]
+    assert cluster["nodes"], "no brokers"
+    ids = {n["id"] for n in cluster["nodes"]}
+    assert cluster["controller"] in ids
+    host, port = bootstrap.rsplit(":", 1)
+    assert any(n["port"] == int(port) for n in cluster["nodes"]), cluster
+
+
+def test_describe_topics_with_topic_ids(admin, create_topic, topic_name):
+    create_topic(topic_name, partitions=2)
+    desc = admin.describe_topics([topic_name])[topic_name]
+    topic_id = desc["topic_id"]
+    assert topic_id and topic_id != "AAAAAAAAAAAAAAAAAAAAAA"
+    # stable across calls
+    assert admin.describe_topics([topic_name])[topic_name]["topic_id"] == topic_id
+    by_id = admin.describe_topics_by_id([topic_id])
+    assert list(by_id) == [topic_name]
+    assert by_id[topic_name]["partitions"] == [0, 1]
+
+
+def test_delete_topic_by_id(admin, create_topic, topic_name):
+    create_topic(topic_name)
+    topic_id = admin.describe_topics([topic_name])[topic_name]["topic_id"]
+    admin.delete_topics_by_id([topic_id])
+    eventually(lambda: _assert_eq(topic_name in admin.list_topics(), False))
+
+
+def test_describe_unknown_topic(admin, topic_name):
+    with pytest.raises(BrokerError) as e:
+        admin.describe_topics([topic_name + "-missing"])
+    assert e.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_recreated_topic_gets_a_new_id(admin, create_topic, topic_name):
+    create_topic(topic_name)
+    first = admin.describe_topics([topic_name])[topic_name]["topic_id"]
+    admin.delete_topics([topic_name])
+    eventually(lambda: _assert_eq(topic_name in admin.list_topics(), False))
+    create_topic(topic_name)
+    second = admin.describe_topics([topic_name])[topic_name]["topic_id"]
+    assert first != second
