@@ -21,12 +21,13 @@ def broker_serves(api_key: int) -> bool:
     return api_key in API_TABLE
 
 
-# A user's project with packages of its own called `storage` and `protocol`, imported by its
-# conftest before any fixture runs: neither may shadow ours, in the broker or in the plugin.
+# A user's project with packages of its own called `storage`, `protocol` and `broker`, imported
+# by its conftest before any fixture runs: none may shadow ours, in the broker or in the plugin.
 USER_PACKAGES = {
     "storage/__init__.py": "MINE = True\n",
     "protocol/__init__.py": "MINE = True\n",
-    "conftest.py": "import storage, protocol\n",
+    "broker/__init__.py": "MINE = True\n",
+    "conftest.py": "import storage, protocol, broker\n",
 }
 
 
@@ -56,11 +57,11 @@ def run(pytester: pytest.Pytester, *args: str, **env: str):
 def test_fixtures_in_a_project_with_its_own_storage_package(project: pytest.Pytester):
     project.makepyfile(test_user=textwrap.dedent("""
         import os, re
-        import storage, protocol
+        import storage, protocol, broker
         from kafkalite._wire import AdminConnection
 
         def test_own_packages_are_not_shadowed():
-            assert storage.MINE and protocol.MINE
+            assert storage.MINE and protocol.MINE and broker.MINE
 
         def test_bootstrap_is_a_live_broker(kafka_bootstrap, kafkalite_broker):
             assert re.fullmatch(r"127\\.0\\.0\\.1:\\d+", kafka_bootstrap)

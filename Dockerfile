@@ -1,0 +1,41 @@
+# kafkalite: a Kafka-compatible broker for tests and CI.
+#
+#   docker build -t kafkalite .
+#   docker run --rm -p 9092:9092 kafkalite          # bootstrap localhost:9092
+#
+# Configured by environment variables that mirror the CLI flags (KAFKALITE_HOST, KAFKALITE_PORT,
+# KAFKALITE_LISTENERS, KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_LOG_LEVEL, ...) and by
+# KAFKALITE_<KEY> for any broker key (KAFKALITE_NUM_PARTITIONS=3 is num.partitions=3).
+# See docs/ci-usage.md.
+
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY broker ./broker
+COPY protocol ./protocol
+COPY storage ./storage
+COPY kafkalite ./kafkalite
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+COPY docker/entrypoint.py /usr/local/bin/kafkalite-entrypoint
+COPY docker/healthcheck.py /usr/local/bin/kafkalite-healthcheck
+RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression]" \
+    && rm -rf /wheels \
+    && chmod 0755 /usr/local/bin/kafkalite-entrypoint /usr/local/bin/kafkalite-healthcheck \
+    && useradd --system --uid 10001 --user-group --home-dir /var/lib/kafkalite --no-create-home kafkalite \
+    && mkdir -p /var/lib/kafkalite \
+    && chown kafkalite:kafkalite /var/lib/kafkalite
+
+ENV KAFKALITE_HOST=0.0.0.0 \
+    KAFKALITE_PORT=9092 \
+    KAFKALITE_DATA_DIR=/var/lib/kafkalite \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+VOLUME ["/var/lib/kafkalite"]
+EXPOSE 9092
+USER kafkalite
+WORKDIR /var/lib/kafkalite
+HEALTHCHECK --interval=5s --timeout=3s --start-period=5s --retries=3 CMD ["kafkalite-healthcheck"]
+ENTRYPOINT ["kafkalite-entrypoint"]

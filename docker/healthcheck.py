@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Docker HEALTHCHECK: exit 0 when the broker answers a real ApiVersions request, else 1.
+
+The address is the first argument (HOST:PORT), or the first listener configured through the
+environment (KAFKALITE_LISTENERS, else KAFKALITE_HOST and KAFKALITE_PORT, as the broker reads
+them); a wildcard host (0.0.0.0, ::) is checked on loopback.
+"""
+
+import os
+import sys
+
+
+def address_from_env(environ):
+    from broker.config import Listener
+
+    text = environ.get("KAFKALITE_LISTENERS", "").strip()
+    if text:
+        lis = Listener.parse_list(text)[0]
+        host, port = lis.host, lis.port
+    else:
+        host = environ.get("KAFKALITE_HOST") or "127.0.0.1"
+        port = int(environ.get("KAFKALITE_PORT") or 9092)
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def check(address, timeout=3.0):
+    from kio.schema.api_versions.v0.request import ApiVersionsRequest
+
+    from protocol.client import WireClient
+
+    with WireClient(address, timeout=timeout, client_id="kafkalite-healthcheck") as client:
+        response = client.request(ApiVersionsRequest())
+    code = int(getattr(response.error_code, "value", response.error_code))
+    if code != 0:
+        raise RuntimeError(f"ApiVersions answered error code {code}")
+    return len(response.api_keys)
+
+
+def main(argv):
+    try:
+        address = argv[0] if argv else address_from_env(os.environ)
+        n = check(address)
+    except Exception as exc:  # any failure is "unhealthy"
+        print(f"kafkalite unhealthy: {exc}", file=sys.stderr)
+        return 1
+    print(f"kafkalite healthy: {address} serves {n} APIs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

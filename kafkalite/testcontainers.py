@@ -1,0 +1,138 @@
+"""kafkalite in Docker through testcontainers (``pip install testcontainers``).
+
+    from kafkalite.testcontainers import KafkaliteContainer
+
+    with KafkaliteContainer("kafkalite:latest", config={"num.partitions": 3}) as kafka:
+        producer = Producer({"bootstrap.servers": kafka.get_bootstrap_server()})
+
+The container runs two listeners:
+
+* ``EXTERNAL`` on container port 9092, exposed; advertised as ``<docker host>:<mapped port>``,
+  for clients on the host running the tests;
+* ``INTERNAL`` on container port 19092; advertised as ``<first network alias>:19092`` (or the
+  container's IP when it has no alias), for other containers on the same Docker network
+  (``get_internal_bootstrap_server()``).
+
+The mapped port is only known once the container runs, so, as testcontainers' own
+KafkaContainer does, the broker waits for a file: the container starts with
+``KAFKALITE_WAIT_FOR_ENV_FILE`` set, and ``start()`` writes ``KAFKALITE_ADVERTISED_LISTENERS``
+into that file once Docker has mapped the port, then waits for the broker's ready line.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import time
+from typing import Any, Mapping
+
+from testcontainers.core.container import DockerContainer
+
+__all__ = ["KafkaliteContainer", "env_name"]
+
+DEFAULT_IMAGE = "kafkalite:latest"
+READY_LINE = re.compile(r"kafkalite ready bootstrap=")
+
+
+def env_name(key: str) -> str:
+    """The container variable for a broker key: ``num.partitions`` -> ``KAFKALITE_NUM_PARTITIONS``."""
+    return "KAFKALITE_" + re.sub(r"[.\-]", "_", key).upper()
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class KafkaliteContainer(DockerContainer):
+    """A kafkalite broker in a container; ``get_bootstrap_server()`` after ``start()``."""
+
+    ENV_FILE = "/tmp/kafkalite-testcontainers.env"
+
+    def __init__(
+        self,
+        image: str = DEFAULT_IMAGE,
+        port: int = 9092,
+        internal_port: int = 19092,
+        config: Mapping[str, Any] | None = None,
+        log_level: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(image, **kwargs)
+        self.port = port
+        self.internal_port = internal_port
+        self.with_exposed_ports(port)
+        self.with_env("KAFKALITE_LISTENERS", f"EXTERNAL://0.0.0.0:{port},INTERNAL://0.0.0.0:{internal_port}")
+        self.with_env("KAFKALITE_WAIT_FOR_ENV_FILE", self.ENV_FILE)
+        if log_level:
+            self.with_env("KAFKALITE_LOG_LEVEL", log_level)
+        for key, value in (config or {}).items():
+            self.with_config(key, value)
+
+    def with_config(self, key: str, value: Any) -> "KafkaliteContainer":
+        """A broker setting by its Kafka name (``with_config("num.partitions", 3)``)."""
+        self.with_env(env_name(key), _value(value))
+        return self
+
+    # --- addresses ---------------------------------------------------------------------------
+    def get_bootstrap_server(self) -> str:
+        """``host:port`` for clients on the machine running the tests."""
+        return _hostport(self.get_container_host_ip(), int(self.get_exposed_port(self.port)))
+
+    def internal_host(self) -> str:
+        """The name other containers reach this one by: its first network alias, else its IP."""
+        if self._network is not None and self._network_aliases:
+            return self._network_aliases[0]
+        client = self.get_docker_client()
+        return client.bridge_ip(self.get_container_id())
+
+    def get_internal_bootstrap_server(self) -> str:
+        """``host:port`` for other containers on the same Docker network."""
+        return _hostport(self.internal_host(), self.internal_port)
+
+    def advertised_listeners(self) -> str:
+        return (f"EXTERNAL://{self.get_bootstrap_server()},"
+                f"INTERNAL://{_hostport(self.internal_host(), self.internal_port)}")
+
+    def env_file(self) -> bytes:
+        """What ``start()`` hands the waiting entry point."""
+        return f"KAFKALITE_ADVERTISED_LISTENERS={self.advertised_listeners()}\n".encode()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self, timeout: float = 30.0) -> "KafkaliteContainer":
+        super().start()
+        self._put_file(self.ENV_FILE, self.env_file())
+        self._wait_ready(timeout)
+        return self
+
+    def _put_file(self, path: str, content: bytes) -> None:
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            info = tarfile.TarInfo(name=path.lstrip("/"))
+            info.size = len(content)
+            info.mode = 0o644
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+        self.get_wrapped_container().put_archive("/", archive.getvalue())
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            stdout, stderr = self.get_logs()
+            if READY_LINE.search(stdout.decode(errors="replace")):
+                return
+            container = self.get_wrapped_container()
+            container.reload()
+            if container.status in ("exited", "dead"):
+                raise RuntimeError("kafkalite container exited before it was ready:\n"
+                                   + stderr.decode(errors="replace")[-4000:])
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kafkalite container not ready after {timeout} s:\n"
+                                   + stderr.decode(errors="replace")[-4000:])
+            time.sleep(0.1)
