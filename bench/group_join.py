@@ -24,7 +24,7 @@ import time
 import uuid
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, emit
+from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
 
 TIMEOUT = 30.0
 
@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--consumer-config", action="append", default=[], metavar="KEY=VALUE",
                         help="extra librdkafka consumer setting (repeatable)")
     args = parser.parse_args(argv)
+    apply_common_arguments(args)
     extra = dict(kv.split("=", 1) for kv in args.consumer_config)
     report = run(peers.parse_brokers(args.brokers), args.runs, args.members, args.partitions, extra)
     emit(report, args.json)

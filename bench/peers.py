@@ -32,6 +32,8 @@ from bench import wire
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 KNOWN = ("kafkalite", "tansu")
+# broker settings (Kafka names) for every kafkalite these benchmarks start: ``-c KEY=VALUE``
+KAFKALITE_CONFIG: dict[str, str] = {}
 
 
 class PeerUnavailable(RuntimeError):
@@ -107,12 +109,17 @@ def _kafkalite_env() -> dict[str, str]:
     return env
 
 
+def _config_args() -> list[str]:
+    return [a for k, v in KAFKALITE_CONFIG.items() for a in ("-c", f"{k}={v}")]
+
+
 def start_kafkalite(extra_args: Sequence[str] = (), timeout: float = 30.0) -> Peer:
     reason = kafkalite_available()
     if reason:
         raise PeerUnavailable(reason)
     import kafkalite
 
+    extra_args = [*_config_args(), *extra_args]
     try:
         broker = kafkalite.start(host=HOST, port=0, extra_args=list(extra_args), timeout=timeout)
     except RuntimeError as exc:
@@ -199,7 +206,7 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
             raise PeerUnavailable(reason)
         import kafkalite
 
-        args = ["--host", HOST, "--port", str(port), "--data-dir", str(workdir)]
+        args = ["--host", HOST, "--port", str(port), "--data-dir", str(workdir), *_config_args()]
         return kafkalite.broker_command(args), _kafkalite_env()
     if name == "tansu":
         return _tansu_args(port), None

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, emit
+from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
 
 TEST_FILE = textwrap.dedent('''
     import uuid
@@ -104,6 +104,9 @@ def make_project(name: str) -> tuple[Path, list[str], dict[str, str]]:
         reason = peers.kafkalite_available()
         if reason:
             raise peers.PeerUnavailable(reason)
+        if peers.KAFKALITE_CONFIG:
+            (root / "pytest.ini").write_text("[pytest]\nkafkalite_config =\n" + "".join(
+                f"    {k}={v}\n" for k, v in peers.KAFKALITE_CONFIG.items()))
         # make sure the plugin and the broker come from this checkout
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(peers.REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     elif name == "tansu":
@@ -157,6 +160,7 @@ def main(argv: list[str] | None = None) -> Report:
     add_common_arguments(parser, runs=5)
     parser.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first run")
     args = parser.parse_args(argv)
+    apply_common_arguments(args)
     report = run(peers.parse_brokers(args.brokers), args.runs, warmup=not args.no_warmup)
     emit(report, args.json)
     return report

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench import peers, wire
-from bench.stats import Report, Target, add_common_arguments, alternate, emit
+from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
 
 TIMEOUT = 30.0
 
@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--explain", action="store_true",
                         help="also start kafkalite once under -X importtime and list its slowest imports")
     args = parser.parse_args(argv)
+    apply_common_arguments(args)
     report = run(peers.parse_brokers(args.brokers), args.runs, warmup=not args.no_warmup)
     if args.explain:
         try:

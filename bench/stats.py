@@ -140,6 +140,7 @@ class Report:
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    loadavg_at_start: tuple[float, float, float] | None = field(default_factory=lambda: _loadavg())
 
     def metric(self, benchmark: str, name: str, unit: str, higher_is_better: bool,
                targets: Iterable[Target] = ()) -> Metric:
@@ -155,8 +156,17 @@ class Report:
 
     def render(self) -> str:
         lines = [f"== {self.title} =="]
+        load = _loadavg()
+        if load is not None:
+            cpus = os.cpu_count() or 1
+            warn = "  (busy machine: figures are noisy)" if load[0] > 0.5 * cpus else ""
+            lines.append(f"load average now: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {cpus} CPUs{warn}")
         if self.settings:
             lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in self.settings.items()))
+        from bench.peers import KAFKALITE_CONFIG
+
+        if KAFKALITE_CONFIG:
+            lines.append("kafkalite config: " + ", ".join(f"{k}={v}" for k, v in KAFKALITE_CONFIG.items()))
         rows = [["benchmark", "metric", "broker", "median", "unit", "per-run values",
                  "kafkalite/broker", "target", "met"]]
         for m in self.metrics:
@@ -206,6 +216,7 @@ class Report:
         return {
             "title": self.title,
             "started_unix": self.started,
+            "loadavg_at_start": self.loadavg_at_start,
             "environment": environment(),
             "settings": self.settings,
             "metrics": [m.to_json() for m in self.metrics],
@@ -216,12 +227,23 @@ class Report:
         Path(path).write_text(json.dumps(self.to_json(), indent=2, default=str) + "\n")
 
 
+def _loadavg() -> tuple[float, float, float] | None:
+    try:
+        return os.getloadavg()
+    except OSError:
+        return None
+
+
 def environment() -> dict:
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "loadavg_at_end": _loadavg(),
     }
+    from bench.peers import KAFKALITE_CONFIG
+
+    env["kafkalite_config"] = dict(KAFKALITE_CONFIG)
     try:
         import confluent_kafka
 
@@ -262,6 +284,19 @@ def add_common_arguments(parser, runs: int, brokers: str = "kafkalite,tansu") ->
                              f"(default {brokers})")
     parser.add_argument("--runs", type=int, default=runs, help=f"measured runs per broker (default {runs})")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+    parser.add_argument("--kafkalite-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker setting for the kafkalite started here (-c KEY=VALUE; repeatable)")
+
+
+def apply_common_arguments(args) -> None:
+    """Act on the options of add_common_arguments that configure the brokers."""
+    from bench import peers
+
+    for kv in args.kafkalite_config:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise SystemExit(f"--kafkalite-config expects KEY=VALUE, got {kv!r}")
+        peers.KAFKALITE_CONFIG[key.strip()] = value.strip()
 
 
 def emit(report: Report, json_path: str | None) -> None:

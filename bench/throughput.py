@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, emit
+from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
 
 TIMEOUT = 300.0
 
@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> Report:
                         help="unmeasured records per broker before the runs (default 20000; 0: none)")
     parser.add_argument("--profile", metavar="DIR", help="profile one extra kafkalite round with py-spy")
     args = parser.parse_args(argv)
+    apply_common_arguments(args)
     report = run(peers.parse_brokers(args.brokers), args.runs, args.records, args.value_size,
                  args.linger_ms, args.profile, args.warmup_records)
     emit(report, args.json)

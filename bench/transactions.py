@@ -31,7 +31,7 @@ import time
 import uuid
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, emit
+from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
 from bench.throughput import TIMEOUT, _drop_topic, produce
 
 
@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--commit-interval-ms", type=float, default=100)
     parser.add_argument("--commits", type=int, default=50, help="small transactions timed per run")
     args = parser.parse_args(argv)
+    apply_common_arguments(args)
     report = run(peers.parse_brokers(args.brokers), args.runs, args.records, args.value_size,
                  args.commit_interval_ms, args.commits)
     emit(report, args.json)
