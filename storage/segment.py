@@ -157,20 +157,25 @@ class Segment:
     def persist_indexes(self, *, fsync: bool = False) -> None:
         """Write index entries that are only in memory to the index files."""
         if self.rewrite_indexes:
-            _write_atomic(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, 0), fsync)
-            _write_atomic(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, 0), fsync)
-            self.persisted_idx = len(self.idx_off)
-            self.persisted_tidx = len(self.tidx_ts)
+            n = min(len(self.idx_off), len(self.idx_pos))
+            tn = min(len(self.tidx_ts), len(self.tidx_off))
+            _write_atomic(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, 0, n), fsync)
+            _write_atomic(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, 0, tn), fsync)
+            self.persisted_idx = n
+            self.persisted_tidx = tn
             self.rewrite_indexes = False
             return
-        n = len(self.idx_off)
+        # flush() runs in a worker thread while the event loop appends: take only entries
+        # whose two halves are both in place
+        n = min(len(self.idx_off), len(self.idx_pos))
         if n > self.persisted_idx:
-            _append_file(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, self.persisted_idx), fsync)
-            self.persisted_idx = n
-        n = len(self.tidx_ts)
-        if n > self.persisted_tidx:
-            _append_file(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, self.persisted_tidx),
+            _append_file(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, self.persisted_idx, n),
                          fsync)
+            self.persisted_idx = n
+        n = min(len(self.tidx_ts), len(self.tidx_off))
+        if n > self.persisted_tidx:
+            _append_file(self.time_index_path,
+                         _pack_time_entries(self.tidx_ts, self.tidx_off, self.persisted_tidx, n), fsync)
             self.persisted_tidx = n
 
     # --- lookups -------------------------------------------------------------------------------------
@@ -388,14 +393,14 @@ class Segment:
 
 # --- file helpers -------------------------------------------------------------------------------------
 
-def _pack_offset_entries(offs: array, poss: array, start: int) -> bytes:
+def _pack_offset_entries(offs: array, poss: array, start: int, end: int) -> bytes:
     pack = _OFFSET_ENTRY.pack
-    return b"".join(pack(offs[i], poss[i]) for i in range(start, len(offs)))
+    return b"".join(pack(offs[i], poss[i]) for i in range(start, end))
 
 
-def _pack_time_entries(tss: array, offs: array, start: int) -> bytes:
+def _pack_time_entries(tss: array, offs: array, start: int, end: int) -> bytes:
     pack = _TIME_ENTRY.pack
-    return b"".join(pack(tss[i], offs[i]) for i in range(start, len(tss)))
+    return b"".join(pack(tss[i], offs[i]) for i in range(start, end))
 
 
 def _append_file(path: Path, data: bytes, fsync: bool) -> None:

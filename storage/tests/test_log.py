@@ -683,3 +683,50 @@ def test_append_then_read_is_cheap(pdir):
     assert t_append < 0.002, t_append
     assert t_read < 0.01, t_read
     plog.close()
+
+
+# --- threads: flush, compaction and retention run in workers while the loop appends and reads -----------
+
+def test_maintenance_in_a_thread_while_appending_and_reading(pdir):
+    import threading
+
+    cfg = small_config(segment_bytes=600, index_interval_bytes=0, cleanup_policy="compact,delete",
+                       retention_ms=-1)
+    plog = open_log(pdir, cfg)
+    stop = threading.Event()
+    errors = []
+
+    def worker():
+        i = 0
+        while not stop.is_set():
+            try:
+                plog.flush()
+                plog.compact(0, first_unstable_offset=None)
+                if i % 5 == 0:
+                    plog.delete_records_before(max(plog.log_start_offset, plog.log_end_offset - 200))
+                    plog.apply_retention(0)
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+            i += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        for i in range(800):
+            plog.append(build_batch([Record(b"k%d" % (i % 10), b"v%d" % i, (), i)]), now_ms=0)
+            if i % 7 == 0:
+                start = plog.log_start_offset
+                data = bytes(plog.read(start, 4096))
+                for _pos, h in iter_batches(data, check_crc=True):
+                    assert h.next_offset > start
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    expected = read_all(plog)
+    assert expected and expected[-1][0] == 799
+    plog.close()
+    plog = open_log(pdir, cfg)
+    assert read_all(plog) == expected
+    plog.close()

@@ -231,7 +231,7 @@ class LogMachine(RuleBasedStateMachine):
 
 
 LogMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=30, deadline=None,
+    max_examples=40, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestPartitionLogStateful = LogMachine.TestCase
