@@ -238,7 +238,9 @@ async def _housekeeping(broker: Broker) -> None:
                 await trio.to_thread.run_sync(_flush_all, parts)
         if trio.current_time() >= next_retention:
             next_retention = trio.current_time() + retention_every
-            apply_retention(broker)
+            jobs = retention_jobs(broker)
+            if jobs:
+                await trio.to_thread.run_sync(run_retention_jobs, jobs)
 
 
 def _flush_all(parts) -> None:
@@ -249,13 +251,24 @@ def _flush_all(parts) -> None:
             pass  # a partition deleted meanwhile
 
 
-def apply_retention(broker: Broker) -> None:
+def retention_jobs(broker: Broker) -> list:
+    """What retention and compaction must do, decided on the trio loop (the floors come from
+    transaction state, which only the loop may read)."""
+    jobs = []
+    for part in broker.cluster.all_partitions():
+        floor = part.first_unstable_offset()
+        part.log.retention_floor = floor
+        jobs.append((part, part.last_stable_offset))
+    return jobs
+
+
+def run_retention_jobs(jobs) -> None:
+    """Runs in a worker thread: storage allows retention and compaction beside appends and reads."""
     now = now_ms()
-    for part in list(broker.cluster.all_partitions()):
-        part.log.retention_floor = part.first_unstable_offset()
+    for part, lso in jobs:
         try:
             part.log.apply_retention(now)
-            if "compact" in part.log.config.cleanup_policy:
-                part.log.compact(now, first_unstable_offset=part.last_stable_offset)
+            if part.log.config.compact_enabled:
+                part.log.compact(now, first_unstable_offset=lso)
         except Exception:
             log.exception("retention failed on %s-%d", part.topic.name, part.index)
