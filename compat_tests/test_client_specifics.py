@@ -212,7 +212,8 @@ def test_kafkajs_create_topics(bootstrap, topic_name):
 def test_kafkajs_create_topic_validate_only(bootstrap, topic_name):
     c = KafkajsClient(bootstrap)
     spec = {"topic": topic_name, "numPartitions": 1, "replicationFactor": 1}
-    c.admin("createTopics", {"topics": [spec], "validateOnly": True})
+    # waitForLeaders would look the (uncreated) topic up and fail with UNKNOWN_TOPIC_OR_PARTITION
+    c.admin("createTopics", {"topics": [spec], "validateOnly": True, "waitForLeaders": False})
     assert topic_name not in c.admin("listTopics")
 
 

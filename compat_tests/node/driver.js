@@ -169,29 +169,64 @@ async function produce(req) {
   })
   await producer.connect()
   try {
-    const meta = await producer.send({
-      topic: req.topic,
-      messages,
-      acks,
-      compression,
-      timeout: req.timeoutMs || 10000,
-    })
-    const base = new Map()
-    for (const r of meta) {
-      if (r.errorCode) throw new Error(`produce error code ${r.errorCode} on partition ${r.partition}`)
-      base.set(r.partition, BigInt(r.baseOffset))
+    const results = []
+    for (const chunk of chunks(messages, req.maxBatchBytes || MAX_BATCH_BYTES)) {
+      const meta = await producer.send({
+        topic: req.topic,
+        messages: chunk,
+        acks,
+        compression,
+        timeout: req.timeoutMs || 10000,
+      })
+      const base = new Map()
+      for (const r of meta) {
+        if (r.errorCode) throw new Error(`produce error code ${r.errorCode} on partition ${r.partition}`)
+        base.set(r.partition, BigInt(r.baseOffset))
+      }
+      const seen = new Map()
+      for (const msg of chunk) {
+        const p = chosen.has(msg) ? chosen.get(msg) : msg.partition
+        const index = seen.get(p) || 0
+        seen.set(p, index + 1)
+        results.push({ partition: p, offset: base.has(p) ? Number(base.get(p) + BigInt(index)) : -1 })
+      }
     }
-    const seen = new Map()
-    return messages.map(msg => {
-      const p = chosen.has(msg) ? chosen.get(msg) : msg.partition
-      const index = seen.get(p) || 0
-      seen.set(p, index + 1)
-      const offset = base.has(p) ? Number(base.get(p) + BigInt(index)) : -1
-      return { partition: p, offset }
-    })
+    return results
   } finally {
     await producer.disconnect()
   }
+}
+
+// kafkajs puts everything one send() gets for a partition into one record batch (it has no
+// batch.size). The Java client and librdkafka close a batch at batch.size, so a large record
+// travels alone; to keep batches within a broker's default max.message.bytes (1048588) the
+// messages go out in consecutive sends of at most this many (estimated) bytes, in order.
+const MAX_BATCH_BYTES = 512 * 1024
+
+function estimatedSize(msg) {
+  let n = 24 + (msg.key ? msg.key.length : 0) + (msg.value ? msg.value.length : 0)
+  for (const [k, v] of Object.entries(msg.headers || {})) {
+    for (const one of Array.isArray(v) ? v : [v]) n += 8 + Buffer.byteLength(k) + (one ? one.length : 0)
+  }
+  return n
+}
+
+function chunks(messages, limit) {
+  const out = []
+  let current = []
+  let size = 0
+  for (const msg of messages) {
+    const n = estimatedSize(msg)
+    if (current.length && size + n > limit) {
+      out.push(current)
+      current = []
+      size = 0
+    }
+    current.push(msg)
+    size += n
+  }
+  if (current.length || out.length === 0) out.push(current)
+  return out
 }
 
 // ---------------------------------------------------------------- consume
