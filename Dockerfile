@@ -31,6 +31,7 @@ RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkali
 ENV KAFKALITE_HOST=0.0.0.0 \
     KAFKALITE_PORT=9092 \
     KAFKALITE_DATA_DIR=/var/lib/kafkalite \
+    KAFKALITE_READY_FILE=/tmp/kafkalite.ready \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
 VOLUME ["/var/lib/kafkalite"]

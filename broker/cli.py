@@ -15,13 +15,14 @@ Where settings come from, a later source overriding an earlier one key by key:
 
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
-KAFKALITE_METRICS_PORT, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_METRICS_PORT, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
@@ -60,6 +61,7 @@ FLAG_ENV = {
     "config": "KAFKALITE_CONFIG",
     "log_level": "KAFKALITE_LOG_LEVEL",
     "metrics_port": "KAFKALITE_METRICS_PORT",
+    "ready_file": "KAFKALITE_READY_FILE",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
@@ -95,6 +97,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--metrics-port", default=None, metavar="[HOST:]PORT",
                    help="serve Prometheus metrics on http://HOST:PORT/metrics (host defaults to the first "
                         "listener's; 0 picks a free port) [KAFKALITE_METRICS_PORT]")
+    p.add_argument("--ready-file", default=None, metavar="FILE",
+                   help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
+                        "to FILE; removed on exit [KAFKALITE_READY_FILE]")
     p.add_argument("--list-configs", action="store_true", help="print the settings that -c accepts and exit")
     return p.parse_args(argv)
 
@@ -110,6 +115,7 @@ class Settings:
     advertised: list[Listener]
     values: dict[str, str] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
+    ready_file: str | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -232,7 +238,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
         metrics = (mhost.strip("[]") or "0.0.0.0", _port(mport, "--metrics-port"))
 
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
-                    advertised=advertised, values=values, origins=origins)
+                    advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"))
 
 
 def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:
@@ -287,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     hidden = _hide_hypothesis()
     try:
-        trio.run(_run, config, settings.metrics)
+        trio.run(_run, config, settings.metrics, settings.ready_file)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -299,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if hidden:
             sys.modules.pop("hypothesis", None)
+        if settings.ready_file:
+            with contextlib.suppress(OSError):
+                os.unlink(settings.ready_file)
         if ephemeral:
             shutil.rmtree(data_dir, ignore_errors=True)
     return code
@@ -333,7 +342,17 @@ def ready_line(broker, metrics_url: str | None = None) -> str:
     return " ".join(parts)
 
 
-async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None) -> None:
+def write_ready_file(path: str, line: str, broker) -> None:
+    """The ready line plus the bound addresses, written atomically (health checks read it)."""
+    bound = ",".join(f"{l.name}://{l.address()}" for l in broker.listeners)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(f"{line} bound={bound}\n")
+    os.replace(tmp, path)
+
+
+async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
+               ready_file: str | None = None) -> None:
     from .server import serve
 
     async with trio.open_nursery() as nursery:
@@ -360,4 +379,10 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
                            for l in broker.listeners),
                  config.data_dir)
-        print(ready_line(broker, metrics_url), flush=True)
+        line = ready_line(broker, metrics_url)
+        if ready_file:
+            try:
+                write_ready_file(ready_file, line, broker)
+            except OSError as exc:
+                log.warning("cannot write the ready file %s: %s", ready_file, exc)
+        print(line, flush=True)

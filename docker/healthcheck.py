@@ -1,20 +1,41 @@
 #!/usr/bin/env python3
 """Docker HEALTHCHECK: exit 0 when the broker answers a real ApiVersions request, else 1.
 
-The address is the first argument (HOST:PORT), or the first listener configured through the
-environment (KAFKALITE_LISTENERS, else KAFKALITE_HOST and KAFKALITE_PORT, as the broker reads
-them); a wildcard host (0.0.0.0, ::) is checked on loopback.
+The address checked is, in order:
+* the first argument (HOST:PORT);
+* the first bound listener named in the broker's ready file (KAFKALITE_READY_FILE, which the
+  image sets), so flags and config files that move the listeners are followed; no file yet
+  means not ready, so unhealthy;
+* the first listener configured through the environment (KAFKALITE_LISTENERS, else
+  KAFKALITE_HOST and KAFKALITE_PORT).
+A wildcard host (0.0.0.0, ::) is checked on loopback.
 """
 
 import os
 import sys
 
 
+class NotReady(Exception):
+    pass
+
+
 def address_from_env(environ):
     from broker.config import Listener
 
-    text = environ.get("KAFKALITE_LISTENERS", "").strip()
-    if text:
+    ready_file = environ.get("KAFKALITE_READY_FILE", "").strip()
+    if ready_file:
+        try:
+            with open(ready_file, encoding="utf-8") as f:
+                line = f.read().strip()
+        except FileNotFoundError:
+            raise NotReady(f"no ready file {ready_file} yet") from None
+        bound = [t.partition("=")[2] for t in line.split() if t.startswith("bound=")]
+        if not bound or not bound[0]:
+            raise NotReady(f"ready file {ready_file} names no bound listener: {line!r}")
+        lis = Listener.parse_list(bound[0])[0]
+        host, port = lis.host, lis.port
+    elif environ.get("KAFKALITE_LISTENERS", "").strip():
+        text = environ["KAFKALITE_LISTENERS"]
         lis = Listener.parse_list(text)[0]
         host, port = lis.host, lis.port
     else:

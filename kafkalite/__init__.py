@@ -39,7 +39,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # Variables of the broker's own CLI that start() decides through its arguments; a value left in
 # the caller's environment (say, for a container) must not move a broker started from Python.
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
-                   "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT")
+                   "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE")
 
 
 @dataclass

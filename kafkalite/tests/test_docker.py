@@ -30,6 +30,7 @@ def image_env(**overrides: str) -> dict[str, str]:
     path as they are in the image's site-packages."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALITE_")}
     env.update(dockerfile_env())
+    env.pop("KAFKALITE_READY_FILE")  # a fixed path in /tmp: tests that want one give their own
     env["PYTHONPATH"] = str(ROOT)
     env.update(overrides)
     return env
@@ -95,9 +96,13 @@ def run_entrypoint():
 
 
 def test_entrypoint_with_the_images_environment(run_entrypoint, tmp_path):
+    ready_file = tmp_path / "ready"
     e = run_entrypoint(image_env(KAFKALITE_PORT="0", KAFKALITE_DATA_DIR=str(tmp_path),
-                                 KAFKALITE_NUM_PARTITIONS="3", KAFKALITE_AUTO_CREATE_TOPICS_ENABLE="true"))
+                                 KAFKALITE_NUM_PARTITIONS="3", KAFKALITE_AUTO_CREATE_TOPICS_ENABLE="true",
+                                 KAFKALITE_READY_FILE=str(ready_file)))
     info = e.ready()
+    assert re.fullmatch(r"kafkalite ready bootstrap=localhost:\d+ .* bound=PLAINTEXT://0\.0\.0\.0:\d+\n",
+                        ready_file.read_text())
     # the image listens on 0.0.0.0 and advertises localhost: right for `docker run -p 9092:9092`
     assert info["bootstrap"].startswith("localhost:")
     port = info["bootstrap"].rsplit(":", 1)[1]
@@ -106,6 +111,7 @@ def test_entrypoint_with_the_images_environment(run_entrypoint, tmp_path):
         assert len(t.partitions) == 3
     assert e.stop() == 0
     assert (tmp_path / "from-env-0").is_dir()  # data in the data volume
+    assert not ready_file.exists()
     assert any("num.partitions=3 (from env)" in line for line in e.err)
 
 
@@ -169,6 +175,20 @@ def test_healthcheck_against_a_running_broker():
         assert r.returncode == 0, r.stderr
         r = healthcheck(f"127.0.0.1:{b.port}")
         assert r.returncode == 0, r.stderr
+
+
+def test_healthcheck_follows_the_ready_file(tmp_path):
+    ready_file = tmp_path / "ready"
+    r = healthcheck(KAFKALITE_READY_FILE=str(ready_file))
+    assert r.returncode == 1 and "no ready file" in r.stderr  # not started: not healthy
+    # listeners set by flags, which the image's environment does not know
+    with kafkalite.running(listeners=["A://127.0.0.1:0", "B://0.0.0.0:0"],
+                           extra_args=["--ready-file", str(ready_file)]) as b:
+        assert ready_file.exists()
+        r = healthcheck(KAFKALITE_READY_FILE=str(ready_file), KAFKALITE_PORT="1")
+        assert r.returncode == 0, r.stderr
+        assert b.listeners["A"] in r.stdout
+    assert not ready_file.exists()
 
 
 def test_healthcheck_fails_when_nothing_answers():
