@@ -23,11 +23,14 @@ States (Kafka's ClassicGroupState): Empty, PreparingRebalance, CompletingRebalan
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
 from kio.schema.errors import ErrorCode
+
+log = logging.getLogger("kafkalite.groups")
 
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -257,12 +260,13 @@ class ClassicGroup:
                 member.heartbeat_deadline = now + member.session_timeout_ms
                 return self._current_result(member, with_members=member_id == self.leader_id)
             self._update_member(member, args, waiter)
-            self._prepare_rebalance(now)
+            self._prepare_rebalance(now, f"member {member_id} rejoined with new metadata")
             return None
         if self.state == STABLE:
             if member_id == self.leader_id or protocols != member.protocols:
                 self._update_member(member, args, waiter)
-                self._prepare_rebalance(now)
+                self._prepare_rebalance(now, f"{'leader' if member_id == self.leader_id else 'member'} "
+                                             f"{member_id} rejoined")
                 return None
             member.heartbeat_deadline = now + member.session_timeout_ms
             return self._current_result(member, with_members=False)
@@ -295,6 +299,7 @@ class ClassicGroup:
     def _static_rejoin(self, old_id: str, new_id: str, args, supports_skip: bool, waiter: Waiter, now: int):
         old = self.members.pop(old_id)
         instance_id = old.group_instance_id
+        current_leader = self.leader_id
         for w, result in ((old.join_waiter, JoinResult(ErrorCode.fenced_instance_id, member_id=old_id)),
                           (old.sync_waiter, SyncResult(ErrorCode.fenced_instance_id))):
             if w is not None:
@@ -315,25 +320,31 @@ class ClassicGroup:
                 is_leader = new_id == self.leader_id
                 if supports_skip:
                     return self._current_result(old, with_members=is_leader, skip_assignment=is_leader)
-                return self._current_result(old, with_members=False)
+                # before v9 the answer names the leader as it was, so a restarted static leader
+                # acts as a follower and does not reassign (as Kafka does)
+                result = self._current_result(old, with_members=False)
+                result.leader = current_leader or ""
+                return result
             old.join_waiter = waiter
-            self._prepare_rebalance(now)
+            self._prepare_rebalance(now, f"static member {instance_id} rejoined with other protocols")
             return None
         del old_protocols
         self._update_member(old, args, waiter)
         if self.state == COMPLETING_REBALANCE:
-            self._prepare_rebalance(now)
+            self._prepare_rebalance(now, f"static member {instance_id} rejoined during the sync")
         else:
             self._maybe_complete_join(now)
         return None
 
     def _maybe_prepare_rebalance(self, now: int) -> None:
         if self.state in (EMPTY, STABLE, COMPLETING_REBALANCE):
-            self._prepare_rebalance(now)
+            self._prepare_rebalance(now, "a member joined")
         elif self.state == PREPARING_REBALANCE:
             self._maybe_complete_join(now)
 
-    def _prepare_rebalance(self, now: int) -> None:
+    def _prepare_rebalance(self, now: int, reason: str = "") -> None:
+        log.info("group %s: preparing to rebalance (generation %d, %s): %s", self.group_id, self.generation_id,
+                 self.state, reason)
         if self.state == COMPLETING_REBALANCE:
             # the assignment of the generation being synced will never come: tell those waiting
             for m in self.members.values():
@@ -403,7 +414,7 @@ class ClassicGroup:
     def _remove_member_and_update(self, member: ClassicMember, now: int) -> None:
         self._remove_member(member)
         if self.state in (STABLE, COMPLETING_REBALANCE):
-            self._prepare_rebalance(now)
+            self._prepare_rebalance(now, f"member {member.member_id} left or its session expired")
         elif self.state == PREPARING_REBALANCE:
             self._maybe_complete_join(now)
 
@@ -517,7 +528,7 @@ class ClassicGroup:
             for m in list(self.members.values()):
                 if m.sync_waiter is None:
                     self._remove_member(m)
-            self._prepare_rebalance(now)
+            self._prepare_rebalance(now, "members did not sync within the rebalance timeout")
 
     # --- persistence -----------------------------------------------------------------------
     def to_record_value(self):

@@ -1,0 +1,354 @@
+"""Consumer groups with every client: subscribe, consume, commit, resume; members splitting
+partitions and rebalancing on leave and on death; static membership; the KIP-848 consumer
+protocol (Java and librdkafka); group administration; a kill -9 of the broker.
+
+Members run as their own processes (compat_tests/groups/members.py) so that a member can die
+without leaving its group. The module runs its own broker with a short KIP-848 session
+timeout (group.consumer.session.timeout.ms=3000), or uses KAFKA_BOOTSTRAP.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import kafkalite
+from compat_tests.conftest import EXTERNAL_BOOTSTRAP
+from compat_tests.groups.members import Member, settle, wait_split
+
+pytestmark = pytest.mark.groups
+
+CONSUMER_SESSION_MS = 3000
+BROKER_ARGS = ["-c", f"group.consumer.session.timeout.ms={CONSUMER_SESSION_MS}",
+               "-c", "group.consumer.heartbeat.interval.ms=300"]
+SESSION_MS = 2000  # classic members
+
+KINDS = [
+    pytest.param(("confluent", "classic"), marks=pytest.mark.librdkafka, id="confluent-classic"),
+    pytest.param(("confluent", "consumer"), marks=pytest.mark.librdkafka, id="confluent-consumer"),
+    pytest.param(("kafka-python", "classic"), marks=pytest.mark.kafka_python, id="kafka-python"),
+    pytest.param(("aiokafka", "classic"), marks=pytest.mark.aiokafka, id="aiokafka"),
+    pytest.param(("kafkajs", "classic"), marks=pytest.mark.kafkajs, id="kafkajs"),
+    pytest.param(("java", "classic"), marks=pytest.mark.java, id="java-classic"),
+    pytest.param(("java", "consumer"), marks=pytest.mark.java, id="java-consumer"),
+]
+
+
+@pytest.fixture(scope="module")
+def gbootstrap():
+    if EXTERNAL_BOOTSTRAP:
+        yield EXTERNAL_BOOTSTRAP
+        return
+    with kafkalite.running(extra_args=BROKER_ARGS) as b:
+        yield b.bootstrap
+
+
+def new_topic(bootstrap: str, partitions: int) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"grp-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(20)
+    except Exception:  # noqa: BLE001 - a lost answer: the metadata below decides
+        pass
+    md = admin.list_topics(name, timeout=20)
+    assert len(md.topics[name].partitions) == partitions, f"topic {name} was not created"
+    return name
+
+
+def produce(bootstrap: str, topic: str, per_partition: dict[int, list[str]]) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for part, values in per_partition.items():
+        for v in values:
+            p.produce(topic, value=v.encode(), partition=part)
+    assert p.flush(20) == 0
+
+
+def member(kind, bootstrap, group, topic, **kw) -> Member:
+    client, protocol = kind
+    kw.setdefault("session_timeout_ms", SESSION_MS)
+    kw.setdefault("heartbeat_interval_ms", 300)
+    return Member(client, bootstrap, group, topic, protocol=protocol, **kw)
+
+
+@pytest.fixture
+def members():
+    started: list[Member] = []
+    yield started
+    for m in started:
+        m.kill()
+
+
+def group_id() -> str:
+    return f"g-{uuid.uuid4().hex[:10]}"
+
+
+# --- one member ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_consume_commit_and_resume(kind, gbootstrap, members):
+    topic = new_topic(gbootstrap, 3)
+    produce(gbootstrap, topic, {p: [f"old-{p}-{i}" for i in range(3)] for p in range(3)})
+    group = group_id()
+    m = member(kind, gbootstrap, group, topic)
+    members.append(m)
+    recs = m.wait_records(9, timeout=40)
+    assert sorted(r["value"] for r in recs) == sorted(f"old-{p}-{i}" for p in range(3) for i in range(3))
+    m.commit()
+    m.close()
+    produce(gbootstrap, topic, {p: [f"new-{p}-{i}" for i in range(2)] for p in range(3)})
+    m2 = member(kind, gbootstrap, group, topic)
+    members.append(m2)
+    recs2 = m2.wait_records(6, timeout=40)
+    time.sleep(0.3)
+    recs2 = m2.records()
+    assert sorted(r["value"] for r in recs2) == sorted(f"new-{p}-{i}" for p in range(3) for i in range(2))
+    assert all(r["offset"] >= 3 for r in recs2)
+    m2.close()
+
+
+# --- several members -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_members_split_then_rebalance_on_leave(kind, gbootstrap, members):
+    topic = new_topic(gbootstrap, 4)
+    group = group_id()
+    a = member(kind, gbootstrap, group, topic, client_id="member-a")
+    members.append(a)
+    a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 40, "all four partitions")
+    b = member(kind, gbootstrap, group, topic, client_id="member-b")
+    members.append(b)
+    wait_split([a, b], 4, timeout=40)
+    b.close()
+    a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 30, "all partitions back after b left")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rebalance_when_a_member_dies(kind, gbootstrap, members):
+    topic = new_topic(gbootstrap, 4)
+    group = group_id()
+    a = member(kind, gbootstrap, group, topic, client_id="member-a")
+    b = member(kind, gbootstrap, group, topic, client_id="member-b")
+    members.extend([a, b])
+    wait_split([a, b], 4, timeout=40)
+    b.kill()  # no LeaveGroup: the session timeout removes it
+    t0 = time.monotonic()
+    a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 30, "all partitions after b died")
+    elapsed = time.monotonic() - t0
+    session = CONSUMER_SESSION_MS if kind[1] == "consumer" else SESSION_MS
+    assert elapsed < session / 1000 + 15
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_three_members_split_six_partitions(kind, gbootstrap, members):
+    topic = new_topic(gbootstrap, 6)
+    group = group_id()
+    ms = [member(kind, gbootstrap, group, topic, client_id=f"member-{i}") for i in range(3)]
+    members.extend(ms)
+    sets = wait_split(ms, 6, timeout=60)
+    assert sorted(len(s) for s in sets) == [2, 2, 2]
+
+
+STATIC_KINDS = [k for k in KINDS if k.id not in ("kafkajs",)]
+
+
+@pytest.mark.parametrize("kind", STATIC_KINDS)
+def test_static_member_restart_without_rebalance(kind, gbootstrap, members):
+    topic = new_topic(gbootstrap, 4)
+    group = group_id()
+    a = member(kind, gbootstrap, group, topic, instance_id="inst-a", session_timeout_ms=10000, client_id="member-a")
+    members.append(a)
+    a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 40, "all four partitions")  # a leads
+    b = member(kind, gbootstrap, group, topic, instance_id="inst-b", session_timeout_ms=10000, client_id="member-b")
+    members.append(b)
+    wait_split([a, b], 4, timeout=40)
+    settle([a, b])
+    sa, sb = set(a.assignment), set(b.assignment)
+    seen = a.assignments_seen
+    b.close()  # a static member leaves no LeaveGroup behind (KIP-345)
+    b2 = member(kind, gbootstrap, group, topic, instance_id="inst-b", session_timeout_ms=10000, client_id="member-b")
+    members.append(b2)
+    b2.wait_assignment(lambda s: s == sb, 30, f"the same partitions {sorted(sb)} after the restart")
+    time.sleep(1.0)
+    assert a.assignments_seen == seen and a.assignment == sa, \
+        f"the other member was rebalanced: {a.events[-6:]}\n{a.tail()}"
+
+
+# --- administration --------------------------------------------------------------------------
+
+def _java_admin(bootstrap, op, group=None):
+    from compat_tests.clients import java
+    b = java.build()
+    cmd = ["java", *java.JVM_FLAGS]
+    if b.archive is not None:
+        cmd.append(f"-XX:SharedArchiveFile={b.archive}")
+    args = [f"bootstrap={bootstrap}", f"op={op}"] + ([f"group={group}"] if group else [])
+    out = subprocess.run([*cmd, "-cp", b.classpath, "GroupAdmin", *args], capture_output=True, text=True, timeout=90)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    assert lines, out.stderr[-3000:]
+    result = json.loads(lines[-1])
+    if "error" in result:
+        raise RuntimeError(result["error"])
+    return result
+
+
+def _stable_group(kind, bootstrap, members, partitions=2):
+    topic = new_topic(bootstrap, partitions)
+    group = group_id()
+    m = member(kind, bootstrap, group, topic, client_id="admin-test-member")
+    members.append(m)
+    produce(bootstrap, topic, {0: ["x"]})
+    m.wait_records(1, timeout=40)
+    m.wait_assignment(lambda s: len(s) == partitions, 30)
+    m.commit()
+    return topic, group, m
+
+
+@pytest.mark.librdkafka
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_admin_confluent_kafka(protocol, gbootstrap, members):
+    from confluent_kafka import ConsumerGroupState, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    topic, group, m = _stable_group(("confluent", protocol), gbootstrap, members)
+    admin = AdminClient({"bootstrap.servers": gbootstrap})
+    listed = {g.group_id: g for g in admin.list_consumer_groups().result(20).valid}
+    assert group in listed and listed[group].state == ConsumerGroupState.STABLE
+    stable_only = admin.list_consumer_groups(states={ConsumerGroupState.EMPTY}).result(20).valid
+    assert group not in {g.group_id for g in stable_only}
+    desc = admin.describe_consumer_groups([group])[group].result(20)
+    assert desc.state == ConsumerGroupState.STABLE
+    assert [mm.client_id for mm in desc.members] == ["admin-test-member"]
+    assert {tp.partition for tp in desc.members[0].assignment.topic_partitions} == {0, 1}
+    offs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(20)
+    assert {(tp.topic, tp.partition): tp.offset for tp in offs.topic_partitions}[(topic, 0)] == 1
+    # a group with members cannot be deleted
+    with pytest.raises(Exception, match="NON_EMPTY_GROUP|not empty"):
+        admin.delete_consumer_groups([group])[group].result(20)
+    m.close()
+    deadline = time.monotonic() + 20
+    while admin.describe_consumer_groups([group])[group].result(20).state != ConsumerGroupState.EMPTY:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    admin.delete_consumer_groups([group])[group].result(20)
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(20).valid}
+    del TopicPartition
+
+
+@pytest.mark.kafka_python
+def test_admin_kafka_python(gbootstrap, members):
+    from kafka import KafkaAdminClient
+
+    topic, group, m = _stable_group(("kafka-python", "classic"), gbootstrap, members)
+    admin = KafkaAdminClient(bootstrap_servers=gbootstrap)
+    try:
+        assert group in {g[0] for g in admin.list_consumer_groups()}
+        (desc,) = admin.describe_consumer_groups([group])
+        assert desc.state == "Stable" and desc.protocol_type == "consumer" and len(desc.members) == 1
+        offs = admin.list_consumer_group_offsets(group)
+        assert {(tp.topic, tp.partition): om.offset for tp, om in offs.items()}[(topic, 0)] == 1
+        m.close()
+        time.sleep(0.5)
+        result = dict(admin.delete_consumer_groups([group]))
+        assert result[group].__class__.__name__ in ("NoError", "NoneType") or result[group] is None or \
+            getattr(result[group], "errno", 0) == 0
+        assert group not in {g[0] for g in admin.list_consumer_groups()}
+    finally:
+        admin.close()
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_admin_java(protocol, gbootstrap, members):
+    topic, group, m = _stable_group(("java", protocol), gbootstrap, members)
+    listed = _java_admin(gbootstrap, "list")["groups"]
+    assert listed[group] == [protocol.upper() if protocol == "consumer" else "CLASSIC", "STABLE"] or \
+        listed[group][1] == "STABLE"
+    desc = _java_admin(gbootstrap, "describe", group)
+    assert desc["state"] == "STABLE" and desc["type"] == protocol.upper()
+    assert [mm["partitions"] for mm in desc["members"]] == [[0, 1]]
+    assert _java_admin(gbootstrap, "offsets", group)["offsets"][f"{topic}:0"] == 1
+    m.close()
+    deadline = time.monotonic() + 20
+    while _java_admin(gbootstrap, "describe", group)["state"] != "EMPTY":
+        assert time.monotonic() < deadline
+    assert _java_admin(gbootstrap, "delete", group) == {"deleted": True}
+    assert group not in _java_admin(gbootstrap, "list")["groups"]
+
+
+# --- kcat -G ---------------------------------------------------------------------------------
+
+@pytest.mark.kcat
+def test_kcat_balanced_consumer_commits_and_resumes(gbootstrap):
+    if not shutil.which("kcat"):
+        pytest.skip("kcat is not installed")
+    topic = new_topic(gbootstrap, 2)
+    produce(gbootstrap, topic, {0: ["a0", "a1"], 1: ["b0", "b1"]})
+    group = group_id()
+
+    def run(count):
+        out = subprocess.run(["kcat", "-b", gbootstrap, "-G", group, "-X", "auto.offset.reset=earliest",
+                              "-X", "enable.auto.commit=true", "-X", "auto.commit.interval.ms=100",
+                              "-c", str(count), "-f", "%p:%o:%s\\n", "-q", topic],
+                             capture_output=True, text=True, timeout=60)
+        return sorted(line for line in out.stdout.splitlines() if line)
+
+    assert run(4) == ["0:0:a0", "0:1:a1", "1:0:b0", "1:1:b1"]
+    produce(gbootstrap, topic, {0: ["a2"], 1: ["b2"]})
+    assert run(2) == ["0:2:a2", "1:2:b2"]
+
+
+# --- the broker dies -------------------------------------------------------------------------
+
+@pytest.mark.restart
+@pytest.mark.librdkafka
+def test_offsets_and_groups_survive_kill9(tmp_path):
+    if EXTERNAL_BOOTSTRAP:
+        pytest.skip("restarts need a broker the suite starts itself")
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    data = tmp_path / "data"
+    b = kafkalite.start(data_dir=data, extra_args=BROKER_ARGS)
+    port = b.port
+    ms: list[Member] = []
+    try:
+        topic = new_topic(b.bootstrap, 2)
+        produce(b.bootstrap, topic, {0: ["x0", "x1", "x2"], 1: ["y0"]})
+        committed_group = group_id()
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition(topic, 0, 2, "meta-0"), TopicPartition(topic, 1, 1)], asynchronous=False)
+        c.close()
+        live_group = group_id()
+        m = member(("confluent", "classic"), b.bootstrap, live_group, topic, session_timeout_ms=10000)
+        ms.append(m)
+        m.wait_records(4, timeout=40)
+        before = m.assignments_seen
+        b.kill()
+        b = kafkalite.start(data_dir=data, port=port, extra_args=BROKER_ARGS)
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
+        got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=20)
+        c.close()
+        assert [(tp.offset, tp.metadata) for tp in got] == [(2, "meta-0"), (1, None)] or \
+            [tp.offset for tp in got] == [2, 1]
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        groups = {g.group_id: g for g in admin.list_consumer_groups().result(20).valid}
+        assert committed_group in groups and live_group in groups
+        desc = admin.describe_consumer_groups([live_group])[live_group].result(20)
+        assert desc.state.name == "STABLE" and len(desc.members) == 1
+        # the live member goes on heartbeating in its generation: no rebalance
+        time.sleep(2.0)
+        assert m.assignments_seen == before and m.assignment == {0, 1}
+    finally:
+        for m in ms:
+            m.kill()
+        b.kill()
