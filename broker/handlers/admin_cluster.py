@@ -1,4 +1,4 @@
-"""DescribeCluster (key 60) v0-v2, DescribeLogDirs (35) v1-v5.
+"""DescribeCluster (key 60) v0-v2, DescribeLogDirs (35) v1-v5, ListPartitionReassignments (46) v0.
 
 DescribeCluster
 - One broker, this one, at the address advertised on the listener the request came in on;
@@ -14,6 +14,10 @@ DescribeLogDirs
   bytes (v4+). Each partition's size is the bytes of its segments; offset_lag is 0 (the log
   end offset is the high watermark on a single replica). A null topic list means every
   partition; listed partitions that do not exist are left out, as Kafka does.
+
+ListPartitionReassignments
+- Nothing is ever being reassigned on one broker: the answer lists no topics (kafka-topics.sh
+  --describe asks before printing).
 """
 
 from __future__ import annotations
@@ -102,3 +106,10 @@ async def describe_log_dirs(ctx, request):
     result = make(mod.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=str(data_dir), topics=tuple(topics),
                   total_bytes=total, usable_bytes=usable, is_cordoned=False)
     return make(mod.DescribeLogDirsResponse, throttle_time=0, error_code=ErrorCode.none, results=(result,))
+
+
+@api(46, 0, 0)
+async def list_partition_reassignments(ctx, request):
+    mod = response_module(ctx)
+    return make(mod.ListPartitionReassignmentsResponse, throttle_time=0, error_code=ErrorCode.none,
+                error_message=None, topics=())

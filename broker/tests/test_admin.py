@@ -854,3 +854,12 @@ def test_describe_log_dirs(wire, broker, version):
         assert d.total_bytes > 0 and d.usable_bytes > 0
     everything = describe_log_dirs(wire, None, version=version).results[0]
     assert name in {t.name for t in everything.topics}
+
+
+def test_list_partition_reassignments_is_empty(wire):
+    name = fresh()
+    create_one(wire, name, partitions=2)
+    m = rmod(46, 0)
+    for topics in (None, (make(m.ListPartitionReassignmentsTopics, name=name, partition_indexes=(0, 1)),)):
+        r = wire.request(make(m.ListPartitionReassignmentsRequest, timeout=30_000, topics=topics))
+        assert (r.error_code, r.topics) == (E.none, ())
