@@ -4,7 +4,9 @@ For each broker: pick a free port, ``Popen`` the broker listening on it, then po
 ``connect`` + ApiVersions v0 + Metadata (the highest version both sides know, encoded with
 kio; see ``bench/wire.py``) every 2 ms until a Metadata response arrives. The figure is
 Popen to that response, not to the broker's ready line. RSS is read from the broker process
-(psutil, else /proc/PID/status) right after the response.
+(psutil, else /proc/PID/status) right after the response, and so is the CPU time (user +
+system) the broker process has used by then: on a busy machine the wall time stretches, the
+CPU time much less, so it tells start-up cost apart from waiting for a core.
 
 kafkalite is started exactly as ``kafkalite.start()`` does (``python -P -m broker --host
 127.0.0.1 --port PORT --data-dir EMPTY_TMP_DIR``, same environment); Tansu with its in-memory
@@ -34,8 +36,19 @@ from bench.stats import Report, Target, add_common_arguments, alternate, apply_c
 TIMEOUT = 30.0
 
 
-def measure_once(name: str, timeout: float = TIMEOUT, importtime: bool = False) -> tuple[float, int]:
-    """Seconds from Popen to the first answered Metadata, and RSS bytes at that moment.
+def _cpu_seconds(pid: int) -> float | None:
+    """user + system CPU seconds the process has used so far (None without psutil)."""
+    try:
+        import psutil
+
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def measure_once(name: str, timeout: float = TIMEOUT, importtime: bool = False) -> tuple:
+    """Seconds from Popen to the first answered Metadata, RSS bytes and CPU seconds then.
 
     ``importtime``: run a Python broker with ``-X importtime`` and return its import report
     as a third element (the timing is then inflated and not comparable).
@@ -55,6 +68,7 @@ def measure_once(name: str, timeout: float = TIMEOUT, importtime: bool = False) 
             t1 = wire.wait_for_metadata(peers.HOST, port, timeout, poll_interval=0.002,
                                         alive=lambda: proc.poll() is None)
             rss = peers.process_rss_bytes(proc.pid)
+            cpu = _cpu_seconds(proc.pid)
             if importtime:
                 logf.flush()
                 return t1 - t0, rss, log.read_text(errors="replace")
@@ -63,7 +77,7 @@ def measure_once(name: str, timeout: float = TIMEOUT, importtime: bool = False) 
             raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-800:]}") from exc
         finally:
             peers._terminate(proc)
-        return t1 - t0, rss
+        return t1 - t0, rss, cpu
     finally:
         logf.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -82,6 +96,7 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
                              targets=[Target("at_most", 500.0)])
     m_metric = report.metric("startup", "RSS at first Metadata", "MB", higher_is_better=False,
                              targets=[Target("at_most", 80.0)])
+    c_metric = report.metric("startup", "broker CPU until first Metadata", "ms", higher_is_better=False)
     usable = []
     for b in brokers:
         try:
@@ -101,18 +116,20 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
             m_metric.fail(b, "not run")
     for _, b in alternate(usable, runs):
         try:
-            secs, rss = measure_once(b)
+            secs, rss, cpu = measure_once(b)
         except RuntimeError as exc:
             t_metric.fail(b, _one_line(exc))
             continue
         t_metric.add(b, secs * 1000.0)
         m_metric.add(b, rss / 1e6)
+        if cpu is not None:
+            c_metric.add(b, cpu * 1000.0)
     return report
 
 
 def explain_imports(top: int = 20) -> str:
     """Where kafkalite's start-up goes: its slowest imports by cumulative time."""
-    secs, rss, log = measure_once("kafkalite", importtime=True)
+    secs, rss, log = measure_once("kafkalite", importtime=True)[:3]
     rows = []
     for line in log.splitlines():
         if not line.startswith("import time:") or "|" not in line:
