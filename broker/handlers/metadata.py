@@ -58,7 +58,8 @@ async def handle(ctx, request):
         for req_topic in request.topics:
             name = req_topic.name
             topic_id = getattr(req_topic, "topic_id", None)
-            if name is None and topic_id not in (None, ZERO_UUID):
+            # Kafka resolves by id whenever one is given (the Java client then sends name "")
+            if topic_id not in (None, ZERO_UUID):
                 topic = cluster.topics_by_id.get(topic_id)
                 if topic is None:
                     topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_id, None, topic_id, False, ()))
