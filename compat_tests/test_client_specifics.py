@@ -1,8 +1,8 @@
 """Client-specific behaviours that the shared feature tests do not cover.
 
 kafka-python: the broker version it infers from ApiVersions, pinned ``api_version``s, its
-offset lookups (beginning/end offsets, offsets_for_times). aiokafka: the ApiVersions table it
-reads, ``send_batch``, its offset lookups. kafkajs: its own admin client (createTopics,
+offset lookups (beginning/end offsets, offsets_for_times), its admin client. aiokafka: the
+ApiVersions table it reads, ``send_batch``, its offset lookups, its admin client. kafkajs: its own admin client (createTopics,
 fetchTopicOffsets, fetchTopicOffsetsByTimestamp, deleteTopicRecords, createPartitions,
 deleteTopics, describeConfigs), headers with repeated keys, a fetch that starts inside a
 compressed batch.
@@ -96,6 +96,67 @@ def test_kafka_python_offset_lookups(bootstrap, topic_name):
             consumer.close()
 
 
+@pytest.mark.kafka_python
+@pytest.mark.admin
+def test_kafka_python_admin(bootstrap, topic_name):
+    """kafka-python 3's admin client: configs (incremental and legacy alter), partitions, records,
+    offsets by spec (earliest, latest, max timestamp, timestamp), cluster, log dirs, delete."""
+    from compat_tests.clients.kafka_python import kafka_python_version
+
+    if kafka_python_version() < (3,):
+        pytest.skip("written against kafka-python 3's admin API")
+    from kafka import TopicPartition
+    from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
+
+    c = KafkaPythonClient(bootstrap)
+    c.create_topic(topic_name, 1, {"retention.ms": "123456789"})
+    c.produce(topic_name, _timed_msgs(6), partition=0)
+    tp = TopicPartition(topic_name, 0)
+    admin = c.admin_client()
+    try:
+
+        def retention():
+            res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, ["retention.ms"])])
+            return res["topic"][topic_name]["retention.ms"]["value"]
+
+        assert retention() == "123456789"
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, {"retention.ms": "1000000"})])
+        assert retention() == "1000000"
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, {"retention.ms": "2000000"})],
+                            incremental=False)
+        assert retention() == "2000000"
+
+        admin.create_partitions({topic_name: 3})
+        (described,) = admin.describe_topics([topic_name])
+        assert sorted(p["partition_index"] for p in described["partitions"]) == [0, 1, 2]
+
+        deleted = admin.delete_records({tp: 2})
+        assert deleted[tp]["low_watermark"] == 2
+
+        def offset(spec):
+            return admin.list_partition_offsets({tp: spec})[tp]
+
+        assert offset(OffsetSpec.EARLIEST).offset == 2
+        assert offset(OffsetSpec.LATEST).offset == 6
+        assert (offset(OffsetSpec.MAX_TIMESTAMP).offset, offset(OffsetSpec.MAX_TIMESTAMP).timestamp) == (5, T0 + 5000)
+        assert (offset(T0 + 3500).offset, offset(T0 + 3500).timestamp) == (4, T0 + 4000)
+
+        cluster = admin.describe_cluster()
+        assert cluster["cluster_id"] and len(cluster["brokers"]) >= 1
+        assert cluster["controller_id"] in {b["broker_id"] for b in cluster["brokers"]}
+        dirs = admin.describe_log_dirs()
+        names = {t["name"] for d in dirs for ld in d["log_dirs"] for t in ld["topics"]}
+        assert topic_name in names
+
+        admin.delete_topics([topic_name])
+        deadline = time.monotonic() + 10
+        while topic_name in admin.list_topics() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert topic_name not in admin.list_topics()
+    finally:
+        admin.close()
+
+
 # ----------------------------------------------------------------------------- aiokafka
 
 
@@ -186,6 +247,54 @@ def test_aiokafka_offset_lookups(bootstrap, topic_name):
     assert end == {tp: 4}
     assert by_time[tp].offset == 2 and by_time[tp].timestamp == T0 + 2000
     assert none_found[tp] is None
+
+
+@pytest.mark.aiokafka
+@pytest.mark.admin
+def test_aiokafka_admin(bootstrap, topic_name):
+    """aiokafka's admin client sends old versions (AlterConfigs v1, CreatePartitions v1,
+    DeleteTopics v3): configs, partitions, records, cluster, delete."""
+    from aiokafka.admin import NewPartitions, RecordsToDelete
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+    from aiokafka.structs import TopicPartition
+
+    c = AiokafkaClient(bootstrap)
+    c.create_topic(topic_name, 1, {"retention.ms": "123456789"})
+    c.produce(topic_name, _timed_msgs(6), partition=0)
+    tp = TopicPartition(topic_name, 0)
+
+    def retention():
+        (response,) = c.run(c.admin_call, "describe_configs",
+                            [ConfigResource(ConfigResourceType.TOPIC, topic_name, {"retention.ms": None})])
+        (resource,) = response.resources
+        assert resource[0] == 0, resource  # error code
+        entries = {e[0]: e[1] for e in resource[4]}  # config_entries: (name, value, ...)
+        return entries["retention.ms"]
+
+    assert retention() == "123456789"
+    (altered,) = c.run(c.admin_call, "alter_configs",
+                       [ConfigResource(ConfigResourceType.TOPIC, topic_name, {"retention.ms": "1000"})])
+    assert [r[0] for r in altered.resources] == [0]
+    assert retention() == "1000"
+
+    created = c.run(c.admin_call, "create_partitions", {topic_name: NewPartitions(3)})
+    assert [e[1] for e in created.topic_errors] == [0]
+    (described,) = c.run(c.admin_call, "describe_topics", [topic_name])
+    assert len(described["partitions"]) == 3
+
+    assert c.run(c.admin_call, "delete_records", {tp: RecordsToDelete(3)}) == {tp: 3}
+    got = c.consume(topic_name, [0], 3, timeout_s=10)
+    assert [m.offset for m in got] == [3, 4, 5]
+
+    cluster = c.run(c.admin_call, "describe_cluster")
+    assert cluster["cluster_id"] and cluster["brokers"]
+
+    deleted = c.run(c.admin_call, "delete_topics", [topic_name])
+    assert [e[1] for e in deleted.topic_error_codes] == [0]
+    deadline = time.monotonic() + 10
+    while topic_name in c.run(c.admin_call, "list_topics") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert topic_name not in c.run(c.admin_call, "list_topics")
 
 
 # ----------------------------------------------------------------------------- kafkajs
