@@ -11,6 +11,7 @@ compressed batch.
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from compat_tests.clients.aiokafka_client import AiokafkaClient
 from compat_tests.clients.base import Msg, Unsupported
 from compat_tests.clients.kafka_python import KafkaPythonClient
-from compat_tests.clients.kafkajs import KafkajsClient, KafkajsError
+from compat_tests.clients.kafkajs import KafkajsClient, KafkajsError, run_driver
 
 T0 = 1_700_000_000_000  # record timestamps used below: T0, T0 + 1000, T0 + 2000, ...
 
@@ -155,6 +156,51 @@ def test_kafka_python_admin(bootstrap, topic_name):
         assert topic_name not in admin.list_topics()
     finally:
         admin.close()
+
+
+@pytest.mark.kafka_python
+@pytest.mark.produce_fetch
+def test_kafka_python_incremental_fetch_session(bootstrap, topic_name):
+    """kafka-python 3 keeps one incremental fetch session (KIP-227) per broker: partitions with
+    nothing new drop out of the requests, pause/resume and seeks change the session's set."""
+    from kafka import TopicPartition
+
+    c = KafkaPythonClient(bootstrap)
+    c.create_topic(topic_name, 3)
+    tps = [TopicPartition(topic_name, p) for p in range(3)]
+    consumer = c.consumer(enable_incremental_fetch_sessions=True, fetch_max_wait_ms=50)
+
+    def poll_until(n, timeout=10.0):
+        out, deadline = [], time.monotonic() + timeout
+        while len(out) < n and time.monotonic() < deadline:
+            for recs in consumer.poll(timeout_ms=100).values():
+                out.extend((r.partition, r.offset, r.value) for r in recs)
+        time.sleep(0.2)  # a few more empty fetches: nothing else may arrive
+        for recs in consumer.poll(timeout_ms=200).values():
+            out.extend((r.partition, r.offset, r.value) for r in recs)
+        return sorted(out)
+
+    try:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        assert poll_until(0, timeout=0.5) == []
+        for round_ in range(3):
+            p = round_ % 3
+            c.produce(topic_name, [Msg(value=b"r%d-%d" % (round_, i)) for i in range(2)], partition=p)
+            base = 0
+            assert poll_until(2) == [(p, base + i, b"r%d-%d" % (round_, i)) for i in range(2)], round_
+        # pause partition 1: its records wait; resume: they arrive
+        consumer.pause(tps[1])
+        c.produce(topic_name, [Msg(value=b"paused")], partition=1)
+        c.produce(topic_name, [Msg(value=b"live")], partition=2)
+        assert poll_until(1) == [(2, 2, b"live")]
+        consumer.resume(tps[1])
+        assert poll_until(1) == [(1, 2, b"paused")]
+        # seek back on one partition: the session must serve the old offset again
+        consumer.seek(tps[0], 1)
+        assert poll_until(1) == [(0, 1, b"r0-1")]
+    finally:
+        consumer.close()
 
 
 # ----------------------------------------------------------------------------- aiokafka
@@ -464,3 +510,66 @@ def test_kafkajs_errors_carry_the_kafka_error_type(bootstrap, topic_name):
     with pytest.raises(KafkajsError) as info:
         c.admin("createPartitions", {"topicPartitions": [{"topic": topic_name, "count": 1}]})
     assert info.value.type == "INVALID_PARTITIONS", info.value.error
+
+
+# ----------------------------------------------------------------------------- all three
+
+
+def _read_with_tiny_fetch_limits(client_name: str, bootstrap: str, topic: str, n: int) -> list[tuple[int, int]]:
+    """Read n records from partition 0 with max partition/fetch bytes of 1 KiB."""
+    if client_name == "kafkajs":
+        reply = run_driver({"cmd": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": [0], "count": n,
+                            "start": "earliest", "isolation": "read_uncommitted", "maxPartitionBytes": 1024,
+                            "maxBytes": 1024}, 15)
+        return [(r["offset"], len(base64.b64decode(r["value"]))) for r in reply]
+    if client_name == "kafka_python":
+        from kafka import TopicPartition
+
+        consumer = KafkaPythonClient(bootstrap).consumer(max_partition_fetch_bytes=1024, fetch_max_bytes=1024)
+        try:
+            tp = TopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek_to_beginning(tp)
+            out, deadline = [], time.monotonic() + 15
+            while len(out) < n and time.monotonic() < deadline:
+                for recs in consumer.poll(timeout_ms=200).values():
+                    out.extend((r.offset, len(r.value)) for r in recs)
+            return out
+        finally:
+            consumer.close()
+    c = AiokafkaClient(bootstrap)
+
+    async def read():
+        from aiokafka import TopicPartition
+
+        consumer = c.consumer(max_partition_fetch_bytes=1024, fetch_max_bytes=1024)
+        try:
+            await consumer.start()
+            tp = TopicPartition(topic, 0)
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            out, deadline = [], time.monotonic() + 15
+            while len(out) < n and time.monotonic() < deadline:
+                for recs in (await consumer.getmany(tp, timeout_ms=200)).values():
+                    out.extend((r.offset, len(r.value)) for r in recs)
+            return out
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(asyncio.wait_for(read(), 30))
+
+
+@pytest.mark.produce_fetch
+@pytest.mark.parametrize("client_name", [
+    pytest.param("kafka_python", marks=pytest.mark.kafka_python),
+    pytest.param("aiokafka", marks=pytest.mark.aiokafka),
+    pytest.param("kafkajs", marks=pytest.mark.kafkajs),
+])
+def test_batches_larger_than_the_fetch_limits(bootstrap, topic_name, client_name):
+    """KIP-74: a fetch returns the first batch whole even when it is larger than the partition's
+    and the request's max bytes, so a consumer with small limits still makes progress."""
+    c = KafkaPythonClient(bootstrap)
+    c.create_topic(topic_name, 1)
+    for i in range(3):  # three batches of 8 KiB records
+        c.produce(topic_name, [Msg(value=bytes([i]) * 8192)], partition=0)
+    assert _read_with_tiny_fetch_limits(client_name, bootstrap, topic_name, 3) == [(0, 8192), (1, 8192), (2, 8192)]

@@ -282,7 +282,7 @@ async function consume(req) {
         const { responses } = await broker.fetch({
           maxWaitTime,
           minBytes: 1,
-          maxBytes: 32 * 1024 * 1024,
+          maxBytes: req.maxBytes || 32 * 1024 * 1024,
           isolationLevel,
           topics: [{ topic, partitions: requested }],
         })
