@@ -14,9 +14,10 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 def records(n: int) -> list[Msg]:
-    # compressible values, distinct keys, a header: what compression must keep
+    # compressible values, distinct keys, headers: what compression must keep (one header set for
+    # all records, so that kcat sends them in one run)
     return [Msg(key=f"key-{i:05d}".encode(), value=(f"value {i:05d} " + "abcdefgh" * 16).encode(),
-                headers=(("n", str(i).encode()),)) for i in range(n)]
+                headers=(("source", b"compat"), ("empty", b""))) for i in range(n)]
 
 
 def view(msgs):

@@ -2,15 +2,18 @@
 
 The sources are compiled with javac the first time a test needs them, into a cache directory keyed
 by a hash of the sources, the jars and the JDK (``.cache/java/<hash>/``), together with a
-class-data-sharing archive that halves JVM start-up. Each call is one JVM launch: a JSON request
-on stdin, JSON lines on stdout (see KafkaDriver.java).
+class-data-sharing archive that halves JVM start-up. Calls go, as JSON lines, to one driver JVM
+per test process that serves them concurrently (see KafkaDriver.java); KAFKALITE_JAVA_ONESHOT=1
+starts one JVM per call instead.
 
 The jars come from scripts/install-test-deps.sh (``.deps/java``, or ``$KAFKALITE_DEPS_DIR/java``).
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
+import collections
 import fcntl
 import hashlib
 import json
@@ -18,6 +21,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
+import queue
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,28 +141,130 @@ def build() -> _Build:
     return _build
 
 
-def run(request: dict[str, Any], timeout: float = 60.0) -> list[dict[str, Any]]:
-    """Runs one driver command; returns its JSON lines. Raises JavaError for a failed command."""
+def _java_cmd(*args: str) -> list[str]:
     b = build()
     cmd = ["java", *JVM_FLAGS]
     if b.archive is not None:
         cmd.append(f"-XX:SharedArchiveFile={b.archive}")
-    cmd += ["-cp", b.classpath, "KafkaDriver"]
-    payload = json.dumps(request).encode()
+    return [*cmd, "-cp", b.classpath, "KafkaDriver", *args]
+
+
+class _Server:
+    """One long-lived driver JVM ("serve" mode) that runs requests concurrently, so a test pays
+    neither JVM start-up nor class loading again. A request that times out takes the JVM down
+    (it cannot be cancelled alone); the next request starts a new one."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(_java_cmd("serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.lock = threading.Lock()
+        self.queues: dict[int, queue.Queue] = {}
+        self.next_id = 0
+        self.stderr: collections.deque[str] = collections.deque(maxlen=200)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            q = self.queues.get(line.pop("id", None))
+            if q is not None:
+                q.put(line)
+        for q in list(self.queues.values()):
+            q.put(None)  # the JVM is gone
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.stderr.append(raw.decode(errors="replace").rstrip())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def call(self, request: dict[str, Any], timeout: float) -> tuple[list[dict[str, Any]], int, str]:
+        q: queue.Queue = queue.Queue()
+        with self.lock:
+            self.next_id += 1
+            rid = self.next_id
+            self.queues[rid] = q
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps({**request, "id": rid}).encode() + b"\n")
+            self.proc.stdin.flush()
+        lines: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    line = q.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    self.kill()
+                    raise TimeoutError(f"Java driver {request.get('cmd')} did not finish in {timeout}s; "
+                                       f"output so far: {str(lines)[-2000:]}; stderr: {self.stderr_text()}") from None
+                if line is None:
+                    return lines, -1, self.stderr_text()
+                if line.get("end"):
+                    return lines, line.get("status", 0), ""
+                lines.append(line)
+        finally:
+            self.queues.pop(rid, None)
+
+    def stderr_text(self) -> str:
+        return "\n".join(l for l in self.stderr if not l.startswith("SLF4J"))[-4000:]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+_server: _Server | None = None
+_server_lock = threading.Lock()
+
+
+def _get_server() -> _Server:
+    global _server
+    with _server_lock:
+        if _server is None or not _server.alive():
+            _server = _Server()
+        return _server
+
+
+@atexit.register
+def _stop_server() -> None:
+    if _server is not None:
+        _server.kill()
+
+
+def run(request: dict[str, Any], timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Runs one driver command; returns its JSON lines. Raises JavaError for a failed command.
+
+    Requests go to the shared driver JVM; KAFKALITE_JAVA_ONESHOT=1 runs one JVM per request.
+    """
+    if os.environ.get("KAFKALITE_JAVA_ONESHOT"):
+        lines, status, stderr = _run_once(request, timeout)
+    else:
+        lines, status, stderr = _get_server().call(request, timeout)
+    for line in lines:
+        if "error" in line and len(line) == 1:
+            raise JavaError.from_json(line["error"], stderr)
+    if status != 0:
+        raise JavaError("ExitStatus", f"the Java driver failed (status {status})", stderr=stderr)
+    return lines
+
+
+def _run_once(request: dict[str, Any], timeout: float) -> tuple[list[dict[str, Any]], int, str]:
     try:
-        proc = subprocess.run(cmd, input=payload, capture_output=True, timeout=timeout)
+        proc = subprocess.run(_java_cmd(), input=json.dumps(request).encode(), capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise TimeoutError(
             f"Java driver {request.get('cmd')} did not finish in {timeout}s; "
             f"stdout: {(e.stdout or b'')[-2000:]!r}; stderr: {_stderr(e.stderr)}") from None
     lines = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
-    stderr = _stderr(proc.stderr)
-    for line in lines:
-        if "error" in line and len(line) == 1:
-            raise JavaError.from_json(line["error"], stderr)
-    if proc.returncode != 0:
-        raise JavaError("ExitStatus", f"java exited with {proc.returncode}", stderr=stderr)
-    return lines
+    return lines, proc.returncode, _stderr(proc.stderr)
 
 
 def _stderr(raw: bytes | None) -> str:

@@ -35,7 +35,8 @@ class LibrdkafkaClient(Client):
     _admin: AdminClient | None = field(default=None, init=False, repr=False)
 
     def _conf(self, **extra: Any) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap, "broker.address.family": "v4", **self.config, **extra}
+        return {"bootstrap.servers": self.bootstrap, "broker.address.family": "v4", "log_level": 5,
+                **self.config, **extra}
 
     def admin_client(self) -> AdminClient:
         """This adapter's AdminClient (one per adapter; it must outlive the futures it returns)."""

@@ -18,6 +18,10 @@ import java.util.concurrent.ExecutionException;
  * {"error": {"type": exception class, "message": ..., "code": Kafka error name, "causes": [...]}}
  * and exits with status 1.
  *
+ * With the argument "serve" the program stays up and reads one request per stdin line, each with
+ * an "id"; requests run concurrently, every output line carries its request's "id", and a request
+ * ends with {"id", "end": true, "status": 0|1}. It exits when stdin closes.
+ *
  * Each command family lives in its own class with a static run(Map request) method; register
  * new ones in COMMANDS.
  */
@@ -39,8 +43,19 @@ public final class KafkaDriver {
             new PrintStream(new BufferedOutputStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), 1 << 16),
                     false, StandardCharsets.UTF_8);
 
-    /** Prints one JSON line on stdout. */
+    /** The id of the request the current thread serves (serve mode). */
+    private static final ThreadLocal<Object> REQUEST_ID = new ThreadLocal<>();
+
+    /** Prints one JSON line on stdout (tagged with the request id in serve mode). */
+    @SuppressWarnings("unchecked")
     static synchronized void emit(Object value) {
+        Object id = REQUEST_ID.get();
+        if (id != null && value instanceof Map) {
+            Map<String, Object> tagged = new LinkedHashMap<>();
+            tagged.put("id", id);
+            tagged.putAll((Map<String, Object>) value);
+            value = tagged;
+        }
         OUT.println(Json.write(value));
         OUT.flush();
     }
@@ -82,14 +97,21 @@ public final class KafkaDriver {
         return v == null ? dflt : ((Number) v).longValue();
     }
 
+    static void dispatch(Map<String, Object> request) throws Exception {
+        String name = (String) request.get("cmd");
+        Command cmd = COMMANDS.get(name);
+        if (cmd == null) throw new IllegalArgumentException("unknown command " + name + "; known: " + COMMANDS.keySet());
+        cmd.run(request);
+    }
+
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && "serve".equals(args[0])) {
+            serve();
+            return;
+        }
         int status = 0;
         try {
-            Map<String, Object> request = Json.obj(Json.parse(readAll(System.in)));
-            String name = (String) request.get("cmd");
-            Command cmd = COMMANDS.get(name);
-            if (cmd == null) throw new IllegalArgumentException("unknown command " + name + "; known: " + COMMANDS.keySet());
-            cmd.run(request);
+            dispatch(Json.obj(Json.parse(readAll(System.in))));
         } catch (Throwable t) {
             emit(Json.map("error", describe(t)));
             status = 1;
@@ -97,6 +119,37 @@ public final class KafkaDriver {
         OUT.flush();
         // Client threads (metadata, heartbeats) must not keep the JVM alive.
         Runtime.getRuntime().halt(status);
+    }
+
+    private static void serve() throws Exception {
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "request");
+            t.setDaemon(true);
+            return t;
+        });
+        java.io.BufferedReader in = new java.io.BufferedReader(
+                new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) continue;
+            final String text = line;
+            pool.execute(() -> {
+                int status = 0;
+                try {
+                    Map<String, Object> request = Json.obj(Json.parse(text));
+                    REQUEST_ID.set(request.get("id"));
+                    dispatch(request);
+                } catch (Throwable t) {
+                    emit(Json.map("error", describe(t)));
+                    status = 1;
+                } finally {
+                    emit(Json.map("end", true, "status", status));
+                    REQUEST_ID.remove();
+                }
+            });
+        }
+        OUT.flush();
+        Runtime.getRuntime().halt(0);
     }
 
     private static String readAll(InputStream in) throws java.io.IOException {
