@@ -21,6 +21,7 @@ Group states: Empty, Assigning, Reconciling, Stable.
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -84,10 +85,21 @@ class HeartbeatResult:
 
 
 class TopicView:
-    """What the group needs to know about topics: name -> (topic id, partition count)."""
+    """What the group needs to know about topics: name -> (topic id, partition count), and
+    the names of every topic (for regular-expression subscriptions)."""
 
-    def __init__(self, lookup: Callable[[str], tuple[uuid.UUID, int] | None]):
+    def __init__(self, lookup: Callable[[str], tuple[uuid.UUID, int] | None],
+                 names: Callable[[], list[str]] | None = None):
         self.lookup = lookup
+        self.names = names or (lambda: [])
+
+
+def _matches(regex: str, names: list[str]) -> set[str]:
+    try:
+        pattern = re.compile(regex)
+    except re.error:
+        return set()
+    return {n for n in names if not n.startswith("__") and pattern.fullmatch(n)}
 
 
 class ConsumerGroup:
@@ -103,6 +115,7 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._topics = TopicView(lambda name: None)
         # what changed since the coordinator last persisted the group
         self.epoch_dirty = False
         self.dirty_members: set[str] = set()
@@ -126,10 +139,16 @@ class ConsumerGroup:
     def has_member(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def subscribed_topics(self) -> set[str]:
+    def member_topics(self, m: ConsumerMember, topics: TopicView | None = None) -> set[str]:
+        out = set(m.subscribed_topic_names)
+        if m.subscribed_topic_regex:
+            out |= _matches(m.subscribed_topic_regex, (topics or self._topics).names())
+        return out
+
+    def subscribed_topics(self, topics: TopicView | None = None) -> set[str]:
         out: set[str] = set()
         for m in self.members.values():
-            out.update(m.subscribed_topic_names)
+            out |= self.member_topics(m, topics)
         return out
 
     def next_deadline(self) -> int | None:
@@ -345,8 +364,9 @@ class ConsumerGroup:
         self.epoch_dirty = True
 
     def _refresh_subscription_metadata(self, topics: TopicView) -> bool:
+        self._topics = topics
         meta = {}
-        for name in sorted(self.subscribed_topics()):
+        for name in sorted(self.subscribed_topics(topics)):
             info = topics.lookup(name)
             if info is not None:
                 meta[name] = info
@@ -357,7 +377,7 @@ class ConsumerGroup:
 
     def _compute_target(self) -> None:
         assignor = ASSIGNORS[self.preferred_assignor()]
-        subs = {mid: set(m.subscribed_topic_names) for mid, m in self.members.items()}
+        subs = {mid: self.member_topics(m) for mid, m in self.members.items()}
         self.target = assignor(subs, self.subscription_metadata, self.target)
         self.assignment_epoch = self.group_epoch
 

@@ -334,7 +334,7 @@ class GroupCoordinator:
             if topic is None or not topic.partitions:
                 return None
             return (topic.topic_id, len(topic.partitions))
-        return TopicView(lookup)
+        return TopicView(lookup, lambda: list(self.cluster.topics))
 
     # JoinGroup / SyncGroup / Heartbeat / LeaveGroup -------------------------------------------
     async def join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,

@@ -299,3 +299,14 @@ def test_persisted_value_roundtrip():
     assert g2.state == STABLE and g2.generation_id == 1 and g2.members[a].assignment == b"A"
     assert g2.static_members == {"i-1": a}
     assert g2.heartbeat(member_id=a, group_instance_id="i-1", generation_id=1, now=1) == ErrorCode.none
+
+
+def test_static_leader_restart_before_v9_names_the_old_leader():
+    g = make_group()
+    a = join(g, instance="i-1", v=5).value.member_id
+    sync(g, a, 1, {a: b"A"}, instance="i-1")
+    res = join(g, instance="i-1", v=5, now=10).value
+    assert res.error == ErrorCode.none and res.member_id != a
+    assert res.leader == a and res.members == [] and not res.skip_assignment  # acts as a follower
+    assert g.state == STABLE
+    assert sync(g, res.member_id, 1, instance="i-1", now=11).value.assignment == b"A"

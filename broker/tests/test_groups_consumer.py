@@ -187,3 +187,12 @@ def test_range_assignor():
     out = range_({"a": {"t1"}, "b": {"t1"}, "c": {"t1", "t2"}}, {"t1": (T1, 7), "t2": (T2, 2)})
     assert out["a"][T1] == {0, 1, 2} and out["b"][T1] == {3, 4} and out["c"][T1] == {5, 6}
     assert out["c"][T2] == {0, 1}
+
+
+def test_regex_subscription():
+    g = ConsumerGroup("g")
+    tv = TopicView(lambda name: TOPICS.get(name), lambda: list(TOPICS) + ["__consumer_offsets"])
+    r = g.heartbeat(member_id="m", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=1000,
+                    client_id="c", client_host="/h", subscribed_topic_names=None, subscribed_topic_regex="t.*",
+                    server_assignor=None, owned={}, topics=tv, now=0)
+    assert r.error == ErrorCode.none and r.assignment == {T1: set(range(6)), T2: {0, 1}}

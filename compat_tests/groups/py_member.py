@@ -200,6 +200,7 @@ def main() -> None:
     cfg = json.loads(sys.argv[1])
     import logging
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("kafka.cluster").setLevel(logging.WARNING)
     commands = stdin_commands()
     runner = {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}[cfg["client"]]
     try:
