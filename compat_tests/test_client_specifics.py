@@ -75,11 +75,14 @@ def test_kafka_python_pinned_api_version(bootstrap, topic_name, api_version):
 
 @pytest.mark.kafka_python
 @pytest.mark.offsets
-def test_kafka_python_offset_lookups(bootstrap, topic_name):
+@pytest.mark.parametrize("compression", ["none", "gzip", "zstd"])
+def test_kafka_python_offset_lookups(bootstrap, topic_name, compression):
+    """Each produce is one batch: a lookup by timestamp must find the record inside it, also when
+    the batch is compressed."""
     c = KafkaPythonClient(bootstrap)
     c.create_topic(topic_name, 2)
-    c.produce(topic_name, _timed_msgs(5), partition=0)
-    c.produce(topic_name, _timed_msgs(2), partition=1)
+    c.produce(topic_name, _timed_msgs(5), partition=0, compression=compression)
+    c.produce(topic_name, _timed_msgs(2), partition=1, compression=compression)
     from kafka import TopicPartition
 
     tp0, tp1 = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
