@@ -110,6 +110,8 @@ class AiokafkaClient(Client):
             raise Unsupported(f"aiokafka: compression {compression}")
         if not _codec_available(compression):
             raise Unsupported(f"aiokafka: no {compression} codec library installed")
+        if idempotent and str(acks) not in ("all", "-1"):
+            raise Unsupported("aiokafka: an idempotent producer needs acks=all")
         if any(m.key is None and m.value is None for m in msgs):  # AIOKafkaProducer.send asserts this
             raise Unsupported("aiokafka: a record with neither key nor value cannot be sent")
         return self.run(self._produce, topic, msgs, partition, compression, idempotent, acks)

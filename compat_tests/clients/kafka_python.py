@@ -108,6 +108,8 @@ class KafkaPythonClient(Client):
             raise Unsupported(f"kafka-python: compression {compression}")
         if not _codec_available(compression):
             raise Unsupported(f"kafka-python: no {compression} codec library installed")
+        if idempotent and str(acks) not in ("all", "-1"):
+            raise Unsupported("kafka-python: an idempotent producer needs acks=all")
         from kafka import KafkaProducer
 
         if idempotent and "enable_idempotence" not in KafkaProducer.DEFAULT_CONFIG:
