@@ -61,3 +61,16 @@ def test_successive_idempotent_producers_append(client, admin_client, create_top
     assert [r.offset for r in results] == list(range(50, 100))
     got = client.consume(topic_name, [0], 100)
     assert [m.value for m in got] == [m.value for m in first + second]
+
+
+@pytest.mark.compression
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_idempotent_compressed(client, admin_client, create_topic, topic_name, codec):
+    create_topic(topic_name)
+    n = 2000
+    msgs = [Msg(key=b"k", value=f"{i:06d} ".encode() * 8) for i in range(n)]
+    results = produce_idempotent(client, topic_name, msgs, partition=0, compression=codec)
+    assert [r.offset for r in results] == list(range(n))
+    got = client.consume(topic_name, [0], n, timeout_s=90)
+    assert [m.value for m in got] == [m.value for m in msgs]
+    assert admin_client.watermarks(topic_name, 0) == (0, n)

@@ -46,12 +46,19 @@ def test_null_and_empty_keys_and_values(client, create_topic, topic_name):
         Msg(key=b"tombstone", value=None),
         Msg(key=b"empty value", value=b""),
         Msg(key=b"", value=b"empty key"),
-        Msg(key=None, value=None),
+        Msg(key=b"", value=b""),
         Msg(key=b"k", value=b"v"),
     ]
     check_offsets(client.produce(topic_name, msgs))
     got = client.consume(topic_name, [0], len(msgs))
     assert view(got) == view(msgs)
+
+
+def test_record_without_key_and_value(client, create_topic, topic_name):
+    create_topic(topic_name)
+    msgs = [Msg(key=None, value=None), Msg(key=b"k", value=b"v")]
+    check_offsets(client.produce(topic_name, msgs))
+    assert view(client.consume(topic_name, [0], len(msgs))) == view(msgs)
 
 
 def test_binary_keys_and_values(client, create_topic, topic_name):
@@ -66,9 +73,16 @@ def test_headers(client, create_topic, topic_name):
     msgs = [
         Msg(key=b"a", value=b"one header", headers=(("trace-id", b"abc123"),)),
         Msg(key=b"b", value=b"repeated names keep their order", headers=(("h", b"1"), ("h", b"2"), ("x", b"3"))),
-        Msg(key=b"c", value=b"empty and null header values", headers=(("empty", b""), ("null", None))),
+        Msg(key=b"c", value=b"an empty header value", headers=(("empty", b""),)),
         Msg(key=b"d", value=b"no headers"),
     ]
+    check_offsets(client.produce(topic_name, msgs))
+    assert view(client.consume(topic_name, [0], len(msgs))) == view(msgs)
+
+
+def test_null_header_value(client, create_topic, topic_name):
+    create_topic(topic_name)
+    msgs = [Msg(key=b"c", value=b"null header value", headers=(("null", None), ("after", b"x")))]
     check_offsets(client.produce(topic_name, msgs))
     assert view(client.consume(topic_name, [0], len(msgs))) == view(msgs)
 
@@ -201,6 +215,36 @@ def test_many_batches_in_order(client, create_topic, topic_name):
     got = client.consume(topic_name, [0], len(msgs), timeout_s=60)
     assert [m.offset for m in got] == list(range(len(msgs)))
     assert [m.value for m in got] == [m.value for m in msgs]
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+def test_acks(client, create_topic, topic_name, acks):
+    """acks=0 gets no response (offsets unknown to the producer); 1 and all are acknowledged."""
+    create_topic(topic_name)
+    msgs = [Msg(key=b"k", value=f"acks={acks} {i}".encode()) for i in range(20)]
+    results = client.produce(topic_name, msgs, acks=acks)
+    if acks != "0":
+        check_offsets(results)
+    got = client.consume(topic_name, [0], len(msgs))
+    assert view(got) == view(msgs)
+    assert [m.offset for m in got] == list(range(len(msgs)))
+
+
+def test_read_committed_without_transactions(client, create_topic, topic_name):
+    """With no transactions the last stable offset is the high watermark."""
+    create_topic(topic_name)
+    msgs = [Msg(key=b"k", value=f"v{i}".encode()) for i in range(10)]
+    client.produce(topic_name, msgs)
+    got = client.consume(topic_name, [0], len(msgs), isolation="read_committed")
+    assert view(got) == view(msgs)
+
+
+def test_produce_to_an_auto_created_topic(client, topic_name):
+    """Metadata for an unknown topic creates it (auto.create.topics.enable, on by default)."""
+    msgs = [Msg(key=b"k", value=b"auto-created")]
+    results = client.produce(topic_name, msgs, partition=0)
+    assert (results[0].partition, results[0].offset) == (0, 0)
+    assert view(client.consume(topic_name, [0], 1)) == view(msgs)
 
 
 @pytest.mark.parametrize("adapter", [pytest.param("java", marks=pytest.mark.java),
