@@ -240,6 +240,22 @@ def test_list_offsets_max_timestamp(admin, timestamped_topic):
     assert admin.list_offsets(timestamped_topic, [0], "max_timestamp") == {0: (6, BASE_TS + 50_000)}
 
 
+def test_list_offsets_across_batches(admin, admin_client, create_topic, topic_name):
+    """Timestamp lookups across several batches (the time index), and a maximum timestamp that is
+    not in the last batch."""
+    create_topic(topic_name)
+    steps = [[0, 1, 2, 3], [4, 5, 90, 6], [7, 8, 9, 10], [11, 12, 13, 14]]
+    for batch in steps:
+        admin_client.produce(topic_name, [Msg(key=b"k", value=str(s).encode(), timestamp_ms=BASE_TS + 1000 * s)
+                                          for s in batch], partition=0)
+    assert admin.list_offsets(topic_name, [0], BASE_TS + 8000) == {0: (6, BASE_TS + 90_000)}
+    assert admin.list_offsets(topic_name, [0], BASE_TS + 10_500) == {0: (6, BASE_TS + 90_000)}
+    assert admin.list_offsets(topic_name, [0], BASE_TS + 5000) == {0: (5, BASE_TS + 5000)}
+    assert admin.list_offsets(topic_name, [0], BASE_TS + 91_000)[0][0] == -1
+    assert admin.list_offsets(topic_name, [0], "max_timestamp") == {0: (6, BASE_TS + 90_000)}
+    assert admin.list_offsets(topic_name, [0], "latest")[0][0] == 16
+
+
 def test_list_offsets_of_unknown_topic(admin, topic_name):
     with pytest.raises(BrokerError) as e:
         admin.list_offsets(topic_name + "-missing", [0], "latest")
@@ -311,3 +327,35 @@ def test_recreated_topic_gets_a_new_id(admin, create_topic, topic_name):
     create_topic(topic_name)
     second = admin.describe_topics([topic_name])[topic_name]["topic_id"]
     assert first != second
+
+
+def test_recreated_topic_starts_empty(admin, admin_client, create_topic, topic_name):
+    create_topic(topic_name)
+    admin_client.produce(topic_name, [Msg(key=b"k", value=f"old{i}".encode()) for i in range(5)], partition=0)
+    admin.delete_topics([topic_name])
+    eventually(lambda: _assert_eq(topic_name in admin.list_topics(), False))
+    create_topic(topic_name)
+    assert admin.list_offsets(topic_name, [0], "latest")[0][0] == 0
+    res = admin_client.produce(topic_name, [Msg(key=b"k", value=b"new")], partition=0)
+    assert res[0].offset == 0
+    (got,) = admin_client.consume(topic_name, [0], 1)
+    assert (got.offset, got.value) == (0, b"new")
+
+
+@pytest.mark.java
+def test_describe_log_dirs(bootstrap, admin_client, create_topic, topic_name):
+    from compat_tests.clients.java import JavaClient
+
+    create_topic(topic_name, partitions=2)
+    admin_client.produce(topic_name, [Msg(key=b"k", value=b"x" * 1000) for _ in range(10)], partition=1)
+    java = JavaClient(bootstrap)
+    (cluster,) = java.admin({"op": "describeCluster"})
+    node = cluster["nodes"][0]["id"]
+    (dirs,) = java.admin({"op": "describeLogDirs", "brokers": [node]})
+    replicas = {}
+    for d in dirs[str(node)].values():
+        assert d["error"] is None
+        replicas.update(d["replicas"])
+    assert f"{topic_name}-0" in replicas and f"{topic_name}-1" in replicas
+    assert replicas[f"{topic_name}-1"]["size"] >= 10_000
+    assert replicas[f"{topic_name}-0"]["size"] == 0
