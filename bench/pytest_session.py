@@ -12,6 +12,8 @@ the test, broker teardown.
 * tansu: the same test, with a ``conftest.py`` whose session fixture starts the Tansu binary on a
   free port and waits until it accepts connections (what a user would write for Tansu);
   kafkalite's plugin is disabled (``-p no:kafkalite``).
+* no broker: the same session with one test that only imports confluent_kafka, plugin disabled:
+  the fixed cost of Python, pytest, its plugins and the client library on this machine.
 
 Target (issue 6): kafkalite session under 1.5 s (a Kafka container takes 4-12 s to start).
 
@@ -32,6 +34,8 @@ from pathlib import Path
 
 from bench import peers
 from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+
+BASELINE = "no broker"
 
 TEST_FILE = textwrap.dedent('''
     import uuid
@@ -57,6 +61,14 @@ TEST_FILE = textwrap.dedent('''
                 break
         consumer.close()
         assert msg is not None and msg.error() is None and msg.value() == b"hello"
+''')
+
+BASELINE_TEST = textwrap.dedent('''
+    import confluent_kafka
+
+
+    def test_nothing():
+        assert confluent_kafka.version()
 ''')
 
 TANSU_CONFTEST = textwrap.dedent('''
@@ -96,7 +108,7 @@ TANSU_CONFTEST = textwrap.dedent('''
 def make_project(name: str) -> tuple[Path, list[str], dict[str, str]]:
     """A temp project for ``name``; returns its dir, the pytest command and the environment."""
     root = Path(tempfile.mkdtemp(prefix=f"bench-pytest-{name}-"))
-    (root / "test_roundtrip.py").write_text(TEST_FILE)
+    (root / "test_roundtrip.py").write_text(BASELINE_TEST if name == BASELINE else TEST_FILE)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root)]
     env = dict(os.environ)
     env.pop("KAFKA_BOOTSTRAP", None)
@@ -109,6 +121,8 @@ def make_project(name: str) -> tuple[Path, list[str], dict[str, str]]:
                 f"    {k}={v}\n" for k, v in peers.KAFKALITE_CONFIG.items()))
         # make sure the plugin and the broker come from this checkout
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(peers.REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    elif name == BASELINE:
+        cmd[3:3] = ["-p", "no:kafkalite"]
     elif name == "tansu":
         (root / "conftest.py").write_text(TANSU_CONFTEST)
         env["BENCH_TANSU_BIN"] = peers.tansu_binary()
@@ -132,9 +146,11 @@ def measure_once(name: str, timeout: float = 120.0) -> float:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
+def run(brokers: list[str], runs: int, warmup: bool = True, baseline: bool = True) -> Report:
     report = Report("pytest_session: one produce/consume test with a broker fixture, whole session",
                     settings={"runs": runs, "warmup": warmup})
+    if baseline:
+        brokers = [*brokers, BASELINE]
     metric = report.metric("pytest_session", "pytest session wall time", "ms", False,
                            [Target("at_most", 1500.0)])
     usable = []
@@ -159,9 +175,12 @@ def main(argv: list[str] | None = None) -> Report:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser, runs=5)
     parser.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first run")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help=f"skip the '{BASELINE}' row (a session whose one test only imports confluent_kafka)")
     args = parser.parse_args(argv)
     apply_common_arguments(args)
-    report = run(peers.parse_brokers(args.brokers), args.runs, warmup=not args.no_warmup)
+    report = run(peers.parse_brokers(args.brokers), args.runs, warmup=not args.no_warmup,
+                 baseline=not args.no_baseline)
     emit(report, args.json)
     return report
 
