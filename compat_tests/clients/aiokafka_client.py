@@ -143,7 +143,14 @@ class AiokafkaClient(Client):
                     )
                 )
             metadata = await asyncio.gather(*futures)
-            return [ProduceResult(partition=md.partition, offset=md.offset) for md in metadata]
+            results = []
+            for m, md in zip(msgs, metadata):
+                if md is None:  # acks=0: aiokafka resolves the future with None
+                    p = m.partition if m.partition is not None else partition
+                    results.append(ProduceResult(partition=-1 if p is None else p, offset=-1))
+                else:
+                    results.append(ProduceResult(partition=md.partition, offset=md.offset))
+            return results
         finally:
             await producer.stop()
 
