@@ -192,7 +192,7 @@ class Report:
                     _fmt(meds.get(b)),
                     m.unit,
                     runs,
-                    "" if r is None else f"{r:.2f}x",
+                    "" if r is None else (f"{r:.2f}x" if r >= 0.1 else f"{r:.2g}x"),
                     target_txt,
                     met_txt,
                 ])
