@@ -263,3 +263,74 @@ def test_record_above_max_message_bytes_is_rejected(adapter, bootstrap, create_t
     client.produce(topic_name, [Msg(key=b"small", value=b"fits")])
     (got,) = client.consume(topic_name, [0], 1)
     assert (got.offset, got.value) == (0, b"fits")
+
+
+JAVA_AND_LIBRDKAFKA = [pytest.param("java", marks=pytest.mark.java),
+                       pytest.param("librdkafka", marks=pytest.mark.librdkafka)]
+NO_RETRIES = {"java": {"retries": 0}, "librdkafka": {"message.send.max.retries": 0}}
+
+
+@pytest.mark.parametrize("adapter", JAVA_AND_LIBRDKAFKA)
+def test_keyless_record_on_compacted_topic_is_rejected(adapter, bootstrap, create_topic, topic_name):
+    """Compaction needs keys: Kafka answers INVALID_RECORD and appends nothing."""
+    from compat_tests.clients import load_adapter
+
+    create_topic(topic_name, configs={"cleanup.policy": "compact"})
+    client = load_adapter(adapter)(bootstrap)
+    with pytest.raises(Exception) as info:
+        client.produce(topic_name, [Msg(key=None, value=b"no key")], config=NO_RETRIES[adapter])
+    assert getattr(info.value, "code", None) == "INVALID_RECORD", info.value
+    client.produce(topic_name, [Msg(key=b"k", value=b"keyed")], config=NO_RETRIES[adapter])
+    (got,) = client.consume(topic_name, [0], 1)
+    assert (got.offset, got.value) == (0, b"keyed")
+
+
+@pytest.mark.parametrize("adapter", JAVA_AND_LIBRDKAFKA)
+@pytest.mark.parametrize("config,offset_ms", [
+    ("message.timestamp.after.max.ms", 3_600_000),
+    ("message.timestamp.before.max.ms", -3_600_000),
+])
+def test_timestamp_outside_the_allowed_range_is_rejected(adapter, bootstrap, create_topic, topic_name, config,
+                                                         offset_ms):
+    """KIP-937: a CreateTime too far in the future or past gets INVALID_TIMESTAMP."""
+    from compat_tests.clients import load_adapter
+
+    create_topic(topic_name, configs={config: "60000"})
+    client = load_adapter(adapter)(bootstrap)
+    now = int(time.time() * 1000)
+    with pytest.raises(Exception) as info:
+        client.produce(topic_name, [Msg(key=b"k", value=b"off", timestamp_ms=now + offset_ms)],
+                       config=NO_RETRIES[adapter])
+    assert getattr(info.value, "code", None) == "INVALID_TIMESTAMP", info.value
+    res = client.produce(topic_name, [Msg(key=b"k", value=b"in range", timestamp_ms=now)])
+    assert res[0].offset == 0
+
+
+@pytest.mark.parametrize("adapter", JAVA_AND_LIBRDKAFKA)
+def test_fetch_out_of_range_resets_to_earliest(adapter, bootstrap, create_topic, topic_name):
+    """A fetch offset past the log end, or below the log start after DeleteRecords, gets
+    OFFSET_OUT_OF_RANGE; the consumer resets (auto.offset.reset=earliest) to the log start."""
+    from compat_tests.clients import load_adapter
+    from compat_tests.clients.librdkafka import LibrdkafkaAdmin
+
+    create_topic(topic_name)
+    client = load_adapter(adapter)(bootstrap)
+    msgs = [Msg(key=b"k", value=f"v{i}".encode()) for i in range(10)]
+    client.produce(topic_name, msgs)
+    reset = {"auto.offset.reset": "earliest"}
+    got = client.consume(topic_name, [0], 10, start=50, config=reset)
+    assert [m.offset for m in got] == list(range(10))
+    LibrdkafkaAdmin(bootstrap).delete_records(topic_name, {0: 5})
+    got = client.consume(topic_name, [0], 5, start=2, config=reset)
+    assert [m.offset for m in got] == list(range(5, 10))
+    assert [m.value for m in got] == [m.value for m in msgs[5:]]
+
+
+def test_many_partitions(client, create_topic, topic_name):
+    create_topic(topic_name, partitions=24)
+    msgs = [Msg(key=f"key-{i}".encode(), value=f"v{i}".encode()) for i in range(240)]
+    results = client.produce(topic_name, msgs)
+    assert len({r.partition for r in results}) > 12
+    got = client.consume(topic_name, list(range(24)), len(msgs))
+    assert sorted((m.partition, m.offset, m.value) for m in got) == \
+        sorted((r.partition, r.offset, m.value) for m, r in zip(msgs, results))

@@ -23,6 +23,7 @@ class DeliveryError(Exception):
     def __init__(self, error: KafkaError, index: int):
         self.error = error
         self.index = index
+        self.code = kafka_error_name(error)  # Kafka's error name, as JavaError.code
         super().__init__(f"record {index}: {error.name()} ({error.code()}): {error.str()}")
 
 
