@@ -90,17 +90,32 @@ def test_create_topic_validate_only(admin, topic_name):
     eventually(lambda: topic_name in admin.list_topics() or (_ for _ in ()).throw(AssertionError()))
 
 
-@pytest.mark.parametrize("partitions,configs,code", [
-    (0, {}, "INVALID_PARTITIONS"),
-    (1, {"no.such.config": "1"}, "INVALID_CONFIG"),
-    (1, {"cleanup.policy": "neither"}, "INVALID_CONFIG"),
+@pytest.mark.parametrize("partitions,configs,rf,code", [
+    (0, {}, None, "INVALID_PARTITIONS"),
+    (1, {"no.such.config": "1"}, None, "INVALID_CONFIG"),
+    (1, {"cleanup.policy": "neither"}, None, "INVALID_CONFIG"),
+    (1, {"retention.ms": "soon"}, None, "INVALID_CONFIG"),
+    (1, {}, 3, "INVALID_REPLICATION_FACTOR"),  # one broker
 ])
-def test_create_topic_rejects_invalid_requests(admin, topic_name, partitions, configs, code):
+def test_create_topic_rejects_invalid_requests(admin, topic_name, partitions, configs, rf, code):
     for validate_only in (True, False):
         with pytest.raises(BrokerError) as e:
-            admin.create_topic(topic_name, partitions, configs, validate_only=validate_only)
+            admin.create_topic(topic_name, partitions, configs, validate_only=validate_only, replication_factor=rf)
         assert e.value.code == code
     assert topic_name not in admin.list_topics()
+
+
+@pytest.mark.parametrize("name", ["bad/name", "x" * 250, ".", ".."])
+def test_create_topic_rejects_invalid_names(admin, name):
+    with pytest.raises(BrokerError) as e:
+        admin.create_topic(name, 1)
+    assert e.value.code == "INVALID_TOPIC_EXCEPTION"
+
+
+def test_alter_configs_of_unknown_topic(admin, topic_name):
+    with pytest.raises(BrokerError) as e:
+        admin.incremental_alter_configs("topic", topic_name + "-missing", [("SET", "retention.ms", "1000")])
+    assert e.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 def test_create_topic_with_broker_default_partitions(admin, topic_name):

@@ -32,8 +32,9 @@ class Admin:
     name = "base"
 
     def create_topic(self, name: str, partitions: int | None = 1, configs: dict[str, str] | None = None,
-                     validate_only: bool = False) -> dict[str, Any]:
-        """CreateTopics; returns what the broker answered: {"partitions", "topic_id"?}."""
+                     validate_only: bool = False, replication_factor: int | None = None) -> dict[str, Any]:
+        """CreateTopics (None: the broker's default); returns what the broker answered:
+        {"partitions", "topic_id"?}."""
         raise Unsupported(f"{self.name}: create_topic")
 
     def delete_topics(self, names: list[str]) -> None:

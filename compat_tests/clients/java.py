@@ -393,9 +393,10 @@ class JavaAdmin(Admin):
             raise res
         return res
 
-    def create_topic(self, name, partitions=1, configs=None, validate_only=False):
+    def create_topic(self, name, partitions=1, configs=None, validate_only=False, replication_factor=None):
         res = self._one("createTopics", validate_only=validate_only,
-                        topics=[{"name": name, "partitions": partitions, "configs": configs or {}}])
+                        topics=[{"name": name, "partitions": partitions, "replication_factor": replication_factor,
+                                 "configs": configs or {}}])
         return res[name]
 
     def delete_topics(self, names):

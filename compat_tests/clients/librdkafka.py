@@ -182,9 +182,10 @@ class LibrdkafkaAdmin(Admin):
         self.client = LibrdkafkaClient(bootstrap, config=dict(config or {}))
         self.admin = self.client.admin_client()
 
-    def create_topic(self, name, partitions=1, configs=None, validate_only=False):
+    def create_topic(self, name, partitions=1, configs=None, validate_only=False, replication_factor=None):
         fs = self.admin.create_topics(
-            [NewTopic(name, num_partitions=-1 if partitions is None else partitions, replication_factor=-1,
+            [NewTopic(name, num_partitions=-1 if partitions is None else partitions,
+                      replication_factor=-1 if replication_factor is None else replication_factor,
                       config=configs or {})],
             validate_only=validate_only, request_timeout=20, operation_timeout=20)
         _result(fs[name])
