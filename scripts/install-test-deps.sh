@@ -10,6 +10,13 @@ mkdir -p "$DEPS"
 # --- Python: the package and the Python clients ---
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
+# --- Spark: PySpark for spark_tests/ ---
+# PySpark 4.3.0 (a ~400 MB sdist, built once). Spark's Kafka connector is not on PyPI: the PySpark
+# tests take its jars from SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES and skip without them.
+if [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "4.3.0" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check 'pyspark==4.3.0'
+fi
+
 # --- Debian: kcat (librdkafka) ---
 if ! command -v kcat >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -1,0 +1,1 @@
+"""Spark's Kafka connector against a Kafka-compatible broker (see conftest.py)."""
