@@ -10,7 +10,12 @@ States (Kafka's ClassicGroupState): Empty, PreparingRebalance, CompletingRebalan
 - The join phase completes as soon as every known member (and every pending one) has sent a
   JoinGroup, or when the rebalance timeout (the largest of the members') passes; dynamic
   members that did not rejoin are then removed. group.initial.rebalance.delay.ms delays the
-  first rebalance of an empty group (0 by default: no delay).
+  first rebalance of an empty group (KIP-134; 0 by default). With no delay, a lone member
+  forms its group at once, but when several members join an empty group together the first
+  join phase waits until no new member has arrived for `burst_settle_ms` (100 ms): a member
+  whose first JoinGroup lands just after the others' join phase would otherwise cost a second
+  round, which librdkafka delays by at least a second and a Stable member only notices at its
+  next heartbeat.
 - The leader's SyncGroup carries the assignment: the group becomes Stable and every member
   waiting in SyncGroup is answered. Members that send no SyncGroup within the rebalance
   timeout are removed and the group rebalances.
@@ -97,7 +102,7 @@ class ClassicMember:
 class ClassicGroup:
     def __init__(self, group_id: str, *, initial_rebalance_delay_ms: int = 0,
                  min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1_800_000,
-                 on_change: Callable[["ClassicGroup"], None] | None = None):
+                 burst_settle_ms: int = 0, on_change: Callable[["ClassicGroup"], None] | None = None):
         self.group_id = group_id
         self.state = EMPTY
         self.generation_id = 0
@@ -112,6 +117,11 @@ class ClassicGroup:
         self.max_session_timeout_ms = max_session_timeout_ms
         self.join_deadline: int | None = None  # PreparingRebalance: rebalance timeout
         self.initial_delay_deadline: int | None = None
+        # several members forming an empty group at once: wait until joins stop arriving
+        self.burst_settle_ms = burst_settle_ms
+        self.forming = False
+        self.last_arrival = 0
+        self.settle_deadline: int | None = None
         self.initial_delay_limit: int | None = None
         self.sync_deadline: int | None = None  # CompletingRebalance: members must sync by then
         self.current_state_timestamp = -1
@@ -132,7 +142,7 @@ class ClassicGroup:
         for m in self.members.values():
             if m.join_waiter is None and m.sync_waiter is None:
                 ds.append(m.heartbeat_deadline)
-        for d in (self.join_deadline, self.initial_delay_deadline, self.sync_deadline):
+        for d in (self.join_deadline, self.initial_delay_deadline, self.sync_deadline, self.settle_deadline):
             if d is not None:
                 ds.append(d)
         return min(ds) if ds else None
@@ -238,6 +248,7 @@ class ClassicGroup:
                 if old_id is not None and old_id in self.members:
                     return self._static_rejoin(old_id, new_id, args, supports_skip_assignment, waiter, now)
                 return self._add_member_and_rebalance(new_id, group_instance_id, args, waiter, now)
+            self.last_arrival = now
             if require_known_member_id:
                 self.pending_members[new_id] = now + session_timeout_ms
                 return JoinResult(ErrorCode.member_id_required, member_id=new_id)
@@ -282,6 +293,7 @@ class ClassicGroup:
 
     def _add_member_and_rebalance(self, member_id: str, instance_id: str | None, args, waiter: Waiter, now: int):
         client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols = args
+        self.last_arrival = now
         member = ClassicMember(member_id, instance_id, client_id, client_host, session_timeout_ms,
                                rebalance_timeout_ms, protocol_type, protocols, join_waiter=waiter,
                                heartbeat_deadline=now + session_timeout_ms, is_new=True)
@@ -353,6 +365,7 @@ class ClassicGroup:
                     m.sync_waiter(SyncResult(ErrorCode.rebalance_in_progress))
                     m.sync_waiter = None
         was_empty = self.state == EMPTY
+        self.forming = was_empty
         self.sync_deadline = None
         self._transition(PREPARING_REBALANCE, now)
         timeout = self._max_rebalance_timeout()
@@ -369,10 +382,18 @@ class ClassicGroup:
 
     def _maybe_complete_join(self, now: int) -> None:
         if self.state == PREPARING_REBALANCE and self.initial_delay_deadline is None and self._all_joined():
+            if self.forming and len(self.members) > 1 and self.burst_settle_ms > 0 \
+                    and now < self.last_arrival + self.burst_settle_ms:
+                # members are arriving together at an empty group: a member whose first
+                # JoinGroup is still on its way would otherwise force a second round
+                self.settle_deadline = self.last_arrival + self.burst_settle_ms
+                return
             self._complete_join(now)
 
     def _complete_join(self, now: int) -> None:
         self.join_deadline = None
+        self.settle_deadline = None
+        self.forming = False
         self.initial_delay_deadline = self.initial_delay_limit = None
         for m in list(self.members.values()):
             if m.join_waiter is None and m.group_instance_id is None:
@@ -517,6 +538,9 @@ class ClassicGroup:
             if m.join_waiter is None and m.sync_waiter is None and m.heartbeat_deadline <= now:
                 self._remove_member_and_update(m, now)
         if self.state == PREPARING_REBALANCE:
+            if self.settle_deadline is not None and self.settle_deadline <= now:
+                self.settle_deadline = None
+                self._maybe_complete_join(now)
             if self.initial_delay_deadline is not None and self.initial_delay_deadline <= now:
                 self.initial_delay_deadline = self.initial_delay_limit = None
                 self.join_deadline = now + self._max_rebalance_timeout()

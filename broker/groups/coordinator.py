@@ -40,6 +40,9 @@ log = logging.getLogger("kafkalite.groups")
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
 RETENTION_CHECK_INTERVAL_MS = 60_000
+# With group.initial.rebalance.delay.ms=0, members that join an empty group together are still
+# put in one generation: the first join phase waits until no new member arrived for this long.
+BURST_SETTLE_MS = 100
 
 
 def java_string_hash(s: str) -> int:
@@ -317,6 +320,7 @@ class GroupCoordinator:
             initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
             max_session_timeout_ms=self.config["group.max.session.timeout.ms"],
+            burst_settle_ms=BURST_SETTLE_MS if self.config["group.initial.rebalance.delay.ms"] == 0 else 0,
             on_change=self._on_classic_change,
         )
         self.groups[group_id] = group
@@ -364,10 +368,12 @@ class GroupCoordinator:
                             protocols=protocols, require_known_member_id=api_version >= 4,
                             supports_skip_assignment=api_version >= 9, waiter=waiter, now=self.clock())
         self._after(group)
-        if result is not None:
-            return result
-        await event.wait()
-        return box[0]
+        if result is None:
+            await event.wait()
+            result = box[0]
+        log.debug("group %s: JoinGroup v%d member %r -> %s gen %d leader %s member %s", group_id, api_version,
+                  member_id, result.error.name, result.generation_id, result.leader, result.member_id)
+        return result
 
     async def sync_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                          protocol_type: str | None, protocol_name: str | None,
@@ -386,10 +392,11 @@ class GroupCoordinator:
                             protocol_type=protocol_type, protocol_name=protocol_name, assignments=assignments,
                             waiter=waiter, now=self.clock())
         self._after(group)
-        if result is not None:
-            return result
-        await event.wait()
-        return box[0]
+        if result is None:
+            await event.wait()
+            result = box[0]
+        log.debug("group %s: SyncGroup member %s gen %d -> %s", group_id, member_id, generation_id, result.error.name)
+        return result
 
     def heartbeat(self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
         group = self.groups.get(group_id)
@@ -397,6 +404,8 @@ class GroupCoordinator:
             return ErrorCode.unknown_member_id
         err = group.heartbeat(member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id,
                               now=self.clock())
+        if err != ErrorCode.none:
+            log.debug("group %s: Heartbeat member %s gen %d -> %s", group_id, member_id, generation_id, err.name)
         self._kick()
         return err
 
@@ -405,6 +414,7 @@ class GroupCoordinator:
         if not isinstance(group, ClassicGroup):
             return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
         errors = group.leave(members, self.clock())
+        log.debug("group %s: LeaveGroup %s -> %s", group_id, members, [e.name for e in errors])
         self._after(group)
         return ErrorCode.none, errors
 

@@ -310,3 +310,24 @@ def test_static_leader_restart_before_v9_names_the_old_leader():
     assert res.leader == a and res.members == [] and not res.skip_assignment  # acts as a follower
     assert g.state == STABLE
     assert sync(g, res.member_id, 1, instance="i-1", now=11).value.assignment == b"A"
+
+
+def test_members_joining_an_empty_group_together_form_one_generation():
+    g = make_group(burst_settle_ms=100)
+    a = new_member(g, now=0)
+    b = new_member(g, now=1)
+    ja, jb = join(g, a, now=2), join(g, b, now=3)
+    assert ja.values == [] and g.next_deadline() == 103
+    c = new_member(g, now=40)  # a third one, a little late
+    jc = join(g, c, now=41)
+    g.tick(140)
+    assert ja.values == []
+    g.tick(141)
+    assert ja.value.generation_id == jb.value.generation_id == jc.value.generation_id == 1
+    assert len(ja.value.members) == 3
+
+
+def test_a_lone_member_forms_its_group_at_once_even_with_burst_settling():
+    g = make_group(burst_settle_ms=100)
+    a = new_member(g, now=0)
+    assert join(g, a, now=1).value.generation_id == 1
