@@ -16,6 +16,7 @@ coordinator without awaiting anything, so each state change is atomic on the tri
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import time
 from collections import deque
@@ -120,6 +121,9 @@ class TransactionCoordinator:
         self.marker_latency_ms: deque = deque(maxlen=10_000)
         self._started: dict[str, float] = {}
         self._arrival: float | None = None
+        # Test hook (crash tests): wait this long before each partition's marker, so that a
+        # test can kill the broker between PrepareCommit and the markers, or between markers.
+        self.marker_delay_s = float(os.environ.get("KL_TEST_TXN_MARKER_DELAY_MS", "0")) / 1000
 
     # --- service ------------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -184,6 +188,9 @@ class TransactionCoordinator:
                 if md is None or md.state not in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                     return
                 parts = [self.broker.cluster.partition(t, p) for t, p in md.partitions]
+                if self.marker_delay_s:
+                    await self._complete_slowly(transactional_id)
+                    continue
                 if self.store.fsync_always:
                     # markers first, then their fsync, then CompleteCommit/CompleteAbort
                     results = self.core.markers(md.producer_id, md.producer_epoch, self.core.coordinator_epoch,
@@ -203,6 +210,23 @@ class TransactionCoordinator:
         finally:
             self._completing.discard(transactional_id)
             self._started.pop(transactional_id, None)
+
+    async def _complete_slowly(self, transactional_id: str) -> None:
+        md = self.core.txns[transactional_id]
+        commit = md.state == TxnState.PREPARE_COMMIT
+        for tp in sorted(md.partitions):
+            await trio.sleep(self.marker_delay_s)
+            log.info("test hook: writing the %s marker of %r to %s-%d", "COMMIT" if commit else "ABORT",
+                     transactional_id, tp[0], tp[1])
+            results = self.core.markers(md.producer_id, md.producer_epoch, self.core.coordinator_epoch, commit, [tp])
+            for part in (self.broker.cluster.partition(*tp),):
+                if part is not None:
+                    part.log.flush()
+            for t, err in results.items():
+                if err == E.none:
+                    md.partitions.discard(t)
+        await trio.sleep(self.marker_delay_s)
+        self.core.finish_markers(transactional_id, {})
 
     # --- the produce path --------------------------------------------------------------------
     def check_produce(self, ctx, transactional_id, part, header):

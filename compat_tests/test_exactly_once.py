@@ -1,0 +1,296 @@
+"""Exactly-once under failure: a transactional copier (consume, transform, produce, send
+offsets with the group metadata, commit) copies the input while it is SIGKILLed and restarted
+at random moments, and, separately, while the broker is SIGKILLed and restarted; a
+read_committed reader then finds every input record exactly once, in input order, per
+partition. Also: the broker killed between PrepareCommit and the markers, and between two
+markers, completes the transaction on restart.
+
+Sizes: EOS_RECORDS input records (default 30000, spread over 3 partitions),
+EOS_KILLS kills (default 5), EOS_BATCH records per transaction at most
+(default 20); EOS_SEED fixes the random moments.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import kafkalite
+from compat_tests.txn import rdkafka_txn as reader
+
+pytestmark = [pytest.mark.exactly_once, pytest.mark.transactions]
+
+RECORDS = int(os.environ.get("EOS_RECORDS", "30000"))
+KILLS = int(os.environ.get("EOS_KILLS", "5"))
+BATCH = int(os.environ.get("EOS_BATCH", "20"))  # records per transaction, at most
+SEED = int(os.environ.get("EOS_SEED", str(random.randrange(1 << 30))))
+PARTITIONS = 3
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _external():
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        pytest.skip("kills and restarts need a broker the suite starts itself")
+
+
+def _fill_input(bootstrap: str, topic: str) -> dict[int, list[str]]:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4"})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "enable.idempotence": True,
+                  "linger.ms": 10})
+    expected: dict[int, list[str]] = {i: [] for i in range(PARTITIONS)}
+    for i in range(RECORDS):
+        part = i % PARTITIONS
+        value = f"r{i:07d}"
+        p.produce(topic, value=value.encode(), partition=part)
+        expected[part].append("copied:" + value)
+        if i % 10000 == 0:
+            p.poll(0)
+    assert p.flush(60) == 0
+    return expected
+
+
+def _create(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4"})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+
+
+class Copier:
+    """The copier process (librdkafka or Java), restarted whenever it is not running."""
+
+    def __init__(self, client: str, bootstrap: str, tid: str, group: str, source: str, sink: str, log: Path):
+        self.client, self.bootstrap, self.tid, self.group = client, bootstrap, tid, group
+        self.source, self.sink = source, sink
+        self.log = open(log, "ab")
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def ensure_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self.starts += 1
+        if self.client == "librdkafka":
+            cmd = [sys.executable, "-m", "compat_tests.txn.copier", self.bootstrap, self.tid, self.group,
+                   self.source, self.sink, str(BATCH)]
+            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+        else:
+            from compat_tests.txn import java_txn
+            cmd = java_txn.command(self.bootstrap, "copy")
+            req = java_txn.request(self.bootstrap, "copy", {"session.timeout.ms": 3000, "heartbeat.interval.ms": 500,
+                                                           "transaction.timeout.ms": 10000},
+                                   transactional_id=self.tid, group=self.group, source=self.source, sink=self.sink,
+                                   count=1 << 62, timeout_ms=600_000, batch=BATCH)
+            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.log, stderr=self.log, stdin=subprocess.PIPE)
+            self.proc.stdin.write(req)
+            self.proc.stdin.close()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def close(self) -> None:
+        self.kill()
+        self.log.close()
+
+
+_OBSERVERS: dict = {}
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> list[int]:
+    """The group's committed offsets (one long-lived consumer per group, never joining it)."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = _OBSERVERS.get((bootstrap, group))
+    if c is None:
+        c = _OBSERVERS[(bootstrap, group)] = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                                       "broker.address.family": "v4"})
+    tps = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=5)
+    return [tp.offset for tp in tps]
+
+
+def _wait_copied(bootstrap, group, source, ends, copier, deadline, on_tick=None) -> None:
+    while time.monotonic() < deadline:
+        copier.ensure_running()
+        try:
+            if _committed(bootstrap, group, source) == ends:
+                return
+        except Exception:
+            pass  # the broker may be restarting
+        if on_tick is not None:
+            on_tick()
+        time.sleep(0.3)
+    raise AssertionError(f"the copier did not finish in time (committed {_committed(bootstrap, group, source)} "
+                         f"of {ends}, {copier.starts} starts)")
+
+
+def _check_exactly_once(bootstrap: str, sink: str, expected: dict[int, list[str]]) -> None:
+    got = reader.values(reader.read(bootstrap, sink, list(range(PARTITIONS)), "read_committed", timeout_s=120))
+    for p in range(PARTITIONS):
+        if got[p] != expected[p]:
+            seen = set()
+            dups = [v for v in got[p] if v in seen or seen.add(v)]
+            missing = sorted(set(expected[p]) - set(got[p]))
+            raise AssertionError(f"partition {p}: {len(got[p])} records for {len(expected[p])} inputs; "
+                                 f"duplicates {dups[:5]}, missing {missing[:5]}, first difference at "
+                                 f"{next(i for i, (a, b) in enumerate(zip(got[p] + [None], expected[p] + [None])) if a != b)}")
+
+
+def _kill_points(rnd: random.Random) -> list[int]:
+    """Progress points (records committed) at which to kill: spread over the copy."""
+    return sorted(int(RECORDS * rnd.uniform(0.05, 0.9)) for _ in range(KILLS))
+
+
+def _progress(bootstrap: str, group: str, source: str) -> int:
+    try:
+        return sum(max(o, 0) for o in _committed(bootstrap, group, source))
+    except Exception:
+        return -1
+
+
+def _copy_with_kills(bootstrap, group, source, copier, rnd, kill) -> int:
+    """Runs the copier; each time the committed progress passes a kill point (and the running
+    incarnation has committed something), waits a random moment (0-300 ms: inside a
+    transaction, between produce and commit, ...) and calls kill(). Returns the number of
+    kills done while the copy was unfinished."""
+    _progress(bootstrap, group, source)  # warm up the observer before the clock matters
+    done_mid_copy = 0
+    last = -1
+    for point in _kill_points(rnd):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            copier.ensure_running()
+            progress = _progress(bootstrap, group, source)
+            if progress >= point and progress > last:
+                break
+            time.sleep(0.02)
+        time.sleep(rnd.uniform(0, 0.3))
+        last = _progress(bootstrap, group, source)
+        if 0 <= last < RECORDS:
+            done_mid_copy += 1
+        kill()
+    return done_mid_copy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", [pytest.param("librdkafka", marks=pytest.mark.librdkafka),
+                                    pytest.param("java", marks=pytest.mark.java)])
+def test_copier_killed_and_restarted(client, tmp_path):
+    _external()
+    rnd = random.Random(SEED)
+    with kafkalite.running(tmp_path / "data") as b:
+        bs = b.bootstrap
+        suffix = uuid.uuid4().hex[:6]
+        source, sink, group = f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-g-{suffix}"
+        expected = _fill_input(bs, source)
+        _create(bs, sink)
+        ends = reader.end_offsets(bs, source, list(range(PARTITIONS)), "read_uncommitted")
+        ends = [ends[p] for p in range(PARTITIONS)]
+        copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
+        try:
+            mid = _copy_with_kills(bs, group, source, copier, rnd, copier.kill)
+            _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
+        finally:
+            copier.close()
+        assert mid >= 1, "no kill happened while the copy was running"
+        _check_exactly_once(bs, sink, expected)
+
+
+@pytest.mark.slow
+@pytest.mark.restart
+def test_broker_killed_and_restarted_under_a_copier(tmp_path):
+    _external()
+    rnd = random.Random(SEED + 1)
+    data = tmp_path / "data"
+    state = {"broker": kafkalite.start(data_dir=data)}
+    port = state["broker"].port
+    bs = state["broker"].bootstrap
+
+    def kill_broker():
+        state["broker"].kill()
+        time.sleep(rnd.uniform(0, 1.0))
+        state["broker"] = kafkalite.start(data_dir=data, port=port)
+
+    try:
+        suffix = uuid.uuid4().hex[:6]
+        source, sink, group = f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-g-{suffix}"
+        expected = _fill_input(bs, source)
+        _create(bs, sink)
+        ends = reader.end_offsets(bs, source, list(range(PARTITIONS)), "read_uncommitted")
+        ends = [ends[p] for p in range(PARTITIONS)]
+        copier = Copier("librdkafka", bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
+        try:
+            mid = _copy_with_kills(bs, group, source, copier, rnd, kill_broker)
+            _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
+        finally:
+            copier.close()
+        assert mid >= 1, "no kill happened while the copy was running"
+        _check_exactly_once(bs, sink, expected)
+    finally:
+        state["broker"].stop()
+
+
+# --- the broker killed between PrepareCommit and the markers --------------------------------------
+
+@pytest.mark.restart
+@pytest.mark.parametrize("kill_after_markers", [0, 1])
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_markers):
+    """The marker writer is slowed down by a test hook (KL_TEST_TXN_MARKER_DELAY_MS) so that
+    the broker can be killed after PrepareCommit/PrepareAbort is durable and before the markers
+    (or after the first of two markers); on restart the coordinator completes the transaction."""
+    _external()
+    from confluent_kafka import Producer
+    data = tmp_path / "data"
+    delay_ms = 1500
+    b = kafkalite.start(data_dir=data, env={"KL_TEST_TXN_MARKER_DELAY_MS": str(delay_ms)})
+    port = b.port
+    try:
+        bs = b.bootstrap
+        topic = "crash-" + uuid.uuid4().hex[:6]
+        _create(bs, topic)
+        tid = "crash-" + uuid.uuid4().hex[:6]
+        p = Producer({"bootstrap.servers": bs, "broker.address.family": "v4", "transactional.id": tid,
+                      "linger.ms": 0})
+        p.init_transactions(30)
+        p.begin_transaction()
+        for part in (0, 1):
+            p.produce(topic, value=f"v{part}".encode(), partition=part)
+        assert p.flush(10) == 0
+        t0 = time.monotonic()
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+        assert time.monotonic() - t0 < delay_ms / 1000, "EndTxn must answer before the markers are written"
+        # markers not written yet: both partitions are held at their first offset
+        assert reader.end_offsets(bs, topic, [0, 1, 2], "read_committed") == {0: 0, 1: 0, 2: 0}
+        time.sleep(delay_ms / 1000 * (kill_after_markers + 0.5))
+        b.kill()
+        b = kafkalite.start(data_dir=data, port=port)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            rc = reader.end_offsets(bs, topic, [0, 1], "read_committed")
+            ru = reader.end_offsets(bs, topic, [0, 1], "read_uncommitted")
+            if rc == ru:
+                break
+            time.sleep(0.2)
+        # data + marker in each partition; a partition whose marker was written before the
+        # crash gets a second one (harmless: it closes nothing), as Kafka re-sends them too
+        assert rc == ru and ru[1] == 2 and ru[0] == 2 + kill_after_markers
+        got = reader.values(reader.read(bs, topic, [0, 1], "read_committed"))
+        assert got == ({0: ["v0"], 1: ["v1"]} if commit else {0: [], 1: []})
+        p2 = Producer({"bootstrap.servers": bs, "broker.address.family": "v4", "transactional.id": tid})
+        p2.init_transactions(30)  # the coordinator is past the transaction: no CONCURRENT_TRANSACTIONS forever
+    finally:
+        b.stop()

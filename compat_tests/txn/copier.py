@@ -1,0 +1,45 @@
+"""A transactional copier for the exactly-once tests, run as its own process so a test can
+SIGKILL it: consume (read_committed, group), produce each value prefixed with ``copied:`` to
+the same partition of the sink, send the consumer's offsets with its group metadata, commit.
+Runs until killed; any error ends the process with status 3 (the test starts a new one, whose
+InitProducerId fences this one and aborts its open transaction).
+
+    python -m compat_tests.txn.copier BOOTSTRAP TRANSACTIONAL_ID GROUP SOURCE SINK [BATCH]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from confluent_kafka import Consumer, KafkaException, Producer
+
+
+def main(bootstrap: str, transactional_id: str, group: str, source: str, sink: str, batch: str = "200") -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "group.id": group,
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 3000,
+                         "heartbeat.interval.ms": 500, "max.poll.interval.ms": 10000})
+    producer = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
+                         "transactional.id": transactional_id, "linger.ms": 5,
+                         "transaction.timeout.ms": 10000, "message.timeout.ms": 10000})
+    try:
+        producer.init_transactions(30)
+        consumer.subscribe([source])
+        while True:
+            msgs = [m for m in consumer.consume(int(batch), 0.5) if m.error() is None]
+            if not msgs:
+                continue
+            producer.begin_transaction()
+            for m in msgs:
+                producer.produce(sink, value=b"copied:" + m.value(), key=m.key(), partition=m.partition())
+            producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                 consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+            print("committed", len(msgs), flush=True)
+    except KafkaException as exc:
+        print("copier error:", exc, file=sys.stderr, flush=True)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:7]))
