@@ -131,6 +131,33 @@ def test_two_members_split_then_rebalance_on_leave(kind, gbootstrap, members):
     a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 30, "all partitions back after b left")
 
 
+COOPERATIVE = [
+    pytest.param(("confluent", "classic", "cooperative-sticky"), marks=pytest.mark.librdkafka, id="confluent"),
+    pytest.param(("java", "classic", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),
+                 marks=pytest.mark.java, id="java"),
+]
+
+
+@pytest.mark.parametrize("coop", COOPERATIVE)
+def test_cooperative_sticky_rebalance_keeps_partitions(coop, gbootstrap, members):
+    """The broker passes cooperative assignments through; members keep what they own."""
+    client, protocol, assignor = coop
+    topic = new_topic(gbootstrap, 4)
+    group = group_id()
+    a = member((client, protocol), gbootstrap, group, topic, assignor=assignor, client_id="member-a")
+    members.append(a)
+    a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 40, "all four partitions")
+    revoked_before = [e for e in a.events if e.get("event") == "assigned"]
+    b = member((client, protocol), gbootstrap, group, topic, assignor=assignor, client_id="member-b")
+    members.append(b)
+    sa, sb = wait_split([a, b], 4, timeout=40)
+    # a never went through an empty assignment: only the moved partitions were revoked
+    after = [e for e in a.events if e.get("event") == "assigned"][len(revoked_before):]
+    assert all(e["partitions"] for e in after), after
+    b.close()
+    a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 30, "all partitions back after b left")
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_rebalance_when_a_member_dies(kind, gbootstrap, members):
     topic = new_topic(gbootstrap, 4)
@@ -293,6 +320,61 @@ def test_admin_java(protocol, gbootstrap, members):
         assert time.monotonic() < deadline
     assert _java_admin(gbootstrap, "delete", group) == {"deleted": True}
     assert group not in _java_admin(gbootstrap, "list")["groups"]
+
+
+def _kafkajs_admin(bootstrap, op, group=None, topic=None):
+    from compat_tests.groups.members import HERE
+    out = subprocess.run(["node", str(HERE / "kafkajs_admin.js"),
+                          json.dumps({"bootstrap": bootstrap, "op": op, "group": group, "topic": topic})],
+                         capture_output=True, text=True, timeout=60)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{") or line.startswith("[")]
+    assert lines, out.stderr[-3000:]
+    return json.loads(lines[-1])
+
+
+@pytest.mark.kafkajs
+def test_admin_kafkajs(gbootstrap, members):
+    topic, group, m = _stable_group(("kafkajs", "classic"), gbootstrap, members)
+    listed = {g["groupId"]: g for g in _kafkajs_admin(gbootstrap, "list")["groups"]}
+    assert listed[group]["protocolType"] == "consumer"
+    (desc,) = _kafkajs_admin(gbootstrap, "describe", group)["groups"]
+    assert desc["state"] == "Stable" and len(desc["members"]) == 1
+    offs = _kafkajs_admin(gbootstrap, "offsets", group, topic)
+    (t,) = offs
+    assert {p["partition"]: p["offset"] for p in t["partitions"]}[0] == "1"
+    err = _kafkajs_admin(gbootstrap, "delete", group)
+    assert "error" in err  # a group with members
+    m.close()
+    deadline = time.monotonic() + 20
+    while _kafkajs_admin(gbootstrap, "describe", group)["groups"][0]["state"] != "Empty":
+        assert time.monotonic() < deadline
+    assert _kafkajs_admin(gbootstrap, "delete", group) == [{"groupId": group, "errorCode": 0}]
+    assert group not in {g["groupId"] for g in _kafkajs_admin(gbootstrap, "list")["groups"]}
+
+
+@pytest.mark.aiokafka
+def test_admin_aiokafka(gbootstrap, members):
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    topic, group, m = _stable_group(("aiokafka", "classic"), gbootstrap, members)
+
+    async def go():
+        admin = AIOKafkaAdminClient(bootstrap_servers=gbootstrap)
+        await admin.start()
+        try:
+            listed = await admin.list_consumer_groups()
+            assert (group, "consumer") in [(g[0], g[1]) for g in listed]
+            described = await admin.describe_consumer_groups([group])
+            return described, await admin.list_consumer_group_offsets(group)
+        finally:
+            await admin.close()
+
+    described, offs = asyncio.run(go())
+    text = repr(described)
+    assert group in text and "Stable" in text
+    assert {(tp.topic, tp.partition): om.offset for tp, om in offs.items()}[(topic, 0)] == 1
 
 
 # --- kcat -G ---------------------------------------------------------------------------------
