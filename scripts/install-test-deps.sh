@@ -47,7 +47,7 @@ with zipfile.ZipFile(whl) as z:
 PY
     rm -rf "$dl"
 fi
-SPARK_JARS_RE='(slf4j-api-2|lz4-java-|snappy-java-|zstd-jni-)[0-9][0-9.-]*\.jar'
+SPARK_JARS_RE='(slf4j-api-|lz4-java-|snappy-java-|zstd-jni-)[0-9][0-9.-]*\.jar'
 if ! have_jar 'slf4j-api-*.jar' || ! have_jar 'lz4-java-*.jar' || ! have_jar 'snappy-java-*.jar' || ! have_jar 'zstd-jni-*.jar'; then
     spark_jars="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2>/dev/null || true)"
     if [ -n "$spark_jars" ] && [ -d "$spark_jars" ]; then
