@@ -167,6 +167,8 @@ def _copy_with_kills(bootstrap, group, source, copier, rnd, kill) -> int:
     done_mid_copy = 0
     last = -1
     for point in _kill_points(rnd):
+        if last >= RECORDS:
+            break  # copied everything already
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             copier.ensure_running()

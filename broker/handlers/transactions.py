@@ -24,7 +24,7 @@ DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from kio.schema.errors import ErrorCode
 
@@ -41,6 +41,11 @@ _MS = timedelta(milliseconds=1)
 
 def _coordinator(ctx):
     return ctx.broker.services.get("transactions")
+
+
+def _time(ms: int) -> datetime:
+    """A datetime_i64 field; kio cannot write None, and Kafka sends -1 for "no time"."""
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)
 
 
 def _fenced(err: ErrorCode, version: int, first_version: int) -> ErrorCode:
@@ -270,7 +275,7 @@ async def describe_transactions(ctx, request):
             err, md = txn.core.describe(tid)
         if md is None:
             states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",
-                               transaction_timeout=0, transaction_start_time=-1, producer_id=-1,
+                               transaction_timeout=0, transaction_start_time=_time(-1), producer_id=-1,
                                producer_epoch=-1, topics=()))
             continue
         by_topic: dict[str, list[int]] = {}
@@ -278,7 +283,7 @@ async def describe_transactions(ctx, request):
             by_topic.setdefault(topic, []).append(p)
         states.append(make(mod.TransactionState, error_code=E.none, transactional_id=tid,
                            transaction_state=md.state.kafka_name, transaction_timeout=md.timeout_ms,
-                           transaction_start_time=md.start_ms, producer_id=md.producer_id,
+                           transaction_start_time=_time(md.start_ms), producer_id=md.producer_id,
                            producer_epoch=md.producer_epoch,
                            topics=tuple(make(mod.TopicData, topic=t, partitions=tuple(ps)) for t, ps in by_topic.items())))
     return make(mod.DescribeTransactionsResponse, throttle_time=0, transaction_states=tuple(states))
