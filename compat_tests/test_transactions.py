@@ -231,3 +231,37 @@ def test_admin_list_describe_transactions_and_producers(bootstrap, create_topic,
     assert p0["txn_start_offset"] == 0 and p0["last_sequence"] == 0
     p1 = [s for s in out["producers"]["1"] if s["txn_start_offset"] == -1]
     assert p1 and p1[0]["producer_id"] == listed[done_id]["producer_id"]
+
+
+# --- transactions v1 (KIP-890 off): the same clients on the original protocol -------------------------
+
+@pytest.fixture(scope="module")
+def tv1_broker(tmp_path_factory):
+    """A broker whose finalized transaction.version is 1: 4.x clients fall back to
+    AddPartitionsToTxn/AddOffsetsToTxn and EndTxn without epoch bumps."""
+    if kafkalite_external():
+        pytest.skip("needs a broker started with transaction.version=1")
+    with kafkalite.running(tmp_path_factory.mktemp("tv1"), config={"transaction.version": 1}) as b:
+        yield b
+
+
+@pytest.mark.parametrize("client", [pytest.param("java", marks=pytest.mark.java),
+                                    pytest.param("librdkafka", marks=pytest.mark.librdkafka)])
+def test_transactions_v1_protocol(client, tv1_broker):
+    mod = importlib.import_module(TXN_CLIENTS[client])
+    bs = tv1_broker.bootstrap
+    topic = "tv1-" + uuid.uuid4().hex[:8]
+    reader_admin_create(bs, topic, 2)
+    mod.run_plan(bs, _tid("tv1"), [
+        {"records": [[topic, 0, "c1"], [topic, 1, "c1"]], "end": "commit"},
+        {"records": [[topic, 0, "x2"]], "end": "abort"},
+        {"records": [[topic, 1, "c3"]], "end": "commit"},
+    ])
+    assert reader.values(reader.read(bs, topic, [0, 1], "read_committed")) == {0: ["c1"], 1: ["c1", "c3"]}
+    sink = "tv1-out-" + uuid.uuid4().hex[:8]
+    reader_admin_create(bs, sink, 2)
+    group = "g-" + uuid.uuid4().hex[:8]
+    assert mod.copy(bs, _tid("tv1-copy"), group, topic, sink, 3) >= 3
+    assert reader.values(reader.read(bs, sink, [0, 1], "read_committed")) == \
+        {0: ["copied:c1"], 1: ["copied:c1", "copied:c3"]}
+    assert mod.fence(bs, _tid("tv1-fence"), topic) in mod.FENCED_ERRORS
