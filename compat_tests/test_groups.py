@@ -26,7 +26,7 @@ pytestmark = pytest.mark.groups
 CONSUMER_SESSION_MS = 3000
 BROKER_ARGS = ["-c", f"group.consumer.session.timeout.ms={CONSUMER_SESSION_MS}",
                "-c", "group.consumer.heartbeat.interval.ms=300"]
-SESSION_MS = 2000  # classic members
+SESSION_MS = 4000  # classic members
 
 KINDS = [
     pytest.param(("confluent", "classic"), marks=pytest.mark.librdkafka, id="confluent-classic"),

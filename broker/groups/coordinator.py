@@ -39,7 +39,7 @@ log = logging.getLogger("kafkalite.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
-RETENTION_CHECK_INTERVAL_MS = 60_000
+RETENTION_CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 # With group.initial.rebalance.delay.ms=0, members that join an empty group together are still
 # put in one generation: the first join phase waits until no new member arrived for this long.
 BURST_SETTLE_MS = 100
@@ -607,7 +607,8 @@ class GroupCoordinator:
         return ErrorCode.none, errors
 
     def expire_offsets(self, now: int | None = None) -> int:
-        """Offset retention; empty groups with no offsets left are removed. Returns offsets expired."""
+        """Offset retention, every offsets.retention.check.interval.ms (10 min): expired offsets
+        get tombstones; empty groups with no offsets left are removed. Returns offsets expired."""
         now = self.clock() if now is None else now
         retention_ms = self.config["offsets.retention.minutes"] * 60_000
         total = 0
@@ -627,7 +628,8 @@ class GroupCoordinator:
                 total += len(gone)
                 log.info("group %s: %d offset(s) expired", gid, len(gone))
             if group is not None and empty and not self.offsets.has_offsets(gid) \
-                    and (not isinstance(group, ClassicGroup) or group.state == EMPTY) and gone:
+                    and (not isinstance(group, ClassicGroup) or group.state == EMPTY):
+                # an empty group with no offsets left is removed (Kafka: Empty -> Dead)
                 self._delete_group_state(group)
         return total
 

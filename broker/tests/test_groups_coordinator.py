@@ -280,3 +280,13 @@ def test_group_partition_is_kafkas(gid):
     if h >= 1 << 31:
         h -= 1 << 32
     assert coord.offsets_partition(gid).index == abs(h) % 3
+
+
+def test_empty_group_without_offsets_is_removed_by_the_retention_check():
+    coord = make()
+    mid, gen = join_and_sync(coord)
+    coord.leave_group("g", [(mid, None)])
+    assert coord.groups["g"].state == "Empty"
+    coord.expire_offsets()
+    assert "g" not in coord.groups
+    assert "g" not in restart(coord).groups
