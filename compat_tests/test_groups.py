@@ -403,7 +403,8 @@ def test_kcat_balanced_consumer_commits_and_resumes(gbootstrap):
 
 @pytest.mark.restart
 @pytest.mark.librdkafka
-def test_offsets_and_groups_survive_kill9(tmp_path):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_offsets_and_groups_survive_kill9(protocol, tmp_path):
     if EXTERNAL_BOOTSTRAP:
         pytest.skip("restarts need a broker the suite starts itself")
     from confluent_kafka import Consumer, TopicPartition
@@ -421,7 +422,7 @@ def test_offsets_and_groups_survive_kill9(tmp_path):
         c.commit(offsets=[TopicPartition(topic, 0, 2, "meta-0"), TopicPartition(topic, 1, 1)], asynchronous=False)
         c.close()
         live_group = group_id()
-        m = member(("confluent", "classic"), b.bootstrap, live_group, topic, session_timeout_ms=10000)
+        m = member(("confluent", protocol), b.bootstrap, live_group, topic, session_timeout_ms=10000)
         ms.append(m)
         m.wait_records(4, timeout=40)
         before = m.assignments_seen

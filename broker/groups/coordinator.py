@@ -74,6 +74,7 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.empty_since: dict[str, int] = {}
         self._dirty_classic: set[str] = set()
+        self._part_pending: OffsetStore | None = None
         self._wake: trio.Event | None = None
 
     @property
@@ -211,6 +212,8 @@ class GroupCoordinator:
         members: dict[tuple[str, str], ConsumerMember | None] = {}
         assignments: dict[tuple[str, str], rec.ConsumerMemberAssignment] = {}
         for part in topic.partitions:
+            # a marker decides the transactional offsets of its own partition only
+            part_pending = self._part_pending = OffsetStore()
             for _base, batch in part.log.batches_from(part.log.log_start_offset):
                 h = BatchHeader(batch, 0)
                 if h.is_control:
@@ -218,7 +221,9 @@ class GroupCoordinator:
                         is_commit, _epoch = parse_control_record(batch)
                     except ValueError:
                         continue
-                    self.offsets.complete(h.producer_id, is_commit)
+                    for gid, offsets in part_pending.pending.pop(h.producer_id, {}).items():
+                        if is_commit:
+                            self.offsets.commit(gid, offsets)
                     continue
                 try:
                     recs = decode_records(batch)
@@ -234,6 +239,10 @@ class GroupCoordinator:
                     except Exception:
                         log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
                                     OFFSETS_TOPIC, part.index)
+            for pid, groups in part_pending.pending.items():
+                for gid, offsets in groups.items():
+                    self.offsets.stage(pid, gid, offsets)
+        self._part_pending = None
         for gid, value in classic_values.items():
             if value is None:
                 continue
@@ -278,7 +287,8 @@ class GroupCoordinator:
             _k, gid, topic, partition = key
             if h.is_transactional:
                 if value is not None:
-                    self.offsets.stage(h.producer_id, gid, {(topic, partition): rec.decode_offset_commit_value(value)})
+                    self._part_pending.stage(h.producer_id, gid,
+                                             {(topic, partition): rec.decode_offset_commit_value(value)})
             elif value is None:
                 self.offsets.delete(gid, [(topic, partition)])
             else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from broker.groups.classic import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup,
-                                   JoinResult, SyncResult)
+                                   SyncResult)
 
 PROTOCOLS = [("range", b"meta-range"), ("roundrobin", b"meta-rr")]
 
@@ -122,7 +122,7 @@ def test_pending_member_expires_after_session_timeout():
 def test_session_timeout_removes_member_and_rebalances():
     g = make_group()
     a, b = new_member(g), new_member(g)
-    ja, jb = join(g, a), join(g, b)
+    join(g, a), join(g, b)
     sync(g, b, 1)
     sync(g, a, 1, {a: b"1", b: b"2"})
     assert g.state == STABLE
