@@ -75,6 +75,8 @@ class GroupCoordinator:
         self.empty_since: dict[str, int] = {}
         self._dirty_classic: set[str] = set()
         self._part_pending: OffsetStore | None = None
+        # topic name -> the id of the topic the committed offsets for that name belong to
+        self._offset_topic_ids: dict[str, uuid.UUID] = {}
         self._wake: trio.Event | None = None
 
     @property
@@ -276,6 +278,7 @@ class GroupCoordinator:
                 group._refresh_subscription_metadata(self._topic_view())
                 if group.is_empty():
                     self.empty_since[group.group_id] = now
+        self._drop_offsets_of_deleted_topics()
         for gid in list(self.offsets.committed):
             if gid not in self.groups:
                 self._new_classic(gid)
@@ -322,6 +325,27 @@ class GroupCoordinator:
             _k, gid, mid = key
             if value is not None:
                 assignments[(gid, mid)] = rec.decode_consumer_assignment_value(value)
+
+    def _drop_offsets_of_deleted_topics(self) -> None:
+        """Committed offsets of a topic that was deleted (or deleted and created again) are
+        removed, as Kafka removes the offsets of deleted partitions."""
+        names = {tp[0] for offsets in self.offsets.committed.values() for tp in offsets}
+        for name in names:
+            topic = self.cluster.topics.get(name)
+            known = self._offset_topic_ids.get(name)
+            if topic is not None and (known is None or known == topic.topic_id):
+                self._offset_topic_ids[name] = topic.topic_id
+                continue
+            for gid in list(self.offsets.committed):
+                gone = [tp for tp in self.offsets.group_offsets(gid) if tp[0] == name]
+                if gone:
+                    self._append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                    self.offsets.delete(gid, gone)
+            log.info("offsets of deleted topic %s removed", name)
+            if topic is not None:
+                self._offset_topic_ids[name] = topic.topic_id
+            else:
+                self._offset_topic_ids.pop(name, None)
 
     # --- groups --------------------------------------------------------------------------------
     def _new_classic(self, group_id: str) -> ClassicGroup:
@@ -560,9 +584,14 @@ class GroupCoordinator:
                                          now + retention_ms if retention_ms >= 0 else -1)
             errors[tp] = ErrorCode.none
         if values:
+            self._drop_offsets_of_deleted_topics()
             self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
                                     for (t, p), v in values.items()])
             self.offsets.commit(group_id, values)
+            for t, _p in values:
+                topic = self.cluster.topics.get(t)
+                if topic is not None:
+                    self._offset_topic_ids[t] = topic.topic_id
             group = self.groups.get(group_id)
             if group is not None and group.is_empty():
                 self.empty_since.setdefault(group_id, now)
@@ -577,6 +606,7 @@ class GroupCoordinator:
                 group.validate_offset_fetch(member_id, member_epoch)
             except GroupError as exc:
                 return exc.code, []
+        self._drop_offsets_of_deleted_topics()
         committed = self.offsets.group_offsets(group_id)
         if tps is None:
             tps = sorted(committed)

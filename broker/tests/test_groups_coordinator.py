@@ -290,3 +290,15 @@ def test_empty_group_without_offsets_is_removed_by_the_retention_check():
     coord.expire_offsets()
     assert "g" not in coord.groups
     assert "g" not in restart(coord).groups
+
+
+def test_offsets_of_deleted_and_recreated_topics_are_dropped():
+    coord = make()
+    coord.cluster.create_topic("t", 1)
+    coord.commit_offsets("g", {("t", 0): (5, -1, "")})
+    coord.commit_offsets("g", {("u", 0): (1, -1, "")})  # a topic that does not exist
+    del coord.cluster.topics["t"]
+    coord.cluster.create_topic("t", 1)  # same name, new id
+    assert coord.fetch_offsets("g", [("t", 0)], require_stable=False)[1][0][2] == -1
+    again = restart(coord)
+    assert again.offsets.committed == {}
