@@ -8,7 +8,9 @@
   JoinGroup v4 a member without an id is answered MEMBER_ID_REQUIRED with its new id
   (KIP-394). JoinGroup and SyncGroup wait for the rebalance; a join completes as soon as every
   known member has rejoined (group.initial.rebalance.delay.ms, default 0, delays a new group's
-  first rebalance). v9 sets skip_assignment for a static leader that rejoins a Stable group.
+  first rebalance; with 0, members arriving together at an empty group still share one
+  generation: see broker/groups/classic.py). v9 sets skip_assignment for a static leader that
+  rejoins a Stable group; before v9 it is told the old leader id and acts as a follower.
 - DescribeGroups (15) v0-v6: classic groups; member metadata/assignment only when Stable.
   An unknown group, or a KIP-848 group, is reported Dead (v6: with GROUP_ID_NOT_FOUND).
 - ListGroups (16) v0-v5: v4+ states filter, v5+ types filter ("classic", "consumer").
