@@ -260,6 +260,20 @@ def list_configs() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the broker; returns the exit status. Run as the program (no `argv`), it ends the
+    process itself once everything is closed: tearing down the interpreter's modules would add
+    0.1-0.3 s to every stop for nothing."""
+    code = _main(argv)
+    if argv is None:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     if args.list_configs:
         print(list_configs())

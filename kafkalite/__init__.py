@@ -109,8 +109,10 @@ def broker_command(args: Sequence[str] = ()) -> list[str]:
     return [sys.executable, "-P", "-m", "broker", *args]
 
 
-def _broker_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if env is None else env)
+def _broker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The broker's environment: ours, plus `extra`, less the variables start() decides."""
+    env = dict(os.environ)
+    env.update(extra or {})
     for name in _CONTROLLED_ENV:
         env.pop(name, None)
     # Point the child at the copy of our packages this module was imported from
@@ -179,6 +181,7 @@ def start(
 
     ``config`` maps Kafka broker keys to values (``{"num.partitions": 3}`` becomes
     ``-c num.partitions=3``). ``listeners`` (``["NAME://host:port", ...]``) replaces ``host``/``port``.
+    ``env`` adds variables to the broker's environment (which is otherwise this process's).
     The broker's log (stderr) goes to ``log_path``, by default a temporary file.
     """
     owned = data_dir is None

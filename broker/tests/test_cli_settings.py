@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -135,7 +134,7 @@ def test_list_configs_names_every_key_and_its_variable():
 
 def run_cli(*args, env=None, timeout=30):
     return subprocess.run(kafkalite.broker_command(list(args)), capture_output=True, text=True, timeout=timeout,
-                          env=kafkalite._broker_env(env if env is not None else os.environ), stdin=subprocess.DEVNULL)
+                          env=kafkalite._broker_env(env), stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize("args, env, message", [
@@ -145,7 +144,7 @@ def run_cli(*args, env=None, timeout=30):
     (["--advertised-listener", "OTHER://h:1"], {}, "names no listener"),
 ])
 def test_bad_configuration_exits_2_with_one_clear_line(args, env, message):
-    r = run_cli("--port", "0", *args, env={**os.environ, **env})
+    r = run_cli("--port", "0", *args, env=env)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert "Traceback" not in r.stderr

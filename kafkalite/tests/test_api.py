@@ -100,5 +100,12 @@ def test_kill_and_restart_on_the_same_data_dir(tmp_path):
 
 def test_package_root_is_first_on_the_childs_path():
     env = kafkalite._broker_env({"PYTHONPATH": "/elsewhere"})
-    first = env["PYTHONPATH"].split(os.pathsep)[0]
+    first, rest = env["PYTHONPATH"].split(os.pathsep, 1)
     assert os.path.isdir(os.path.join(first, "broker")) and os.path.isdir(os.path.join(first, "storage"))
+    assert rest == "/elsewhere"
+
+
+def test_env_adds_variables_to_ours(monkeypatch):
+    monkeypatch.setenv("KAFKALITE_TEST_MARK", "1")
+    env = kafkalite._broker_env({"EXTRA": "2"})
+    assert env["EXTRA"] == "2" and env["KAFKALITE_TEST_MARK"] == "1" and env["PATH"] == os.environ["PATH"]
