@@ -324,14 +324,14 @@ class JavaClient(Client):
     # ---- produce / consume ----
 
     def produce(self, topic, msgs, *, partition=None, compression="none", idempotent=False, acks="all",
-                config: dict[str, Any] | None = None, timeout: float = 90.0) -> list[ProduceResult]:
+                config: dict[str, Any] | None = None, timeout: float = 40.0) -> list[ProduceResult]:
         conf: dict[str, Any] = {
             "acks": acks,
             "compression.type": compression,
             "enable.idempotence": str(bool(idempotent)).lower(),
             "linger.ms": 20,
-            "delivery.timeout.ms": 60000,
-            "request.timeout.ms": 30000,
+            "delivery.timeout.ms": int(timeout * 1000),
+            "request.timeout.ms": min(15000, int(timeout * 1000) - 100),
         }
         conf.update(config or {})
         records = []
@@ -344,7 +344,7 @@ class JavaClient(Client):
             if m.timestamp_ms is not None:
                 r["timestamp"] = m.timestamp_ms
             records.append(r)
-        lines = run(self._request("produce", conf, topic=topic, records=records), timeout)
+        lines = run(self._request("produce", conf, topic=topic, records=records), timeout + 30)
         results = []
         for line in lines:
             if "done" in line:
@@ -378,7 +378,7 @@ class JavaClient(Client):
 
 
 class JavaAdmin(Admin):
-    """compat_tests.clients.admin.Admin through the Java Admin client (one JVM per call)."""
+    """compat_tests.clients.admin.Admin through the Java Admin client (one Admin per call)."""
 
     name = "java"
 

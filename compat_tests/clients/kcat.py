@@ -75,7 +75,7 @@ class KcatClient(Client):
     # ---- produce ----
 
     def produce(self, topic, msgs, *, partition=None, compression="none", idempotent=False, acks="all",
-                config: dict[str, Any] | None = None, timeout: float = 60.0) -> list[ProduceResult]:
+                config: dict[str, Any] | None = None, timeout: float = 40.0) -> list[ProduceResult]:
         if any(m.timestamp_ms is not None for m in msgs):
             raise Unsupported("kcat cannot set record timestamps when producing")
         targets = [m.partition if m.partition is not None else partition for m in msgs]
@@ -119,7 +119,10 @@ class KcatClient(Client):
             if null_mode:
                 args.append("-Z")
             for name, value in m0.headers:
-                args += ["-H", name if value is None else f"{name}={value.decode()}"]
+                try:
+                    args += ["-H", name if value is None else f"{name}={value.decode()}"]
+                except UnicodeDecodeError:
+                    raise Unsupported("kcat takes header values as command-line text (-H name=value)") from None
             if null_mode:  # -Z: an empty key or value is sent as null
                 payload = b"".join((msgs[i].key or b"") + kdelim + (msgs[i].value or b"") + delim for i in run)
             else:  # no key delimiter: a null key

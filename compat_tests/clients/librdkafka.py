@@ -60,7 +60,7 @@ class LibrdkafkaClient(Client):
             c.close()
 
     def produce(self, topic, msgs, *, partition=None, compression="none", idempotent=False, acks="all",
-                config: dict[str, Any] | None = None, timeout: float = 60.0) -> list[ProduceResult]:
+                config: dict[str, Any] | None = None, timeout: float = 40.0) -> list[ProduceResult]:
         largest = max((len(m.value or b"") + len(m.key or b"") for m in msgs), default=0)
         conf = self._conf(**{
             "acks": acks,
