@@ -334,3 +334,19 @@ def test_many_partitions(client, create_topic, topic_name):
     got = client.consume(topic_name, list(range(24)), len(msgs))
     assert sorted((m.partition, m.offset, m.value) for m in got) == \
         sorted((r.partition, r.offset, m.value) for m, r in zip(msgs, results))
+
+
+@pytest.mark.parametrize("adapter", JAVA_AND_LIBRDKAFKA)
+def test_fetch_min_bytes_waits_at_most_max_wait(adapter, bootstrap, create_topic, topic_name):
+    """A fetch whose min bytes are not reached is answered when max wait passes, with what there is."""
+    from compat_tests.clients import load_adapter
+
+    create_topic(topic_name)
+    client = load_adapter(adapter)(bootstrap)
+    client.produce(topic_name, [Msg(key=b"k", value=b"small")])
+    config = {"java": {"fetch.min.bytes": 1_000_000, "fetch.max.wait.ms": 300},
+              "librdkafka": {"fetch.min.bytes": 1_000_000, "fetch.wait.max.ms": 300}}[adapter]
+    started = time.monotonic()
+    (got,) = client.consume(topic_name, [0], 1, config=config, timeout_s=20)
+    assert got.value == b"small"
+    assert time.monotonic() - started < 15
