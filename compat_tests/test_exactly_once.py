@@ -72,9 +72,16 @@ class Copier:
     def __init__(self, client: str, bootstrap: str, tid: str, group: str, source: str, sink: str, log: Path):
         self.client, self.bootstrap, self.tid, self.group = client, bootstrap, tid, group
         self.source, self.sink = source, sink
+        self.log_path = log
         self.log = open(log, "ab")
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+
+    def commits(self) -> int:
+        """Transactions committed so far, by every incarnation (from the copiers' output)."""
+        self.log.flush()
+        text = self.log_path.read_bytes()
+        return text.count(b"committed ") + text.count(b'{"progress":')
 
     def ensure_running(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -146,42 +153,25 @@ def _check_exactly_once(bootstrap: str, sink: str, expected: dict[int, list[str]
                                  f"{next(i for i, (a, b) in enumerate(zip(got[p] + [None], expected[p] + [None])) if a != b)}")
 
 
-def _kill_points(rnd: random.Random) -> list[int]:
-    """Progress points (records committed) at which to kill: spread over the copy."""
-    return sorted(int(RECORDS * rnd.uniform(0.05, 0.9)) for _ in range(KILLS))
-
-
-def _progress(bootstrap: str, group: str, source: str) -> int:
-    try:
-        return sum(max(o, 0) for o in _committed(bootstrap, group, source))
-    except Exception:
-        return -1
-
-
-def _copy_with_kills(bootstrap, group, source, copier, rnd, kill) -> int:
-    """Runs the copier; each time the committed progress passes a kill point (and the running
-    incarnation has committed something), waits a random moment (0-300 ms: inside a
-    transaction, between produce and commit, ...) and calls kill(). Returns the number of
-    kills done while the copy was unfinished."""
-    _progress(bootstrap, group, source)  # warm up the observer before the clock matters
-    done_mid_copy = 0
-    last = -1
-    for point in _kill_points(rnd):
-        if last >= RECORDS:
-            break  # copied everything already
+def _copy_with_kills(copier, rnd, kill, total_txns: int) -> int:
+    """Runs the copier and calls kill() KILLS times, each after a random number of
+    transactions has committed since the previous kill, plus 0-20 ms (so kills land inside
+    transactions, between the produce and the commit, right after a commit, ...). Returns the
+    number of kills done while the copy was still running (new commits just seen)."""
+    mid = 0
+    for _ in range(KILLS):
+        start = copier.commits()
+        target = start + rnd.randint(1, max(2, total_txns // (KILLS + 1)))
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while copier.commits() < target and time.monotonic() < deadline:
             copier.ensure_running()
-            progress = _progress(bootstrap, group, source)
-            if progress >= point and progress > last:
-                break
-            time.sleep(0.02)
-        time.sleep(rnd.uniform(0, 0.3))
-        last = _progress(bootstrap, group, source)
-        if 0 <= last < RECORDS:
-            done_mid_copy += 1
+            time.sleep(0.005)
+        if copier.commits() < target:
+            break  # the copy is over
+        time.sleep(rnd.uniform(0, 0.02))
+        mid += 1
         kill()
-    return done_mid_copy
+    return mid
 
 
 @pytest.mark.slow
@@ -200,11 +190,11 @@ def test_copier_killed_and_restarted(client, tmp_path):
         ends = [ends[p] for p in range(PARTITIONS)]
         copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
         try:
-            mid = _copy_with_kills(bs, group, source, copier, rnd, copier.kill)
+            mid = _copy_with_kills(copier, rnd, copier.kill, RECORDS // BATCH)
             _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
         finally:
             copier.close()
-        assert mid >= 1, "no kill happened while the copy was running"
+        assert mid >= min(KILLS, 2), f"only {mid} kills happened while the copy was running"
         _check_exactly_once(bs, sink, expected)
 
 
@@ -232,11 +222,11 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
         ends = [ends[p] for p in range(PARTITIONS)]
         copier = Copier("librdkafka", bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
         try:
-            mid = _copy_with_kills(bs, group, source, copier, rnd, kill_broker)
+            mid = _copy_with_kills(copier, rnd, kill_broker, RECORDS // BATCH)
             _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
         finally:
             copier.close()
-        assert mid >= 1, "no kill happened while the copy was running"
+        assert mid >= min(KILLS, 2), f"only {mid} kills happened while the copy was running"
         _check_exactly_once(bs, sink, expected)
     finally:
         state["broker"].stop()

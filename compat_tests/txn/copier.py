@@ -2,16 +2,30 @@
 SIGKILL it: consume (read_committed, group), produce each value prefixed with ``copied:`` to
 the same partition of the sink, send the consumer's offsets with its group metadata, commit.
 Runs until killed; any error ends the process with status 3 (the test starts a new one, whose
-InitProducerId fences this one and aborts its open transaction).
+InitProducerId fences this one and aborts its open transaction). A watchdog ends it with
+status 4 when one transaction takes longer than 12 s: after a broker restart librdkafka's
+send_offsets_to_transaction can wait forever for the group coordinator, past its timeout
+(confluentinc/librdkafka#5456, #5511); a real application restarts, and so does this one.
 
     python -m compat_tests.txn.copier BOOTSTRAP TRANSACTIONAL_ID GROUP SOURCE SINK [BATCH]
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
+
+
+def _watchdog(last: list, limit_s: float = 12.0) -> None:
+    while True:
+        time.sleep(1)
+        if time.monotonic() - last[0] > limit_s:
+            print("copier watchdog: a transaction is stuck; exiting", file=sys.stderr, flush=True)
+            os._exit(4)
 
 
 def main(bootstrap: str, transactional_id: str, group: str, source: str, sink: str, batch: str = "200") -> int:
@@ -22,10 +36,13 @@ def main(bootstrap: str, transactional_id: str, group: str, source: str, sink: s
     producer = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
                          "transactional.id": transactional_id, "linger.ms": 5,
                          "transaction.timeout.ms": 10000, "message.timeout.ms": 10000})
+    last = [time.monotonic()]
+    threading.Thread(target=_watchdog, args=(last,), daemon=True).start()
     try:
         producer.init_transactions(30)
         consumer.subscribe([source])
         while True:
+            last[0] = time.monotonic()
             msgs = [m for m in consumer.consume(int(batch), 0.5) if m.error() is None]
             if not msgs:
                 continue
