@@ -90,7 +90,7 @@ class Member:
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
             self.stderr_lines.append(raw.decode(errors="replace").rstrip())
-            del self.stderr_lines[:-200]
+            del self.stderr_lines[:-(20000 if os.environ.get("KL_MEMBER_DEBUG") else 200)]
 
     # --- waiting -------------------------------------------------------------------------------
     def wait_for(self, pred: Callable[["Member"], bool], timeout: float, what: str) -> None:

@@ -15,6 +15,7 @@ Reads commands on stdin, one per line: "commit" (commit the consumed positions s
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sys
 import threading
@@ -132,7 +133,8 @@ def run_kafka_python(cfg, commands):
     c = KafkaConsumer(**kw)
     c.subscribe([cfg["topic"]], listener=Listener())
     while True:
-        batches = c.poll(timeout_ms=50)
+        # a longer poll: kafka-python 3.0 can lose a join-sync cycle cut short by a poll timeout
+        batches = c.poll(timeout_ms=500)
         for tp, recs in batches.items():
             for r in recs:
                 emit(event="record", partition=tp.partition, offset=r.offset,
@@ -201,6 +203,8 @@ def main() -> None:
     import logging
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("kafka.cluster").setLevel(logging.WARNING)
+    if os.environ.get("KL_MEMBER_DEBUG"):
+        logging.getLogger("kafka").setLevel(logging.DEBUG)
     commands = stdin_commands()
     runner = {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}[cfg["client"]]
     try:
