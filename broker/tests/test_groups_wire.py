@@ -318,3 +318,48 @@ def test_consumer_group_heartbeat_and_describe(wire):
     lm = mod("list_groups", 5)
     listed = wire.request(make(lm.ListGroupsRequest, states_filter=(), types_filter=("consumer",)))
     assert (group, "Empty", "consumer") in {(x.group_id, x.group_state, x.group_type) for x in listed.groups}
+
+
+def test_offset_fetch_batches_groups(wire):
+    name, tid = topic(wire)
+    g1, g2 = f"g-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    _commit(wire, g1, name, tid, {0: (11, -1, "")}, version=8)
+    _commit(wire, g2, name, tid, {0: (22, -1, "")}, version=8)
+    m = mod("offset_fetch", 8)
+    resp = wire.request(make(m.OffsetFetchRequest, require_stable=False, groups=tuple(
+        make(m.OffsetFetchRequestGroup, group_id=g, topics=(
+            make(m.OffsetFetchRequestTopics, name=name, partition_indexes=(0,)),)) for g in (g1, g2, "none"))))
+    got = {g.group_id: g.topics[0].partitions[0].committed_offset for g in resp.groups}
+    assert got == {g1: 11, g2: 22, "none": -1}
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_transactional_offsets_are_unstable_until_the_marker(wire, commit):
+    """TxnOffsetCommit (via the transaction coordinator) stages offsets in the group; OffsetFetch
+    with require_stable answers UNSTABLE_OFFSET_COMMIT until EndTxn writes the marker."""
+    name, tid = topic(wire)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    txid = f"tx-{uuid.uuid4().hex[:8]}"
+    ip = mod("init_producer_id", 5)
+    init = wire.request(make(ip.InitProducerIdRequest, transactional_id=txid, transaction_timeout=60000,
+                             producer_id=-1, producer_epoch=-1))
+    assert init.error_code == ErrorCode.none
+    pid, epoch = init.producer_id, init.producer_epoch
+    tm = mod("txn_offset_commit", 5)
+    r = wire.request(make(tm.TxnOffsetCommitRequest, transactional_id=txid, group_id=group, producer_id=pid,
+                          producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
+                          topics=(make(tm.TxnOffsetCommitRequestTopic, name=name, partitions=(
+                              make(tm.TxnOffsetCommitRequestPartition, partition_index=0, committed_offset=42,
+                                   committed_leader_epoch=-1, committed_metadata="txn"),)),)))
+    assert r.topics[0].partitions[0].error_code == ErrorCode.none
+    stable = _fetch(wire, group, name, tid, [0], version=9, require_stable=True)
+    assert stable.groups[0].topics[0].partitions[0].error_code == ErrorCode.unstable_offset_commit
+    loose = _fetch(wire, group, name, tid, [0], version=9)
+    assert loose.groups[0].topics[0].partitions[0].committed_offset == -1
+    em = mod("end_txn", 5)
+    end = wire.request(make(em.EndTxnRequest, transactional_id=txid, producer_id=pid, producer_epoch=epoch,
+                            committed=commit))
+    assert end.error_code == ErrorCode.none
+    after = _fetch(wire, group, name, tid, [0], version=9, require_stable=True).groups[0].topics[0].partitions[0]
+    assert after.error_code == ErrorCode.none
+    assert (after.committed_offset, after.metadata) == ((42, "txn") if commit else (-1, ""))
