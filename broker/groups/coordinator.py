@@ -76,7 +76,7 @@ class GroupCoordinator:
         self._dirty_classic: set[str] = set()
         self._part_pending: OffsetStore | None = None
         # topic name -> the id of the topic the committed offsets for that name belong to
-        self._offset_topic_ids: dict[str, uuid.UUID] = {}
+        self._offset_topic_ids: dict[str, uuid.UUID | None] = {}
         self._wake: trio.Event | None = None
 
     @property
@@ -278,7 +278,7 @@ class GroupCoordinator:
                 group._refresh_subscription_metadata(self._topic_view())
                 if group.is_empty():
                     self.empty_since[group.group_id] = now
-        self._drop_offsets_of_deleted_topics()
+        self._drop_offsets_of_deleted_topics(full_scan=True)
         for gid in list(self.offsets.committed):
             if gid not in self.groups:
                 self._new_classic(gid)
@@ -326,13 +326,16 @@ class GroupCoordinator:
             if value is not None:
                 assignments[(gid, mid)] = rec.decode_consumer_assignment_value(value)
 
-    def _drop_offsets_of_deleted_topics(self) -> None:
+    def _drop_offsets_of_deleted_topics(self, *, full_scan: bool = False) -> None:
         """Committed offsets of a topic that was deleted (or deleted and created again) are
-        removed, as Kafka removes the offsets of deleted partitions."""
-        names = {tp[0] for offsets in self.offsets.committed.values() for tp in offsets}
-        for name in names:
+        removed, as Kafka removes the offsets of deleted partitions. Only the topic names
+        offsets were committed for are checked, unless `full_scan` (on load)."""
+        if full_scan:
+            for offsets in self.offsets.committed.values():
+                for name, _p in offsets:
+                    self._offset_topic_ids.setdefault(name, None)
+        for name, known in list(self._offset_topic_ids.items()):
             topic = self.cluster.topics.get(name)
-            known = self._offset_topic_ids.get(name)
             if topic is not None and (known is None or known == topic.topic_id):
                 self._offset_topic_ids[name] = topic.topic_id
                 continue
@@ -345,7 +348,7 @@ class GroupCoordinator:
             if topic is not None:
                 self._offset_topic_ids[name] = topic.topic_id
             else:
-                self._offset_topic_ids.pop(name, None)
+                del self._offset_topic_ids[name]
 
     # --- groups --------------------------------------------------------------------------------
     def _new_classic(self, group_id: str) -> ClassicGroup:
@@ -707,6 +710,10 @@ class GroupCoordinator:
     def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
         """The COMMIT/ABORT marker of the producer is in __consumer_offsets: its pending offsets
         become committed (commit) or are dropped (abort)."""
+        if commit:
+            for offsets in self.offsets.pending.get(producer_id, {}).values():
+                for name, _p in offsets:
+                    self._offset_topic_ids.setdefault(name, None)
         for gid in self.offsets.complete(producer_id, commit):
             if commit and gid not in self.groups:
                 self._new_classic(gid)
