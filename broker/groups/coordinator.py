@@ -387,8 +387,8 @@ class GroupCoordinator:
         if group is None:
             group = self._new_classic(group_id)
         elif not isinstance(group, ClassicGroup):
-            if group.is_empty():
-                self._delete_group_state(group)
+            if group.is_empty():  # an empty consumer group becomes a classic one; offsets stay
+                self._delete_group_state(group, keep_offsets=True)
                 group = self._new_classic(group_id)
             else:
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)

@@ -302,3 +302,23 @@ def test_offsets_of_deleted_and_recreated_topics_are_dropped():
     assert coord.fetch_offsets("g", [("t", 0)], require_stable=False)[1][0][2] == -1
     again = restart(coord)
     assert again.offsets.committed == {}
+
+
+def test_an_empty_group_changes_protocol_and_keeps_its_offsets():
+    coord = make()
+    t = coord.cluster.create_topic("t", 1)
+    hb = dict(group_id="g", instance_id=None, rack_id=None, subscribed_topic_regex=None, server_assignor=None,
+              client_id="c", client_host="/h", api_version=1)
+    coord.consumer_group_heartbeat(member_id="m", member_epoch=0, rebalance_timeout_ms=1000,
+                                   subscribed_topic_names=["t"], owned={}, **hb)
+    assert coord.validate_commit("g", 1, "m", None, 9) == ErrorCode.none
+    coord.commit_offsets("g", {("t", 0): (3, -1, "")})
+    coord.consumer_group_heartbeat(member_id="m", member_epoch=-1, rebalance_timeout_ms=-1,
+                                   subscribed_topic_names=None, owned=None, **hb)
+    join_and_sync(coord)  # a classic member now
+    assert type(coord.groups["g"]).__name__ == "ClassicGroup"
+    assert coord.fetch_offsets("g", [("t", 0)], require_stable=False)[1][0][2] == 3
+    again = restart(coord)
+    assert type(again.groups["g"]).__name__ == "ClassicGroup"
+    assert again.fetch_offsets("g", [("t", 0)], require_stable=False)[1][0][2] == 3
+    del t
