@@ -322,3 +322,29 @@ def test_an_empty_group_changes_protocol_and_keeps_its_offsets():
     assert type(again.groups["g"]).__name__ == "ClassicGroup"
     assert again.fetch_offsets("g", [("t", 0)], require_stable=False)[1][0][2] == 3
     del t
+
+
+def test_the_service_task_expires_sessions_on_trio_time():
+    from trio.testing import MockClock
+
+    async def main():
+        coord = make(clock=lambda: int(trio.current_time() * 1000))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(coord.run)
+            first = await coord.join_group(group_id="g", member_id="", group_instance_id=None, client_id="c",
+                                           client_host="/h", session_timeout_ms=1000, rebalance_timeout_ms=1000,
+                                           protocol_type="consumer", protocols=[("range", b"")], api_version=3)
+            await coord.sync_group(group_id="g", member_id=first.member_id, group_instance_id=None,
+                                   generation_id=first.generation_id, protocol_type="consumer",
+                                   protocol_name="range", assignments={})
+            assert coord.groups["g"].state == "Stable"
+            await trio.sleep(0.9)
+            assert coord.heartbeat(group_id="g", member_id=first.member_id, group_instance_id=None,
+                                   generation_id=1) == ErrorCode.none
+            await trio.sleep(0.9)
+            assert coord.groups["g"].state == "Stable"
+            await trio.sleep(0.2)  # 1000 ms after the last heartbeat
+            assert coord.groups["g"].state == "Empty"
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=MockClock(autojump_threshold=0))
