@@ -105,7 +105,7 @@ class FrameReader:
             raise ConnectionClosed()
         self.end += n
 
-    async def read_frame(self) -> bytes | bytearray:
+    async def read_frame(self) -> bytes | memoryview:
         while self.end - self.start < 4:
             await self._receive_more()
         (size,) = _SIZE.unpack_from(self.buf, self.start)
@@ -129,7 +129,8 @@ class FrameReader:
             if not n:
                 raise ConnectionClosed()
             have += n
-        return frame
+        # kio's native readers take read-only buffers only
+        return memoryview(frame).toreadonly()
 
 
 def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:

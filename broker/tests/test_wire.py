@@ -201,3 +201,21 @@ def test_list_offsets_earliest_latest_timestamp(wire):
     assert lo(1_700_000_000_002).offset == 2
     assert lo(-3).offset == 4
     assert lo(1_800_000_000_000).offset == -1
+
+
+def test_frames_larger_than_the_receive_buffer(wire):
+    """A 2 MiB produce arrives in a frame larger than the server's receive buffer."""
+    name = f"big-{uuid.uuid4().hex[:6]}"
+    req = md12.MetadataRequest(topics=(md12.MetadataRequestTopic(topic_id=None, name=name),),
+                               allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    wire.request(req)
+    import kio.schema.incremental_alter_configs.v1.request as iac
+    wire.request(iac.IncrementalAlterConfigsRequest(validate_only=False, resources=(
+        iac.AlterConfigsResource(resource_type=2, resource_name=name, configs=(
+            iac.AlterableConfig(name="max.message.bytes", config_operation=0, value=str(4 << 20)),)),)))
+    value = bytes(range(256)) * (8 << 10)
+    r = produce(wire, name, build_batch([Record(key=b"k", value=value, headers=(), timestamp_ms=1)]))
+    assert r.error_code == ErrorCode.none and r.base_offset == 0
+    from protocol.records import decode_records
+    p = fetch(wire, name, 0)
+    assert decode_records(p.records)[0].value == value
