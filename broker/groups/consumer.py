@@ -14,7 +14,8 @@ Kafka's CurrentAssignmentBuilder:
 
 Member epoch checks: a larger epoch than ours, or a smaller one that is not the previous epoch
 with owned partitions a subset of the assignment, gets FENCED_MEMBER_EPOCH; an unknown member
-id with epoch > 0 gets UNKNOWN_MEMBER_ID. Epoch -1 leaves; -2 is a static member's temporary
+id with epoch > 0 gets UNKNOWN_MEMBER_ID; epoch 0 with a known member id is that member
+rejoining after it was fenced (KAFKA-19233) and gets its current assignment again. Epoch -1 leaves; -2 is a static member's temporary
 leave (it keeps its assignment until its session times out or the same instance id rejoins).
 Group states: Empty, Assigning, Reconciling, Stable.
 """
@@ -280,6 +281,9 @@ class ConsumerGroup:
                                assignment={t: set(ps) for t, ps in member.assigned.items() if ps} if send else None)
 
     def _check_epoch(self, member: ConsumerMember, epoch: int, owned: TopicPartitions | None) -> None:
+        if epoch == 0:
+            # a fenced member rejoins with its own member id (KIP-1082 ids; KAFKA-19233)
+            return
         if epoch > member.member_epoch:
             raise GroupError(ErrorCode.fenced_member_epoch,
                              f"The consumer group member has a greater member epoch ({epoch}) than the one "
