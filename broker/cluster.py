@@ -89,12 +89,23 @@ class Partition:
             self._waiters.clear()
 
 
+@dataclass(frozen=True)
+class ProducePolicy:
+    """The topic configs Produce checks on every batch, parsed once per config change."""
+
+    compacted: bool = False
+    timestamp_before_max_ms: int = 2**63 - 1  # message.timestamp.before.max.ms
+    timestamp_after_max_ms: int = 3_600_000   # message.timestamp.after.max.ms
+    log_append_time: bool = False
+
+
 @dataclass
 class Topic:
     name: str
     topic_id: uuid.UUID
     configs: dict[str, str] = field(default_factory=dict)
     partitions: list[Partition] = field(default_factory=list)
+    policy: ProducePolicy = field(default_factory=ProducePolicy)
 
     @property
     def internal(self) -> bool:
@@ -158,7 +169,23 @@ class Cluster:
         eff.update(topic.configs)
         return eff
 
+    def produce_policy(self, topic: Topic) -> ProducePolicy:
+        from .topic_configs import topic_config_default
+
+        eff = self.effective_configs(topic)
+
+        def number(key: str) -> int:
+            return int(eff.get(key) or topic_config_default(key))
+
+        return ProducePolicy(
+            compacted="compact" in str(eff["cleanup.policy"]),
+            timestamp_before_max_ms=number("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
+            log_append_time=str(eff["message.timestamp.type"]) == "LogAppendTime",
+        )
+
     def _attach(self, topic: Topic) -> None:
+        topic.policy = self.produce_policy(topic)
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
 
@@ -195,6 +222,7 @@ class Cluster:
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = dict(configs)
+        topic.policy = self.produce_policy(topic)
         self.save()
         for part in topic.partitions:
             part.log.update_config(self.log_config(topic))

@@ -2,7 +2,9 @@
 
 Each partition's payload must be exactly one magic-v2 batch with a valid CRC that is not a
 control batch (CORRUPT_MESSAGE / INVALID_RECORD otherwise), no larger than the topic's
-max.message.bytes (MESSAGE_TOO_LARGE). Clients may not write to internal topics.
+max.message.bytes (MESSAGE_TOO_LARGE). CreateTime timestamps must lie within the topic's
+message.timestamp.before/after.max.ms of now (INVALID_TIMESTAMP), and every record of a
+compacted topic needs a key (INVALID_RECORD). Clients may not write to internal topics.
 Idempotent batches follow Kafka's sequence rules (broker.producers): a duplicate of one of
 the producer's last five batches is acknowledged with its original base offset and not
 appended again. Transactional batches are checked by the transaction coordinator when one
@@ -20,7 +22,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
-from protocol.records import BatchHeader, InvalidRecord, validate_produce_batches
+from protocol.records import BatchHeader, InvalidRecord, decode_records, validate_produce_batches
 
 from ..cluster import now_ms
 from ..producers import ProduceError
@@ -59,6 +61,9 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
     if h.total_size != len(records):
         return PartitionResult(ErrorCode.invalid_record,
                                message="produce requests may carry exactly one record batch per partition")
+    refused = check_topic_policy(part, records, h)
+    if refused is not None:
+        return refused
     txn = ctx.broker.services.get("transactions")
     if h.is_transactional:
         if txn is None:
@@ -93,6 +98,34 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
     part.wake()
     return PartitionResult(base_offset=info.base_offset, log_append_time=info.log_append_time_ms,
                            log_start_offset=info.log_start_offset)
+
+
+def check_topic_policy(part, records, h) -> PartitionResult | None:
+    """The topic-config checks of Kafka's LogValidator: CreateTime within
+    message.timestamp.before/after.max.ms of now (KIP-937), and a key on every record of a
+    compacted topic (the only check here that looks inside the batch, so only compacted
+    topics pay for it)."""
+    policy = part.topic.policy
+    if not policy.log_append_time:
+        now = now_ms()
+        if h.max_timestamp >= 0 and h.max_timestamp > now + policy.timestamp_after_max_ms:
+            return PartitionResult(ErrorCode.invalid_timestamp, message=(
+                f"timestamp {h.max_timestamp} is more than message.timestamp.after.max.ms="
+                f"{policy.timestamp_after_max_ms} ahead of the broker's time {now}"))
+        if 0 <= h.base_timestamp < now - policy.timestamp_before_max_ms:
+            return PartitionResult(ErrorCode.invalid_timestamp, message=(
+                f"timestamp {h.base_timestamp} is more than message.timestamp.before.max.ms="
+                f"{policy.timestamp_before_max_ms} behind the broker's time {now}"))
+    if policy.compacted:
+        try:
+            keyless = any(r.key is None for r in decode_records(records))
+        except Exception as exc:  # a codec we cannot read: Kafka would fail decompression too
+            return PartitionResult(ErrorCode.corrupt_message, message=f"cannot read the batch: {exc}")
+        if keyless:
+            return PartitionResult(ErrorCode.invalid_record, message=(
+                f"Compacted topic cannot accept message without key in topic partition "
+                f"{part.topic.name}-{part.index}."))
+    return None
 
 
 @api(0, 3, 13, advertised_min=0)
