@@ -18,6 +18,11 @@ id with epoch > 0 gets UNKNOWN_MEMBER_ID; epoch 0 with a known member id is that
 rejoining after it was fenced (KAFKA-19233) and gets its current assignment again. Epoch -1 leaves; -2 is a static member's temporary
 leave (it keeps its assignment until its session times out or the same instance id rejoins).
 Group states: Empty, Assigning, Reconciling, Stable.
+
+Heartbeat interval: group.consumer.heartbeat.interval.ms (5 s, as Kafka) once the group is
+Stable and unchanged for a few seconds; while it assigns or reconciles, or just changed, the
+response asks for `busy_heartbeat_interval_ms` instead (the interval is the coordinator's to
+give in every response), so a rebalance takes a few round trips instead of a few 5 s waits.
 """
 
 from __future__ import annotations
@@ -106,7 +111,8 @@ def _matches(regex: str, names: list[str]) -> set[str]:
 class ConsumerGroup:
     protocol_type = "consumer"
 
-    def __init__(self, group_id: str, *, session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000):
+    def __init__(self, group_id: str, *, session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000,
+                 busy_heartbeat_interval_ms: int = 0, busy_window_ms: int = 3000):
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
@@ -116,6 +122,10 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        # while the group is changing, members are asked to heartbeat more often
+        self.busy_heartbeat_interval_ms = busy_heartbeat_interval_ms
+        self.busy_window_ms = busy_window_ms
+        self.last_change = -(1 << 62)
         self._topics = TopicView(lambda name: None)
         # what changed since the coordinator last persisted the group
         self.epoch_dirty = False
@@ -159,6 +169,16 @@ class ConsumerGroup:
             if m.rebalance_deadline is not None:
                 ds.append(m.rebalance_deadline)
         return min(ds) if ds else None
+
+    def interval_for(self, now: int) -> int:
+        """The heartbeat interval to give a member: group.consumer.heartbeat.interval.ms, or a
+        short one while the group reconciles or changed in the last few seconds, so that members
+        see revocations and released partitions within a fraction of a second."""
+        busy = self.busy_heartbeat_interval_ms
+        if busy and busy < self.heartbeat_interval_ms and (
+                self.state != "Stable" or now - self.last_change < self.busy_window_ms):
+            return busy
+        return self.heartbeat_interval_ms
 
     def preferred_assignor(self) -> str:
         counts: dict[str, int] = {}
@@ -265,6 +285,7 @@ class ConsumerGroup:
         if bump:
             self.group_epoch += 1
             self.epoch_dirty = True
+            self.last_change = now
         # 2. a new target assignment when the group epoch moved past it
         if self.group_epoch > self.assignment_epoch:
             self._compute_target()
@@ -277,7 +298,7 @@ class ConsumerGroup:
                            and subscribed_topic_names is not None and owned is not None)
         send = full or _freeze(member.assigned) != old_assigned or member.member_epoch != old_epoch
         return HeartbeatResult(member_id=member.member_id, member_epoch=member.member_epoch,
-                               heartbeat_interval_ms=self.heartbeat_interval_ms,
+                               heartbeat_interval_ms=self.interval_for(now),
                                assignment={t: set(ps) for t, ps in member.assigned.items() if ps} if send else None)
 
     def _check_epoch(self, member: ConsumerMember, epoch: int, owned: TopicPartitions | None) -> None:

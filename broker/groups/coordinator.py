@@ -43,6 +43,8 @@ RETENTION_CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 # With group.initial.rebalance.delay.ms=0, members that join an empty group together are still
 # put in one generation: the first join phase waits until no new member arrived for this long.
 BURST_SETTLE_MS = 100
+# KIP-848 members heartbeat this often while their group assigns, reconciles or just changed.
+BUSY_HEARTBEAT_INTERVAL_MS = 250
 
 
 def java_string_hash(s: str) -> int:
@@ -365,7 +367,8 @@ class GroupCoordinator:
 
     def _new_consumer(self, group_id: str) -> ConsumerGroup:
         group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
-                              heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"])
+                              heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"],
+                              busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
         self.groups[group_id] = group
         return group
 

@@ -198,3 +198,19 @@ def test_regex_subscription():
                     client_id="c", client_host="/h", subscribed_topic_names=None, subscribed_topic_regex="t.*",
                     server_assignor=None, owned={}, topics=tv, now=0)
     assert r.error == ErrorCode.none and r.assignment == {T1: set(range(6)), T2: {0, 1}}
+
+
+def test_heartbeat_interval_is_short_while_the_group_changes():
+    g = ConsumerGroup("g", session_timeout_ms=60_000, heartbeat_interval_ms=5000, busy_heartbeat_interval_ms=250,
+                      busy_window_ms=3000)
+    a = hb(g, now=0)
+    assert a.heartbeat_interval_ms == 250  # it just changed
+    assert hb(g, a.member_id, 1, owned=a.assignment, now=3000).heartbeat_interval_ms == 5000
+    b = hb(g, now=4000)
+    assert b.heartbeat_interval_ms == 250
+    ra = hb(g, a.member_id, 1, owned=a.assignment, now=8000)  # reconciling: still short
+    assert g.state == "Reconciling" and ra.heartbeat_interval_ms == 250
+    hb(g, a.member_id, 1, owned=ra.assignment, now=8001)
+    hb(g, b.member_id, 2, owned={}, now=8002)
+    assert g.state == "Stable"
+    assert hb(g, b.member_id, 2, owned=None, now=8003).heartbeat_interval_ms == 5000
