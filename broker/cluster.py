@@ -249,12 +249,23 @@ def replay_producer_state(part: Partition) -> None:
     transaction; a COMMIT/ABORT marker closes that transaction (Kafka's
     ProducerAppendInfo.appendEndTxnMarker). An abort whose entry is missing from the
     aborted-transaction index (a crash between the marker and the index write) is added
-    again, so read_committed consumers never see aborted records after a restart."""
+    again, so read_committed consumers never see aborted records after a restart. Replay
+    starts from the newest producer snapshot (written at clean shutdown) when there is one."""
     from protocol.records import BatchHeader, parse_control_record
 
-    states = part.producers
     plog = part.log
-    for base_offset, batch in plog.batches_from(plog.log_start_offset):
+    start = plog.log_start_offset
+    snapshot = plog.latest_producer_snapshot()
+    if snapshot is not None:
+        try:
+            part.producers = ProducerStates.from_snapshot(snapshot[1])
+            start = max(start, snapshot[0])
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("%s-%d: ignoring the producer snapshot at offset %d: %s", part.topic.name, part.index,
+                        snapshot[0], exc)
+            part.producers = ProducerStates()
+    states = part.producers
+    for base_offset, batch in plog.batches_from(start):
         h = BatchHeader(batch, 0)
         pid = h.producer_id
         if pid < 0:

@@ -20,6 +20,7 @@ recorded in the aborted-transaction index.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -157,6 +158,27 @@ class ProducerStates:
         for pid in gone:
             del self.entries[pid]
         return gone
+
+    # --- snapshots (written at shutdown, so a restart replays only what came after) --------
+    def to_snapshot(self) -> bytes:
+        return json.dumps({"version": 1, "entries": [
+            [e.producer_id, e.epoch, e.coordinator_epoch, e.last_timestamp, e.current_txn_first_offset,
+             [[b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp] for b in e.batches]]
+            for e in self.entries.values()]}, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_snapshot(cls, blob: bytes) -> "ProducerStates":
+        data = json.loads(blob)
+        if data.get("version") != 1:
+            raise ValueError(f"unknown producer snapshot version {data.get('version')!r}")
+        states = cls()
+        for pid, epoch, cepoch, ts, txn_first, batches in data["entries"]:
+            e = ProducerStateEntry(pid, epoch, coordinator_epoch=cepoch, last_timestamp=ts,
+                                   current_txn_first_offset=txn_first)
+            for b in batches:
+                e.batches.append(BatchMeta(*b))
+            states.entries[pid] = e
+        return states
 
     def record_batch(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
                      first_offset: int, last_offset: int, timestamp: int) -> ProducerStateEntry:

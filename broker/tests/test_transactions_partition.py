@@ -99,3 +99,24 @@ def test_replay_rebuilds_a_missing_abort_entry(tmp_path):
             for a in again.log.aborted_txns(0, 3)] == [(7, 0, 2, 3)]
     assert again.last_stable_offset == 3
     again.log.close()
+
+
+def test_replay_starts_from_the_producer_snapshot(tmp_path):
+    part = _partition(tmp_path / "t-0")
+    broker = SimpleNamespace(services={})
+    _append(part, 10, 0, 0, n=2)                                 # 0-1 open
+    _append(part, 11, 3, 0)                                      # 2
+    write_marker(broker, part, 11, 3, 0, False, NOW)             # 3
+    part.log.write_producer_snapshot(part.log.log_end_offset, part.producers.to_snapshot())
+    _append(part, 12, 0, 0)                                      # 4, after the snapshot
+    write_marker(broker, part, 10, 0, 0, True, NOW)              # 5
+    before = {pid: (e.epoch, e.last_seq, e.current_txn_first_offset, e.coordinator_epoch)
+              for pid, e in part.producers.entries.items()}
+    part.log.close()
+    again = _partition(tmp_path / "t-0")
+    after = {pid: (e.epoch, e.last_seq, e.current_txn_first_offset, e.coordinator_epoch)
+             for pid, e in again.producers.entries.items()}
+    assert after == before
+    assert again.last_stable_offset == 4  # producer 12's transaction is still open
+    assert [(a.producer_id, a.first_offset) for a in again.log.aborted_txns(0, 6)] == [(11, 2)]
+    again.log.close()
