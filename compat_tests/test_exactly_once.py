@@ -6,7 +6,7 @@ partition. Also: the broker killed between PrepareCommit and the markers, and be
 markers, completes the transaction on restart.
 
 Sizes: EOS_RECORDS input records (default 30000, spread over 3 partitions),
-EOS_KILLS kills (default 5), EOS_BATCH records per transaction at most
+EOS_KILLS copier kills (default 5), EOS_BROKER_KILLS broker kills (default 3), EOS_BATCH records per transaction at most
 (default 20); EOS_SEED fixes the random moments.
 """
 
@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.exactly_once, pytest.mark.transactions]
 
 RECORDS = int(os.environ.get("EOS_RECORDS", "30000"))
 KILLS = int(os.environ.get("EOS_KILLS", "5"))
+BROKER_KILLS = int(os.environ.get("EOS_BROKER_KILLS", "3"))
 BATCH = int(os.environ.get("EOS_BATCH", "20"))  # records per transaction, at most
 SEED = int(os.environ.get("EOS_SEED", str(random.randrange(1 << 30))))
 PARTITIONS = 3
@@ -148,20 +149,20 @@ def _check_exactly_once(bootstrap: str, sink: str, expected: dict[int, list[str]
             seen = set()
             dups = [v for v in got[p] if v in seen or seen.add(v)]
             missing = sorted(set(expected[p]) - set(got[p]))
-            raise AssertionError(f"partition {p}: {len(got[p])} records for {len(expected[p])} inputs; "
+            raise AssertionError(f"EOS_SEED={SEED} partition {p}: {len(got[p])} records for {len(expected[p])} inputs; "
                                  f"duplicates {dups[:5]}, missing {missing[:5]}, first difference at "
                                  f"{next(i for i, (a, b) in enumerate(zip(got[p] + [None], expected[p] + [None])) if a != b)}")
 
 
-def _copy_with_kills(copier, rnd, kill, total_txns: int) -> int:
+def _copy_with_kills(copier, rnd, kill, total_txns: int, kills: int = KILLS) -> int:
     """Runs the copier and calls kill() KILLS times, each after a random number of
     transactions has committed since the previous kill, plus 0-20 ms (so kills land inside
     transactions, between the produce and the commit, right after a commit, ...). Returns the
     number of kills done while the copy was still running (new commits just seen)."""
     mid = 0
-    for _ in range(KILLS):
+    for _ in range(kills):
         start = copier.commits()
-        target = start + rnd.randint(1, max(2, total_txns // (KILLS + 1)))
+        target = start + rnd.randint(1, max(2, total_txns // (kills + 1)))
         deadline = time.monotonic() + 120
         while copier.commits() < target and time.monotonic() < deadline:
             copier.ensure_running()
@@ -222,11 +223,11 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
         ends = [ends[p] for p in range(PARTITIONS)]
         copier = Copier("librdkafka", bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
         try:
-            mid = _copy_with_kills(copier, rnd, kill_broker, RECORDS // BATCH)
+            mid = _copy_with_kills(copier, rnd, kill_broker, RECORDS // BATCH, BROKER_KILLS)
             _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
         finally:
             copier.close()
-        assert mid >= min(KILLS, 2), f"only {mid} kills happened while the copy was running"
+        assert mid >= min(BROKER_KILLS, 2), f"only {mid} kills happened while the copy was running"
         _check_exactly_once(bs, sink, expected)
     finally:
         state["broker"].stop()
