@@ -376,9 +376,9 @@ class TxnCoordinatorCore:
         for tid, md in list(self.txns.items()):
             if (md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and not md.pending_transition
                     and md.last_update_ms + self.id_expiration_ms <= now):
-                transit = md.prepare_dead()
+                md.prepare_dead()  # pending: no request can change it meanwhile
                 try:
-                    self.store.append(tid, None)
+                    self.store.append(tid, None)  # the tombstone
                 except Exception:
                     md.abort_transition()
                     continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 FENCED_ERRORS = {"ProducerFenced", "InvalidProducerEpoch"}
