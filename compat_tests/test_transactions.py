@@ -27,6 +27,7 @@ TXN_CLIENTS = {
     "java": "compat_tests.txn.java_txn",
     "aiokafka": "compat_tests.txn.aiokafka_txn",
     "kafkajs": "compat_tests.txn.kafkajs_txn",
+    "kafka_python": "compat_tests.txn.kafka_python_txn",
 }
 
 
