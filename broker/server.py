@@ -177,6 +177,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             ctx = RequestContext(broker, header, listener, peer)
             try:
                 response = await HANDLERS[header.api_key](ctx, request)
+                out = None if response is None else encode_response(
+                    header.api_key, header.api_version, header.correlation_id, response)
             except CloseConnection as exc:
                 metrics.record(header.api_key, t0, len(frame) + 4, 0)
                 log.info("closing connection from %s (client %r): %s", peer, header.client_id, exc)
@@ -186,8 +188,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.exception("error handling %s v%d from %s (client %r); closing the connection",
                               rng.name, header.api_version, peer, header.client_id)
                 return
-            if response is not None:
-                out = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+            if out is not None:
                 await stream.send_all(out)
                 metrics.record(header.api_key, t0, len(frame) + 4, len(out))
             else:
@@ -198,6 +199,9 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         log.warning("closing connection from %s: %s", peer, exc)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         pass
+    except Exception:
+        # whatever goes wrong with one connection must not reach the listener and stop the broker
+        log.exception("closing connection from %s after an unexpected error", peer)
     finally:
         metrics.connections_closed += 1
         log.debug("connection closed from %s on %s", peer, listener.name)
