@@ -166,7 +166,8 @@ def _short(text: str | None, limit: int = 240) -> str:
 
 
 def _test_name(nodeid: str) -> str:
-    return nodeid.split("::", 1)[-1] if "::" in nodeid else nodeid
+    name = nodeid.split("::", 1)[-1] if "::" in nodeid else nodeid
+    return name if len(name) <= 120 else name[:119] + "…"
 
 
 def render(results: dict[str, Any], name: str, meta: dict[str, str]) -> str:
@@ -317,12 +318,20 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _git_commit() -> str:
+    """The checkout's commit, "+ local changes" when tracked files differ from it; or
+    $KAFKALITE_CHECKOUT for a copy without git (an exported snapshot)."""
+    if os.environ.get("KAFKALITE_CHECKOUT"):
+        return os.environ["KAFKALITE_CHECKOUT"]
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                              timeout=10).stdout.strip()
-        return sha or "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    if not sha:
+        return "unknown"
+    return f"{sha} + local changes" if dirty else sha
 
 
 def _machine() -> str:
