@@ -319,9 +319,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _git_commit() -> str:
     """The checkout's commit, "+ local changes" when tracked files differ from it; or
-    $KAFKALITE_CHECKOUT for a copy without git (an exported snapshot)."""
-    if os.environ.get("KAFKALITE_CHECKOUT"):
-        return os.environ["KAFKALITE_CHECKOUT"]
+    $COMPAT_REPORT_CHECKOUT for a copy without git (an exported snapshot)."""
+    if os.environ.get("COMPAT_REPORT_CHECKOUT"):
+        return os.environ["COMPAT_REPORT_CHECKOUT"]
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                              timeout=10).stdout.strip()
