@@ -2,12 +2,22 @@
 offsets with the group metadata, commit) copies the input while it is SIGKILLed and restarted
 at random moments, and, separately, while the broker is SIGKILLed and restarted; a
 read_committed reader then finds every input record exactly once, in input order, per
-partition. Also: the broker killed between PrepareCommit and the markers, and between two
-markers, completes the transaction on restart.
+partition. Also the group-mode variant of Kafka's system test: three librdkafka copiers, each
+with its own transactional.id, in one consumer group over a 6-partition input (KIP-447:
+sendOffsetsToTransaction carries the consumer's group metadata, so a copier left behind by a
+rebalance is fenced by the generation); one of them, chosen at random, is SIGKILLed and
+restarted, so rebalances happen mid-transaction. Also: the broker killed between
+PrepareCommit and the markers, and between two markers, completes the transaction on restart.
+Every kill waits until the copy has reached 20 % progress (input offsets committed by the
+group), as in Kafka's test.
 
-Sizes: EOS_RECORDS input records (default 30000, spread over 3 partitions),
-EOS_KILLS copier kills (default 5), EOS_BROKER_KILLS broker kills (default 3), EOS_BATCH records per transaction at most
-(default 20); EOS_SEED fixes the random moments.
+Sizes: EOS_RECORDS input records (default 30000, spread over 3 partitions; the group-mode
+test uses 2 * EOS_RECORDS unless EOS_RECORDS is set), EOS_KILLS copier kills (default 5;
+group mode: min(EOS_KILLS, 3) unless EOS_KILLS is set), EOS_BROKER_KILLS broker kills
+(default 3), EOS_BATCH records per transaction at most (default 20); EOS_SEED fixes the random
+moments. The full size, as in the issue (100 000 records, transactions of 750, 3 kills):
+
+    EOS_RECORDS=100000 EOS_BATCH=750 EOS_KILLS=3 python -m pytest compat_tests/test_exactly_once.py
 """
 
 from __future__ import annotations
@@ -34,6 +44,11 @@ BROKER_KILLS = int(os.environ.get("EOS_BROKER_KILLS", "3"))
 BATCH = int(os.environ.get("EOS_BATCH", "20"))  # records per transaction, at most
 SEED = int(os.environ.get("EOS_SEED", str(random.randrange(1 << 30))))
 PARTITIONS = 3
+GROUP_PARTITIONS = 6
+GROUP_COPIERS = 3
+GROUP_RECORDS = int(os.environ.get("EOS_RECORDS", str(RECORDS * 2)))
+GROUP_KILLS = int(os.environ.get("EOS_KILLS", str(min(KILLS, 3))))
+MIN_PROGRESS = 0.2  # no kill before the copy has reached this fraction of the input
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -42,16 +57,15 @@ def _external():
         pytest.skip("kills and restarts need a broker the suite starts itself")
 
 
-def _fill_input(bootstrap: str, topic: str) -> dict[int, list[str]]:
+def _fill_input(bootstrap: str, topic: str, partitions: int = PARTITIONS, records: int = RECORDS
+                ) -> dict[int, list[str]]:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4"})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    _create(bootstrap, topic, partitions)
     p = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "enable.idempotence": True,
                   "linger.ms": 10})
-    expected: dict[int, list[str]] = {i: [] for i in range(PARTITIONS)}
-    for i in range(RECORDS):
-        part = i % PARTITIONS
+    expected: dict[int, list[str]] = {i: [] for i in range(partitions)}
+    for i in range(records):
+        part = i % partitions
         value = f"r{i:07d}"
         p.produce(topic, value=value.encode(), partition=part)
         expected[part].append("copied:" + value)
@@ -61,10 +75,21 @@ def _fill_input(bootstrap: str, topic: str) -> dict[int, list[str]]:
     return expected
 
 
-def _create(bootstrap: str, topic: str) -> None:
+def _create(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap, "broker.address.family": "v4"})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def _pipeline(bootstrap: str, partitions: int = PARTITIONS, records: int = RECORDS):
+    """A filled input topic, an empty sink and a group name: (source, sink, group, suffix,
+    expected output per partition, input end offsets)."""
+    suffix = uuid.uuid4().hex[:6]
+    source, sink, group = f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-g-{suffix}"
+    expected = _fill_input(bootstrap, source, partitions, records)
+    _create(bootstrap, sink, partitions)
+    ends = reader.end_offsets(bootstrap, source, list(range(partitions)), "read_uncommitted")
+    return source, sink, group, suffix, expected, [ends[p] for p in range(partitions)]
 
 
 class Copier:
@@ -116,35 +141,59 @@ class Copier:
 _OBSERVERS: dict = {}
 
 
-def _committed(bootstrap: str, group: str, topic: str) -> list[int]:
-    """The group's committed offsets (one long-lived consumer per group, never joining it)."""
+@pytest.fixture(autouse=True)
+def _close_observers():
+    """The offset observers go with the test's broker (else librdkafka keeps reconnecting)."""
+    yield
+    while _OBSERVERS:
+        _OBSERVERS.popitem()[1].close()
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: int = PARTITIONS, stable: bool = True
+               ) -> list[int]:
+    """The group's committed offsets (one long-lived consumer per group, never joining it).
+    stable: OffsetFetch with require_stable (librdkafka's read_committed), which waits while
+    transactional offsets are pending; without it, the last committed offsets at once."""
     from confluent_kafka import Consumer, TopicPartition
-    c = _OBSERVERS.get((bootstrap, group))
+    c = _OBSERVERS.get((bootstrap, group, stable))
     if c is None:
-        c = _OBSERVERS[(bootstrap, group)] = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                                       "broker.address.family": "v4"})
-    tps = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=5)
+        c = _OBSERVERS[(bootstrap, group, stable)] = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": group, "broker.address.family": "v4",
+             "isolation.level": "read_committed" if stable else "read_uncommitted"})
+    tps = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=5)
     return [tp.offset for tp in tps]
 
 
-def _wait_copied(bootstrap, group, source, ends, copier, deadline, on_tick=None) -> None:
+def _progress(bootstrap: str, group: str, source: str, ends: list[int]) -> float:
+    """The fraction of the input the group has committed (0 while the broker is unreachable)."""
+    try:
+        done = _committed(bootstrap, group, source, len(ends), stable=False)
+    except Exception:
+        return 0.0
+    return sum(max(0, o) for o in done) / max(1, sum(ends))
+
+
+def _wait_copied(bootstrap, group, source, ends, copiers, deadline, on_tick=None) -> None:
+    copiers = copiers if isinstance(copiers, list) else [copiers]
     while time.monotonic() < deadline:
-        copier.ensure_running()
+        for copier in copiers:
+            copier.ensure_running()
         try:
-            if _committed(bootstrap, group, source) == ends:
+            if _committed(bootstrap, group, source, len(ends)) == ends:
                 return
         except Exception:
             pass  # the broker may be restarting
         if on_tick is not None:
             on_tick()
         time.sleep(0.3)
-    raise AssertionError(f"the copier did not finish in time (committed {_committed(bootstrap, group, source)} "
-                         f"of {ends}, {copier.starts} starts)")
+    raise AssertionError(f"EOS_SEED={SEED}: the copiers did not finish in time (committed "
+                         f"{_committed(bootstrap, group, source, len(ends))} of {ends}, "
+                         f"{[c.starts for c in copiers]} starts)")
 
 
 def _check_exactly_once(bootstrap: str, sink: str, expected: dict[int, list[str]]) -> None:
-    got = reader.values(reader.read(bootstrap, sink, list(range(PARTITIONS)), "read_committed", timeout_s=120))
-    for p in range(PARTITIONS):
+    got = reader.values(reader.read(bootstrap, sink, list(expected), "read_committed", timeout_s=120))
+    for p in expected:
         if got[p] != expected[p]:
             seen = set()
             dups = [v for v in got[p] if v in seen or seen.add(v)]
@@ -154,22 +203,51 @@ def _check_exactly_once(bootstrap: str, sink: str, expected: dict[int, list[str]
                                  f"{next(i for i, (a, b) in enumerate(zip(got[p] + [None], expected[p] + [None])) if a != b)}")
 
 
-def _copy_with_kills(copier, rnd, kill, total_txns: int, kills: int = KILLS) -> int:
-    """Runs the copier and calls kill() KILLS times, each after a random number of
-    transactions has committed since the previous kill, plus 0-20 ms (so kills land inside
-    transactions, between the produce and the commit, right after a commit, ...). Returns the
-    number of kills done while the copy was still running (new commits just seen)."""
+def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) -> int:
+    """Runs the copiers and calls kill() `kills` times, each once progress() (the fraction of
+    the input committed) is at least MIN_PROGRESS and after a random number of transactions has
+    committed since the previous kill, plus 0-20 ms (so kills land inside transactions, between
+    the produce and the commit, right after a commit, ...). Returns the number of kills done
+    while the copy was still running (new commits just seen)."""
+    copiers = copiers if isinstance(copiers, list) else [copiers]
+
+    def commits():
+        return sum(c.commits() for c in copiers)
+
+    def run_until(done, timeout_s=120) -> bool:
+        deadline = time.monotonic() + timeout_s
+        checked = time.monotonic()
+        while time.monotonic() < deadline:
+            for c in copiers:
+                c.ensure_running()
+            if done():
+                return True
+            if time.monotonic() - checked > 1.0:
+                checked = time.monotonic()
+                if progress() >= 1.0:
+                    return False  # the copy is over
+            time.sleep(0.005)
+        return False
+
+    per_kill = max(2, int(total_txns * (1 - MIN_PROGRESS)) // (kills + 1))
     mid = 0
     for _ in range(kills):
-        start = copier.commits()
-        target = start + rnd.randint(1, max(2, total_txns // (kills + 1)))
-        deadline = time.monotonic() + 120
-        while copier.commits() < target and time.monotonic() < deadline:
-            copier.ensure_running()
-            time.sleep(0.005)
-        if copier.commits() < target:
+        reached = [False]
+
+        def at_min_progress():  # committed offsets, polled at most every 50 ms
+            if not reached[0] and time.monotonic() - at_min_progress.last >= 0.05:
+                at_min_progress.last = time.monotonic()
+                reached[0] = progress() >= MIN_PROGRESS
+            return reached[0]
+        at_min_progress.last = 0.0
+        if not run_until(at_min_progress):
+            break
+        target = commits() + rnd.randint(1, per_kill)
+        if not run_until(lambda: commits() >= target):
             break  # the copy is over
         time.sleep(rnd.uniform(0, 0.02))
+        if progress() >= 1.0:
+            break
         mid += 1
         kill()
     return mid
@@ -183,15 +261,11 @@ def test_copier_killed_and_restarted(client, tmp_path):
     rnd = random.Random(SEED)
     with kafkalite.running(tmp_path / "data") as b:
         bs = b.bootstrap
-        suffix = uuid.uuid4().hex[:6]
-        source, sink, group = f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-g-{suffix}"
-        expected = _fill_input(bs, source)
-        _create(bs, sink)
-        ends = reader.end_offsets(bs, source, list(range(PARTITIONS)), "read_uncommitted")
-        ends = [ends[p] for p in range(PARTITIONS)]
+        source, sink, group, suffix, expected, ends = _pipeline(bs)
         copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
         try:
-            mid = _copy_with_kills(copier, rnd, copier.kill, RECORDS // BATCH)
+            mid = _copy_with_kills(copier, rnd, copier.kill, RECORDS // BATCH, KILLS,
+                                   lambda: _progress(bs, group, source, ends))
             _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
         finally:
             copier.close()
@@ -215,15 +289,11 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
         state["broker"] = kafkalite.start(data_dir=data, port=port)
 
     try:
-        suffix = uuid.uuid4().hex[:6]
-        source, sink, group = f"eos-in-{suffix}", f"eos-out-{suffix}", f"eos-g-{suffix}"
-        expected = _fill_input(bs, source)
-        _create(bs, sink)
-        ends = reader.end_offsets(bs, source, list(range(PARTITIONS)), "read_uncommitted")
-        ends = [ends[p] for p in range(PARTITIONS)]
+        source, sink, group, suffix, expected, ends = _pipeline(bs)
         copier = Copier("librdkafka", bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
         try:
-            mid = _copy_with_kills(copier, rnd, kill_broker, RECORDS // BATCH, BROKER_KILLS)
+            mid = _copy_with_kills(copier, rnd, kill_broker, RECORDS // BATCH, BROKER_KILLS,
+                                   lambda: _progress(bs, group, source, ends))
             _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
         finally:
             copier.close()
@@ -231,6 +301,35 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
         _check_exactly_once(bs, sink, expected)
     finally:
         state["broker"].stop()
+
+
+@pytest.mark.slow
+@pytest.mark.groups
+@pytest.mark.librdkafka
+def test_copiers_in_a_group_killed_and_restarted(tmp_path):
+    """Three copiers in one group over 6 partitions, each with its own transactional.id; one
+    of them, at random, is SIGKILLed and restarted at random moments past 20 % progress: its
+    partitions move to the others once its session times out, and back when it rejoins, while
+    transactions are open; the generation in sendOffsetsToTransaction fences a copier that a
+    rebalance left behind, and a new owner's offset fetch waits for the pending offsets of the
+    killed copier's transaction (KIP-447)."""
+    _external()
+    rnd = random.Random(SEED + 2)
+    with kafkalite.running(tmp_path / "data") as b:
+        bs = b.bootstrap
+        source, sink, group, suffix, expected, ends = _pipeline(bs, GROUP_PARTITIONS, GROUP_RECORDS)
+        copiers = [Copier("librdkafka", bs, f"eos-copier-{suffix}-{i}", group, source, sink,
+                          tmp_path / f"copier-{i}.log") for i in range(GROUP_COPIERS)]
+        try:
+            mid = _copy_with_kills(copiers, rnd, lambda: rnd.choice(copiers).kill(), GROUP_RECORDS // BATCH,
+                                   GROUP_KILLS, lambda: _progress(bs, group, source, ends))
+            _wait_copied(bs, group, source, ends, copiers, time.monotonic() + 240)
+        finally:
+            for c in copiers:
+                c.close()
+        assert mid >= min(GROUP_KILLS, 2), f"only {mid} kills happened while the copy was running"
+        assert sum(c.starts for c in copiers) >= GROUP_COPIERS + mid
+        _check_exactly_once(bs, sink, expected)
 
 
 # --- the broker killed between PrepareCommit and the markers --------------------------------------

@@ -1,6 +1,10 @@
 """A transactional copier for the exactly-once tests, run as its own process so a test can
 SIGKILL it: consume (read_committed, group), produce each value prefixed with ``copied:`` to
 the same partition of the sink, send the consumer's offsets with its group metadata, commit.
+Messages are polled one at a time and gathered into a transaction of at most BATCH; when a
+rebalance happens while a batch is being gathered, the batch is dropped before anything is
+produced (its partitions were revoked, or re-assigned and re-fetched from the committed
+offsets), so that with several copiers in one group (KIP-447) no record is copied twice.
 Runs until killed; any error ends the process with status 3 (the test starts a new one, whose
 InitProducerId fences this one and aborts its open transaction). A watchdog ends it with
 status 4 when one transaction takes longer than 12 s: after a broker restart librdkafka's
@@ -37,13 +41,28 @@ def main(bootstrap: str, transactional_id: str, group: str, source: str, sink: s
                          "transactional.id": transactional_id, "linger.ms": 5,
                          "transaction.timeout.ms": 10000, "message.timeout.ms": 10000})
     last = [time.monotonic()]
+    rebalanced = [False]
+
+    def on_change(_consumer, _partitions):
+        rebalanced[0] = True
+
     threading.Thread(target=_watchdog, args=(last,), daemon=True).start()
     try:
         producer.init_transactions(30)
-        consumer.subscribe([source])
+        consumer.subscribe([source], on_assign=on_change, on_revoke=on_change, on_lost=on_change)
         while True:
             last[0] = time.monotonic()
-            msgs = [m for m in consumer.consume(int(batch), 0.5) if m.error() is None]
+            msgs = []
+            deadline = time.monotonic() + 0.5
+            while len(msgs) < int(batch) and time.monotonic() < deadline:
+                m = consumer.poll(0.05 if msgs else 0.5)
+                if rebalanced[0]:  # what was gathered before the rebalance is not ours to copy
+                    rebalanced[0] = False
+                    msgs = []
+                if m is not None and m.error() is None:
+                    msgs.append(m)
+                elif m is None and msgs:
+                    break
             if not msgs:
                 continue
             producer.begin_transaction()
