@@ -28,30 +28,9 @@ SPARK_SOURCES = Path(__file__).resolve().parent / "java"
 MAIN_CLASS = "SparkConnectorCalls"
 
 
-class _Sources:
-    """What java_client.build() globs for sources: the suite's folder and this one."""
-
-    def __init__(self, *dirs: Path):
-        self.dirs = dirs
-
-    def glob(self, pattern: str) -> list[Path]:
-        return [p for d in self.dirs for p in d.glob(pattern)]
-
-
-_build: Any = None
-
-
 def build():
-    """The compat helper's build (classpath, CDS archive) with SparkConnectorCalls in the driver jar."""
-    global _build
-    if _build is None:
-        saved = java_client.SOURCES, java_client._build
-        java_client.SOURCES, java_client._build = _Sources(Path(saved[0]), SPARK_SOURCES), None
-        try:
-            _build = java_client.build()
-        finally:
-            java_client.SOURCES, java_client._build = saved
-    return _build
+    """The compat suite's Java build (classpath, CDS archive) with SparkConnectorCalls in the driver jar."""
+    return java_client.build(SPARK_SOURCES)
 
 
 class _Server:

@@ -87,18 +87,19 @@ class _Build:
     archive: Path | None
 
 
-_build: _Build | None = None
+_builds: dict[tuple[Path, ...], _Build] = {}
 
 
-def build() -> _Build:
-    """Compiles the driver once per source hash (and per process), with its CDS archive."""
-    global _build
-    if _build is not None:
-        return _build
+def build(*extra_source_dirs: Path) -> _Build:
+    """Compiles the driver (the .java files of this suite's java/ folder and of any extra
+    folders) once per source hash (and per process), with its CDS archive."""
+    key = tuple(extra_source_dirs)
+    if key in _builds:
+        return _builds[key]
     if not shutil.which("javac") or not shutil.which("java"):
         raise RuntimeError("java/javac not found on PATH (a JDK 17+ is needed for the Java client tests)")
     jars = _jars()
-    sources = sorted(SOURCES.glob("*.java"))
+    sources = sorted(p for d in (Path(SOURCES), *extra_source_dirs) for p in d.glob("*.java"))
     h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
@@ -137,8 +138,8 @@ def build() -> _Build:
                 input=b'{"cmd": "warmup"}', capture_output=True, timeout=120)
             if tmp_archive.exists():
                 os.replace(tmp_archive, archive)
-    _build = _Build(classpath, archive if archive.exists() else None)
-    return _build
+    _builds[key] = _Build(classpath, archive if archive.exists() else None)
+    return _builds[key]
 
 
 def _java_cmd(*args: str) -> list[str]:
