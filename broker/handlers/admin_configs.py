@@ -238,22 +238,28 @@ def _alter_one(ctx, resource, validate_only: bool) -> None:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {rtype}")
 
 
-@api(33, 0, 2)
-async def alter_configs(ctx, request):
+def _alter_each(ctx, request, *, incremental: bool, alter_one) -> tuple:
+    """Both AlterConfigs APIs: check every resource, apply the valid ones, one result each."""
     mod = response_module(ctx)
-    errors = _preprocess(request.resources, incremental=False)
+    errors = _preprocess(request.resources, incremental=incremental)
     results = []
     for i, resource in enumerate(request.resources):
         err = errors.get(i)
         if err is None:
             try:
-                _alter_one(ctx, resource, request.validate_only)
+                alter_one(ctx, resource, request.validate_only)
             except AdminError as exc:
                 err = exc
         results.append(make(mod.AlterConfigsResourceResponse, error_code=err.code if err else ErrorCode.none,
                             error_message=err.message if err else None, resource_type=resource.resource_type,
                             resource_name=resource.resource_name))
-    return make(mod.AlterConfigsResponse, throttle_time=0, responses=tuple(results))
+    return mod, tuple(results)
+
+
+@api(33, 0, 2)
+async def alter_configs(ctx, request):
+    mod, results = _alter_each(ctx, request, incremental=False, alter_one=_alter_one)
+    return make(mod.AlterConfigsResponse, throttle_time=0, responses=results)
 
 
 # --- IncrementalAlterConfigs ----------------------------------------------------------------
@@ -338,26 +344,18 @@ def _incremental_logger(ctx, resource, validate_only: bool) -> None:
             log.warning("Unset the log level of %s", c.name)
 
 
+def _incremental_one(ctx, resource, validate_only: bool) -> None:
+    if resource.resource_type == TOPIC:
+        _incremental_topic(ctx, resource, validate_only)
+    elif resource.resource_type == BROKER:
+        _incremental_broker(ctx, resource)
+    elif resource.resource_type == BROKER_LOGGER:
+        _incremental_logger(ctx, resource, validate_only)
+    else:
+        raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
+
+
 @api(44, 0, 1)
 async def incremental_alter_configs(ctx, request):
-    mod = response_module(ctx)
-    errors = _preprocess(request.resources, incremental=True)
-    results = []
-    for i, resource in enumerate(request.resources):
-        err = errors.get(i)
-        if err is None:
-            try:
-                if resource.resource_type == TOPIC:
-                    _incremental_topic(ctx, resource, request.validate_only)
-                elif resource.resource_type == BROKER:
-                    _incremental_broker(ctx, resource)
-                elif resource.resource_type == BROKER_LOGGER:
-                    _incremental_logger(ctx, resource, request.validate_only)
-                else:
-                    raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
-            except AdminError as exc:
-                err = exc
-        results.append(make(mod.AlterConfigsResourceResponse, error_code=err.code if err else ErrorCode.none,
-                            error_message=err.message if err else None, resource_type=resource.resource_type,
-                            resource_name=resource.resource_name))
-    return make(mod.IncrementalAlterConfigsResponse, throttle_time=0, responses=tuple(results))
+    mod, results = _alter_each(ctx, request, incremental=True, alter_one=_incremental_one)
+    return make(mod.IncrementalAlterConfigsResponse, throttle_time=0, responses=results)
