@@ -11,22 +11,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import Client, Msg, ProduceResult, Unsupported
+from .base import Client, Msg, ProduceResult, Unsupported, refuse_unusable_produce_options
 
 COMPRESSIONS = {"none": None, "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 ACKS = {"all": "all", "-1": "all", "1": 1, "0": 0}
-
-
-def _codec_available(compression: str) -> bool:
-    from aiokafka import codec
-
-    check = {
-        "gzip": codec.has_gzip,
-        "snappy": codec.has_snappy,
-        "lz4": codec.has_lz4,
-        "zstd": codec.has_zstd,
-    }.get(compression)
-    return check is None or bool(check())
 
 
 @dataclass
@@ -106,12 +94,10 @@ class AiokafkaClient(Client):
         idempotent: bool = False,
         acks: str = "all",
     ) -> list[ProduceResult]:
-        if compression not in COMPRESSIONS:
-            raise Unsupported(f"aiokafka: compression {compression}")
-        if not _codec_available(compression):
-            raise Unsupported(f"aiokafka: no {compression} codec library installed")
-        if idempotent and str(acks) not in ("all", "-1"):
-            raise Unsupported("aiokafka: an idempotent producer needs acks=all")
+        from aiokafka import codec
+
+        refuse_unusable_produce_options("aiokafka", compression, idempotent, acks,
+                                        compressions=COMPRESSIONS, codec_module=codec)
         if any(m.key is None and m.value is None for m in msgs):  # AIOKafkaProducer.send asserts this
             raise Unsupported("aiokafka: a record with neither key nor value cannot be sent")
         return self.run(self._produce, topic, msgs, partition, compression, idempotent, acks)

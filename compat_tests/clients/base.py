@@ -62,3 +62,17 @@ class Client:
     ) -> list[Msg]:
         """Assign the partitions (no group), read `count` records from `start`, in offset order per partition."""
         raise Unsupported(f"{self.name}: consume")
+
+
+def refuse_unusable_produce_options(client: str, compression: str, idempotent: bool, acks: str, *,
+                                    compressions, codec_module=None) -> None:
+    """Raise Unsupported for produce options the client cannot honour: an unknown codec, a codec
+    whose library is missing (``codec_module`` has kafka-python's ``has_gzip()``... checks), or
+    idempotence without acks=all."""
+    if compression not in compressions:
+        raise Unsupported(f"{client}: compression {compression}")
+    check = getattr(codec_module, f"has_{compression}", None) if codec_module is not None else None
+    if check is not None and not check():
+        raise Unsupported(f"{client}: no {compression} codec library installed")
+    if idempotent and str(acks) not in ("all", "-1"):
+        raise Unsupported(f"{client}: an idempotent producer needs acks=all")

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import Client, Msg, ProduceResult, Unsupported
+from .base import Client, Msg, ProduceResult, Unsupported, refuse_unusable_produce_options
 
 COMPRESSIONS = {"none": None, "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 ACKS = {"all": "all", "-1": "all", "1": 1, "0": 0}
@@ -30,18 +30,6 @@ def _known(cls: type, options: dict[str, Any]) -> dict[str, Any]:
     if defaults is None:
         return options
     return {k: v for k, v in options.items() if k in defaults}
-
-
-def _codec_available(compression: str) -> bool:
-    from kafka import codec
-
-    check = {
-        "gzip": codec.has_gzip,
-        "snappy": codec.has_snappy,
-        "lz4": codec.has_lz4,
-        "zstd": codec.has_zstd,
-    }.get(compression)
-    return check is None or bool(check())
 
 
 @dataclass
@@ -104,12 +92,10 @@ class KafkaPythonClient(Client):
         idempotent: bool = False,
         acks: str = "all",
     ) -> list[ProduceResult]:
-        if compression not in COMPRESSIONS:
-            raise Unsupported(f"kafka-python: compression {compression}")
-        if not _codec_available(compression):
-            raise Unsupported(f"kafka-python: no {compression} codec library installed")
-        if idempotent and str(acks) not in ("all", "-1"):
-            raise Unsupported("kafka-python: an idempotent producer needs acks=all")
+        from kafka import codec
+
+        refuse_unusable_produce_options("kafka-python", compression, idempotent, acks,
+                                        compressions=COMPRESSIONS, codec_module=codec)
         from kafka import KafkaProducer
 
         if idempotent and "enable_idempotence" not in KafkaProducer.DEFAULT_CONFIG:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import Client, Msg, ProduceResult, Unsupported
+from .base import Client, Msg, ProduceResult, Unsupported, refuse_unusable_produce_options
 
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 DRIVER = NODE_DIR / "driver.js"
@@ -139,10 +139,7 @@ class KafkajsClient(Client):
         idempotent: bool = False,
         acks: str = "all",
     ) -> list[ProduceResult]:
-        if compression not in COMPRESSIONS:
-            raise Unsupported(f"kafkajs: compression {compression}")
-        if idempotent and str(acks) not in ("all", "-1"):
-            raise Unsupported("kafkajs: an idempotent producer needs acks=all")
+        refuse_unusable_produce_options("kafkajs", compression, idempotent, acks, compressions=COMPRESSIONS)
         request = {
             "cmd": "produce",
             "bootstrap": self.bootstrap,
