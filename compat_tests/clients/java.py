@@ -6,7 +6,8 @@ class-data-sharing archive that halves JVM start-up. Calls go, as JSON lines, to
 per test process that serves them concurrently (see KafkaDriver.java); KAFKALITE_JAVA_ONESHOT=1
 starts one JVM per call instead.
 
-The jars come from scripts/install-test-deps.sh (``.deps/java``, or ``$KAFKALITE_DEPS_DIR/java``).
+The jars come from Maven Central through scripts/install-test-deps.sh (``.deps/maven/java-clients``,
+or ``$KAFKALITE_DEPS_DIR/maven/java-clients``; the pom is scripts/maven/java-clients/pom.xml).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class JavaError(Exception):
 
 
 def deps_dir() -> Path:
-    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "java"
+    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "maven" / "java-clients"
 
 
 def _jars() -> list[Path]:
