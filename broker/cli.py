@@ -30,8 +30,9 @@ import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import trio
 
@@ -46,6 +47,9 @@ from .config import (
     env_values,
     load_properties,
 )
+
+if TYPE_CHECKING:  # the services import kio, which must wait for _hide_hypothesis
+    from .services import Wiring
 
 log = logging.getLogger("kafkalite")
 
@@ -259,11 +263,12 @@ def list_configs() -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, wiring: Wiring | None = None) -> int:
     """Run the broker; returns the exit status. Run as the program (no `argv`), it ends the
     process itself once everything is closed: tearing down the interpreter's modules would add
-    0.1-0.3 s to every stop for nothing."""
-    code = _main(argv)
+    0.1-0.3 s to every stop for nothing. `wiring` replaces parts of the services (see
+    broker.services) for a program that embeds the broker."""
+    code = _main(argv, wiring)
     if argv is None:
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
@@ -273,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     args = parse_args(argv)
     if args.list_configs:
         print(list_configs())
@@ -307,7 +312,7 @@ def _main(argv: list[str] | None) -> int:
     code = 0
     hidden = _hide_hypothesis()
     try:
-        trio.run(_run, config, settings.metrics, settings.ready_file)
+        trio.run(_run, config, settings.metrics, settings.ready_file, wiring)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -366,7 +371,7 @@ def write_ready_file(path: str, line: str, broker) -> None:
 
 
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
-               ready_file: str | None = None) -> None:
+               ready_file: str | None = None, wiring: Wiring | None = None) -> None:
     from .server import serve
 
     async with trio.open_nursery() as nursery:
@@ -379,7 +384,7 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
                     return
 
         await nursery.start(stop_on_signal)
-        broker = await nursery.start(serve, config)
+        broker = await nursery.start(partial(serve, config, wiring=wiring))
         metrics_url = None
         if metrics_addr is not None:
             from .metrics import serve_metrics

@@ -7,33 +7,32 @@ partition's log is the directory `<data dir>/<topic>-<partition>` as in Kafka.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import os
 import re
 import shutil
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import trio
+from kio.schema.errors import ErrorCode
 
+from protocol.records import BatchHeader, build_control_batch, parse_control_record
 from storage import LogConfig, PartitionLog
 
+from .clock import now_ms
 from .config import BrokerConfig
-from .producers import ProducerStates
+from .internal_topics import INTERNAL_TOPICS
+from .producers import ProduceError, ProducerStates
 
 log = logging.getLogger("kafkalite.cluster")
 
 LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def validate_topic_name(name: str) -> str | None:
@@ -49,8 +48,33 @@ def validate_topic_name(name: str) -> str | None:
     return None
 
 
+class AppendOrigin(enum.Enum):
+    """Who writes a batch (Kafka's AppendOrigin): a client's batches follow the sequence and
+    transaction rules of the producer state; the coordinators' own batches (group metadata,
+    transactional offsets, transaction state) carry no sequences and skip those checks."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What an append tells its caller (the fields of a Produce partition response)."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 with CreateTime, and for a duplicate
+    log_start_offset: int
+    duplicate: bool = False  # a repeat of one of the producer's last five batches: not written again
+
+
 class Partition:
-    """One partition: its log, its producer state, and the fetches waiting for new data."""
+    """One partition: its log, its producer state, and the fetches waiting for new data.
+
+    Every write goes through `append` (data batches) or `append_marker` (COMMIT/ABORT), which
+    check and update the producer state, keep the open transaction's first offset (and with
+    it the last stable offset), apply the fsync policy and wake waiting fetches, in that order
+    and without an await, so each write is atomic on the trio loop."""
 
     def __init__(self, topic: "Topic", index: int, plog: PartitionLog):
         self.topic = topic
@@ -67,14 +91,62 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the oldest open transaction, or the high watermark."""
-        first = self.first_unstable_offset()
-        return self.high_watermark if first is None else first
+        return self.producers.last_stable_offset(self.high_watermark)
 
     def first_unstable_offset(self) -> int | None:
-        firsts = [e.current_txn_first_offset for e in self.producers.entries.values()
-                  if e.current_txn_first_offset is not None]
-        return min(firsts) if firsts else None
+        return self.producers.first_unstable_offset()
 
+    # --- writes ----------------------------------------------------------------------------
+    @property
+    def fsync_always(self) -> bool:
+        """fsync=always: an acknowledged write has been fsynced before its answer."""
+        return self.log.config.fsync == "always"
+
+    def append(self, batch: bytes | bytearray, *, now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT,
+               header: BatchHeader | None = None, fsync_now: bool = False) -> Appended:
+        """Append one record batch (already validated as a batch). Raises ProduceError when the
+        producer state refuses it. With fsync_now and fsync=always the log is fsynced before
+        returning, on the loop (the coordinators' small writes); callers that write to many
+        partitions fsync them together afterwards with `flush_appended`."""
+        h = header if header is not None else BatchHeader(batch, 0)
+        states = self.producers
+        pid = h.producer_id
+        if pid >= 0 and origin is AppendOrigin.CLIENT:
+            dup = states.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence)
+            if dup is not None:
+                return Appended(dup.first_offset, dup.last_offset, -1, self.log.log_start_offset, duplicate=True)
+            if not h.is_transactional and states.in_transaction(pid):
+                raise ProduceError(ErrorCode.invalid_txn_state,
+                                   f"producer {pid} has an open transaction on this partition")
+        buf = batch if isinstance(batch, bytearray) else bytearray(batch)
+        info = self.log.append(buf, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        if pid >= 0:
+            states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence, info.base_offset,
+                                info.last_offset, info.max_timestamp, transactional=h.is_transactional)
+        if fsync_now and self.fsync_always:
+            self.log.flush()
+        # read_uncommitted fetches see the new data at once; read_committed ones when the LSO moves
+        self.wake()
+        return Appended(info.base_offset, info.last_offset, info.log_append_time_ms, info.log_start_offset)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
+                      now_ms: int) -> Appended:
+        """Append a COMMIT/ABORT marker and close the producer's transaction on this partition
+        (Kafka's ProducerAppendInfo.appendEndTxnMarker). Raises ProduceError when the marker is
+        fenced. An abort of a transaction that wrote here goes into the aborted-transaction
+        index with the last stable offset after it. The LSO moves: waiting fetches wake."""
+        states = self.producers
+        states.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = build_control_batch(commit, producer_id=producer_id, producer_epoch=producer_epoch,
+                                    coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms)
+        info = self.log.append(batch, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        first = states.complete_txn(producer_id, producer_epoch, coordinator_epoch, now_ms)
+        if not commit and first is not None:
+            self.log.append_aborted_txn(producer_id, first, info.base_offset, self.last_stable_offset)
+        self.wake()
+        return Appended(info.base_offset, info.last_offset, info.log_append_time_ms, info.log_start_offset)
+
+    # --- fetches waiting for data ------------------------------------------------------------
     def add_waiter(self, event: trio.Event) -> None:
         self._waiters.add(event)
 
@@ -87,6 +159,22 @@ class Partition:
             for ev in self._waiters:
                 ev.set()
             self._waiters.clear()
+
+
+async def flush_appended(parts: Iterable[Partition]) -> None:
+    """fsync=always: fsync the partitions a request appended to, in a worker thread, before
+    the request is answered. Partitions deleted meanwhile are passed over."""
+    todo = list({id(p): p for p in parts if p.fsync_always}.values())
+    if todo:
+        await trio.to_thread.run_sync(_flush_logs, todo)
+
+
+def _flush_logs(parts: list[Partition]) -> None:
+    for p in parts:
+        try:
+            p.log.flush()
+        except (OSError, ValueError):
+            pass  # deleted meanwhile
 
 
 @dataclass(frozen=True)
@@ -251,8 +339,6 @@ def replay_producer_state(part: Partition) -> None:
     aborted-transaction index (a crash between the marker and the index write) is added
     again, so read_committed consumers never see aborted records after a restart. Replay
     starts from the newest producer snapshot (written at clean shutdown) when there is one."""
-    from protocol.records import BatchHeader, parse_control_record
-
     plog = part.log
     start = plog.log_start_offset
     snapshot = plog.latest_producer_snapshot()
@@ -279,13 +365,10 @@ def replay_producer_state(part: Partition) -> None:
                 continue  # not a transaction marker
             first = states.complete_txn(pid, h.producer_epoch, coordinator_epoch, h.max_timestamp)
             if not commit and first is not None and not _has_aborted_entry(plog, pid, first, base_offset):
-                other = states.first_unstable_offset()
-                plog.append_aborted_txn(pid, first, base_offset, base_offset + 1 if other is None else other)
+                plog.append_aborted_txn(pid, first, base_offset, states.last_stable_offset(base_offset + 1))
             continue
-        e = states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence,
-                                base_offset, base_offset + h.last_offset_delta, h.max_timestamp)
-        if h.is_transactional and e.current_txn_first_offset is None:
-            e.current_txn_first_offset = base_offset
+        states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence, base_offset,
+                            base_offset + h.last_offset_delta, h.max_timestamp, transactional=h.is_transactional)
 
 
 def _has_aborted_entry(plog, producer_id: int, first_offset: int, last_offset: int) -> bool:

@@ -15,8 +15,7 @@ Exposed (text format 0.0.4):
     kafkalite_open_transactions                                 gauge
     kafkalite_uptime_seconds                                    gauge
 
-Open transactions come from the "transactions" service when it has `open_transaction_count`
-(an int, or a method returning one), else 0.
+Open transactions come from the transaction coordinator's `open_transaction_count()`.
 """
 
 from __future__ import annotations
@@ -61,12 +60,8 @@ class Metrics:
 
 
 def open_transactions(broker: Any) -> int:
-    svc = broker.services.get("transactions") if getattr(broker, "services", None) else None
-    count = getattr(svc, "open_transaction_count", None) if svc is not None else None
-    if count is None:
-        return 0
     try:
-        return int(count() if callable(count) else count)
+        return broker.services.transactions.open_transaction_count()
     except Exception:  # a scrape must never fail because of one gauge
         log.exception("open_transaction_count failed")
         return 0

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
+from protocol.records import INT32_MAX
+
 NUM_BATCHES_TO_RETAIN = 5
 NO_EPOCH = -1
-INT32_MAX = 2**31 - 1
 
 
 class ProduceError(Exception):
@@ -140,6 +141,16 @@ class ProducerStates:
         e.last_timestamp = timestamp
         return first
 
+    def in_transaction(self, producer_id: int) -> bool:
+        e = self.entries.get(producer_id)
+        return e is not None and e.current_txn_first_offset is not None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """Kafka's last stable offset: the first offset of the oldest open transaction, or the
+        high watermark when none is open. The one place it is computed."""
+        first = self.first_unstable_offset()
+        return high_watermark if first is None else first
+
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction open on this partition."""
         first = None
@@ -181,8 +192,11 @@ class ProducerStates:
         return states
 
     def record_batch(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
-                     first_offset: int, last_offset: int, timestamp: int) -> ProducerStateEntry:
-        """Update after an append (also used when replaying the log on startup)."""
+                     first_offset: int, last_offset: int, timestamp: int, *,
+                     transactional: bool = False) -> ProducerStateEntry:
+        """Update after an append (also used when replaying the log on startup). The first
+        transactional batch of a producer opens its transaction on this partition at
+        `first_offset`, which holds the last stable offset until the marker."""
         e = self.entry(producer_id)
         if epoch != e.epoch:
             e.epoch = epoch
@@ -190,4 +204,6 @@ class ProducerStates:
         if first_seq >= 0:
             e.batches.append(BatchMeta(first_seq, last_seq, first_offset, last_offset, timestamp))
         e.last_timestamp = timestamp
+        if transactional and e.current_txn_first_offset is None:
+            e.current_txn_first_offset = first_offset
         return e

@@ -22,13 +22,13 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
-from .cluster import Cluster, now_ms
+from .clock import now_ms
+from .cluster import Cluster
 from .config import BrokerConfig, Listener
-from .groups import GroupCoordinator
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
-from .transactions.coordinator import TransactionCoordinator
 from .metrics import Metrics
+from .services import Services, Wiring, build_services
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -43,8 +43,8 @@ class Broker:
     # bound listeners (real ports once bound) and what each advertises
     listeners: list[Listener] = field(default_factory=list)
     advertised: dict[str, Listener] = field(default_factory=dict)
-    # started with the server: objects with `async run(task_status)` and `close()`
-    services: dict[str, Any] = field(default_factory=dict)
+    # the coordinators, built once by serve() (broker.services)
+    services: Services = field(init=False)
     started_ms: int = field(default_factory=now_ms)
     metrics: Metrics = field(default_factory=Metrics)
 
@@ -210,15 +210,14 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
 
 
 async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | None = None,
-                task_status=trio.TASK_STATUS_IGNORED) -> None:
+                wiring: Wiring | None = None, task_status=trio.TASK_STATUS_IGNORED) -> None:
     load_all()
     cluster = Cluster(config)
     t0 = time.monotonic()
     cluster.load()
     log.info("loaded %d topic(s) in %.3f s", len(cluster.topics), time.monotonic() - t0)
     broker = Broker(config=config, cluster=cluster)
-    broker.services["groups"] = GroupCoordinator(broker)
-    broker.services["transactions"] = TransactionCoordinator(broker)
+    broker.services = build_services(broker, wiring)
     try:
         async with trio.open_nursery() as nursery:
             for lis in config.listeners:
@@ -241,14 +240,14 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
                     adv = Listener(lis.name, host, bound_port)
                 broker.advertised[lis.name] = adv
                 nursery.start_soon(_accept_loop, broker, listeners, bound)
-            for name, service in broker.services.items():
+            for service in broker.services.all():
                 await nursery.start(service.run)
             nursery.start_soon(_housekeeping, broker)
             task_status.started(broker)
             if on_ready is not None:
                 on_ready(broker)
     finally:
-        for service in broker.services.values():
+        for service in broker.services.all():
             service.close()
         cluster.close()
 
@@ -301,10 +300,10 @@ def retention_jobs(broker: Broker) -> list:
 def run_retention_jobs(jobs) -> None:
     """Runs in a worker thread: storage allows retention and compaction beside appends and reads."""
     now = now_ms()
-    for part, lso in jobs:
+    for part, last_stable_offset in jobs:
         try:
             part.log.apply_retention(now)
             if part.log.config.compact_enabled:
-                part.log.compact(now, first_unstable_offset=lso)
+                part.log.compact(now, first_unstable_offset=last_stable_offset)
         except Exception:
             log.exception("retention failed on %s-%d", part.topic.name, part.index)

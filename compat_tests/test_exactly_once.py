@@ -338,14 +338,15 @@ def test_copiers_in_a_group_killed_and_restarted(tmp_path):
 @pytest.mark.parametrize("kill_after_markers", [0, 1])
 @pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
 def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_markers):
-    """The marker writer is slowed down by a test hook (KL_TEST_TXN_MARKER_DELAY_MS) so that
-    the broker can be killed after PrepareCommit/PrepareAbort is durable and before the markers
+    """The broker's marker channel is wired to wait before each marker (broker.tests.slow_markers)
+    so that the broker can be killed after PrepareCommit/PrepareAbort is durable and before the markers
     (or after the first of two markers); on restart the coordinator completes the transaction."""
     _external()
     from confluent_kafka import Producer
     data = tmp_path / "data"
     delay_ms = 1500
-    b = kafkalite.start(data_dir=data, env={"KL_TEST_TXN_MARKER_DELAY_MS": str(delay_ms)})
+    b = kafkalite.start(data_dir=data, module="broker.tests.slow_markers",
+                        extra_args=["--marker-delay-ms", str(delay_ms)])
     port = b.port
     try:
         bs = b.bootstrap

@@ -105,8 +105,10 @@ class Broker:
         self.close()
 
 
-def broker_command(args: Sequence[str] = ()) -> list[str]:
-    return [sys.executable, "-P", "-m", "broker", *args]
+def broker_command(args: Sequence[str] = (), module: str = "broker") -> list[str]:
+    """The broker's command line: `module` is `broker`, or a program of the caller's that
+    runs the broker through `broker.cli.main(wiring=...)` with some services wired differently."""
+    return [sys.executable, "-P", "-m", module, *args]
 
 
 def _broker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -176,6 +178,7 @@ def start(
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 20.0,
+    module: str = "broker",
 ) -> Broker:
     """Start a broker process and wait for its ready line.
 
@@ -183,6 +186,7 @@ def start(
     ``-c num.partitions=3``). ``listeners`` (``["NAME://host:port", ...]``) replaces ``host``/``port``.
     ``env`` adds variables to the broker's environment (which is otherwise this process's).
     The broker's log (stderr) goes to ``log_path``, by default a temporary file.
+    ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
@@ -201,7 +205,7 @@ def start(
                        metrics_port=metrics_port, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
-            broker_command(args),
+            broker_command(args, module),
             stdout=subprocess.PIPE,
             stderr=log_file,
             stdin=subprocess.DEVNULL,

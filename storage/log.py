@@ -35,7 +35,7 @@ from crc32c import crc32c
 
 from protocol import records as R
 from protocol.records import (
-    LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader, CorruptBatch, set_base_offset,
+    INT32_MAX, LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader, CorruptBatch, set_base_offset,
     set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
 
@@ -50,7 +50,6 @@ SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_MAGIC = b"KLPS"
 _SNAPSHOT_HEADER = struct.Struct(">4shI")      # magic, version, crc32c of the blob
 SNAPSHOTS_KEPT = 2
-INT32_MAX = 2**31 - 1
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _base = attrgetter("base_offset")
@@ -245,10 +244,10 @@ class PartitionLog:
         """Whole batches from the batch that contains `offset`, below `upper_bound` (default
         log_end_offset; the LSO for read_committed), at most max_bytes except that the first
         batch is returned whole when min_one. Reads from one segment per call."""
-        lso = self.log_start_offset
+        log_start_offset = self.log_start_offset
         leo = self.log_end_offset
-        if offset < lso or offset > leo:
-            raise OffsetOutOfRange(offset, lso, leo)
+        if offset < log_start_offset or offset > leo:
+            raise OffsetOutOfRange(offset, log_start_offset, leo)
         ub = leo if upper_bound is None else min(upper_bound, leo)
         if offset >= ub:
             return b""

@@ -46,7 +46,6 @@ LAST_OFFSET_DELTA_AT = 23
 MAX_TIMESTAMP_AT = 35
 SCAN_CHUNK = 1 << 20
 LOCATE_CHUNK = 16 * 1024
-INT32_MAX = 2**31 - 1
 
 
 class AbortedTxn(NamedTuple):

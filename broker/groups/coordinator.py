@@ -2,7 +2,7 @@
 the internal topic `__consumer_offsets` in Kafka's record formats (see records.py).
 
 This single broker coordinates every group. A group lives on partition
-`abs(java hashCode(group id)) % offsets.topic.num.partitions`, as in Kafka. Every change that
+`Utils.abs(groupId.hashCode) % offsets.topic.num.partitions` (broker.internal_topics), as in Kafka. Every change that
 Kafka persists is appended (as an ordinary, uncompressed batch) before the request that made
 it is answered: offset commits, classic group metadata after each rebalance, consumer group
 epochs, members and their current assignments, tombstones for deleted offsets, groups and
@@ -28,6 +28,9 @@ from typing import Callable
 import trio
 from kio.schema.errors import ErrorCode
 
+from ..clock import now_ms
+from ..cluster import AppendOrigin
+from ..internal_topics import OFFSETS_TOPIC, partition_for
 from protocol.records import BatchHeader, Record, build_batch, decode_records, parse_control_record
 
 from . import records as rec
@@ -37,7 +40,6 @@ from .offsets import OffsetStore
 
 log = logging.getLogger("kafkalite.groups")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
 RETENTION_CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 # With group.initial.rebalance.delay.ms=0, members that join an empty group together are still
@@ -47,28 +49,8 @@ BURST_SETTLE_MS = 100
 BUSY_HEARTBEAT_INTERVAL_MS = 250
 
 
-def java_string_hash(s: str) -> int:
-    h = 0
-    for ch in s:
-        for unit in _utf16_units(ch):
-            h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def _utf16_units(ch: str):
-    cp = ord(ch)
-    if cp < 0x10000:
-        return (cp,)
-    cp -= 0x10000
-    return (0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF))
-
-
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class GroupCoordinator:
-    def __init__(self, broker, *, clock: Callable[[], int] = _wall_ms):
+    def __init__(self, broker, *, clock: Callable[[], int] = now_ms):
         self.broker = broker
         self.config = broker.config
         self.clock = clock
@@ -138,7 +120,7 @@ class GroupCoordinator:
     def offsets_partition(self, group_id: str):
         """The __consumer_offsets partition of the group (the topic is created on first use)."""
         topic = self._offsets_topic()
-        return topic.partitions[abs(java_string_hash(group_id)) % len(topic.partitions)]
+        return topic.partitions[partition_for(group_id, len(topic.partitions))]
 
     def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
                 producer_epoch: int = -1, transactional: bool = False) -> None:
@@ -149,19 +131,7 @@ class GroupCoordinator:
         batch = build_batch([Record(k, v) for k, v in records], producer_id=producer_id,
                             producer_epoch=producer_epoch, base_sequence=-1, transactional=transactional,
                             timestamp_ms=now)
-        info = part.log.append(batch, leader_epoch=part.leader_epoch, now_ms=now)
-        if producer_id >= 0:
-            entry = part.producers.record_batch(producer_id, producer_epoch, -1, -1, info.base_offset,
-                                                info.last_offset, now)
-            if transactional and entry.current_txn_first_offset is None:
-                entry.current_txn_first_offset = info.base_offset
-                txn = self.broker.services.get("transactions")
-                hook = getattr(txn, "on_transactional_append", None)
-                if hook is not None:
-                    hook(part, entry)
-        if self.config["fsync"] == "always":
-            part.log.flush()
-        part.wake()
+        part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
 
     # --- persistence of group state ----------------------------------------------------------
     def _on_classic_change(self, group: ClassicGroup) -> None:

@@ -56,6 +56,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..internal_topics import INTERNAL_TOPICS
 from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
 from . import api
 from .common import response_module
@@ -460,8 +461,7 @@ async def describe_topic_partitions(ctx, request):
                 code = (ErrorCode.invalid_topic_exception if topic_name_error(name) is not None
                         else ErrorCode.unknown_topic_or_partition)
                 topics_out.append(make(mod.DescribeTopicPartitionsResponseTopic, error_code=code, name=name,
-                                       topic_id=ZERO_UUID, is_internal=name in ("__consumer_offsets",
-                                                                                "__transaction_state"),
+                                       topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS,
                                        partitions=(), topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0

@@ -128,9 +128,9 @@ def _response(ctx, mod, slots, read_committed, by_id):
     for s in slots:
         part = s.part
         if part is not None:
-            hwm, lso, lso_start = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
+            hwm, lso, log_start_offset = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
         else:
-            hwm = lso = lso_start = -1
+            hwm = lso = log_start_offset = -1
         aborted = None
         if read_committed and s.aborted is not None:
             aborted = tuple(make(mod.AbortedTransaction, producer_id=a.producer_id, first_offset=a.first_offset)
@@ -138,7 +138,7 @@ def _response(ctx, mod, slots, read_committed, by_id):
         elif read_committed and part is not None:
             aborted = ()
         pd = make(mod.PartitionData, partition_index=s.index, error_code=s.error, high_watermark=hwm,
-                  last_stable_offset=lso, log_start_offset=lso_start, aborted_transactions=aborted,
+                  last_stable_offset=lso, log_start_offset=log_start_offset, aborted_transactions=aborted,
                   preferred_read_replica=-1, records=bytes(s.records))
         topics.setdefault(s.topic_key, []).append(pd)
     responses = tuple(

@@ -36,7 +36,7 @@ KEY_TYPE_TRANSACTION = 1
 
 
 def _coordinator(ctx):
-    return ctx.broker.services["groups"]
+    return ctx.broker.services.groups
 
 
 def _ms(value) -> int:

@@ -33,7 +33,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def _coordinator(ctx):
-    return ctx.broker.services["groups"]
+    return ctx.broker.services.groups
 
 
 def _topic_name(ctx, t, by_id: bool):

@@ -18,13 +18,13 @@ from __future__ import annotations
 import logging
 import uuid
 
-import trio
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 from protocol.records import BatchHeader, InvalidRecord, decode_records, validate_produce_batches
 
-from ..cluster import now_ms
+from ..clock import now_ms
+from ..cluster import flush_appended
 from ..producers import ProduceError
 from . import api
 from .common import CloseConnection, response_module
@@ -49,10 +49,10 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
         return PartitionResult(ErrorCode.invalid_topic_exception, message=f"cannot write to internal topic {part.topic.name}")
     if not records:
         return PartitionResult(ErrorCode.invalid_record, message="a produce request needs one record batch per partition")
-    plog = part.log
-    if len(records) > plog.config.max_message_bytes:
+    max_bytes = part.log.config.max_message_bytes
+    if len(records) > max_bytes:
         return PartitionResult(ErrorCode.message_too_large,
-                               message=f"batch of {len(records)} bytes exceeds max.message.bytes={plog.config.max_message_bytes}")
+                               message=f"batch of {len(records)} bytes exceeds max.message.bytes={max_bytes}")
     try:
         validate_produce_batches(records)
     except InvalidRecord as exc:
@@ -64,40 +64,18 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
     refused = check_topic_policy(part, records, h)
     if refused is not None:
         return refused
-    txn = ctx.broker.services.get("transactions")
     if h.is_transactional:
-        if txn is None:
-            return PartitionResult(ErrorCode.invalid_txn_state, message="transactions are not enabled")
-        err = txn.check_produce(ctx, transactional_id, part, h)
+        err = ctx.broker.services.transactions.check_produce(ctx, transactional_id, part, h)
         if err is not None:
             return PartitionResult(err[0], message=err[1])
     elif transactional_id is not None:
         return PartitionResult(ErrorCode.invalid_record, message="a transactional request must carry transactional batches")
-    states = part.producers
-    pid = h.producer_id
-    if pid >= 0:
-        try:
-            dup = states.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence)
-        except ProduceError as exc:
-            return PartitionResult(exc.code, message=exc.message)
-        if dup is not None:
-            return PartitionResult(base_offset=dup.first_offset, log_start_offset=plog.log_start_offset)
-        entry = states.entries.get(pid)
-        if (not h.is_transactional and entry is not None and entry.current_txn_first_offset is not None):
-            return PartitionResult(ErrorCode.invalid_txn_state,
-                                   message=f"producer {pid} has an open transaction on this partition")
-    info = plog.append(bytearray(records), leader_epoch=part.leader_epoch, now_ms=now_ms())
-    if pid >= 0:
-        entry = states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence,
-                                    info.base_offset, info.last_offset, info.max_timestamp)
-        if h.is_transactional and entry.current_txn_first_offset is None:
-            entry.current_txn_first_offset = info.base_offset
-            if txn is not None:
-                txn.on_transactional_append(part, entry)
-    # read_uncommitted fetches see the new data at once; read_committed ones when the LSO moves
-    part.wake()
-    return PartitionResult(base_offset=info.base_offset, log_append_time=info.log_append_time_ms,
-                           log_start_offset=info.log_start_offset)
+    try:
+        done = part.append(records, now_ms=now_ms(), header=h)
+    except ProduceError as exc:
+        return PartitionResult(exc.code, message=exc.message)
+    return PartitionResult(base_offset=done.base_offset, log_append_time=done.log_append_time_ms,
+                           log_start_offset=done.log_start_offset)
 
 
 def check_topic_policy(part, records, h) -> PartitionResult | None:
@@ -154,8 +132,7 @@ async def handle(ctx, request):
                          pdata.index, ctx.client_id, res.error.name, res.message or "")
             presults.append((pdata.index, res))
         results.append((tdata, presults))
-    if touched and ctx.broker.config["fsync"] == "always":
-        await trio.to_thread.run_sync(_flush, touched)
+    await flush_appended(touched)
     if acks == 0:
         if any(r.error != ErrorCode.none for _t, prs in results for _i, r in prs):
             raise CloseConnection("error on an acks=0 produce")
@@ -174,7 +151,3 @@ async def handle(ctx, request):
         throttle_time=0,
     )
 
-
-def _flush(parts) -> None:
-    for p in {id(p): p for p in parts}.values():
-        p.log.flush()

@@ -30,7 +30,8 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
-from ..cluster import now_ms
+from ..clock import now_ms
+from ..transactions.coordinator import TransactionCoordinator
 from ..transactions.markers import write_marker
 from . import api
 from .common import response_module
@@ -39,8 +40,8 @@ E = ErrorCode
 _MS = timedelta(milliseconds=1)
 
 
-def _coordinator(ctx):
-    return ctx.broker.services.get("transactions")
+def _coordinator(ctx) -> TransactionCoordinator:
+    return ctx.broker.services.transactions
 
 
 def _time(ms: int) -> datetime:
@@ -60,9 +61,6 @@ def _fenced(err: ErrorCode, version: int, first_version: int) -> ErrorCode:
 async def init_producer_id(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    if txn is None:
-        return make(mod.InitProducerIdResponse, throttle_time=0, error_code=E.coordinator_not_available,
-                    producer_id=-1, producer_epoch=-1)
     timeout_ms = request.transaction_timeout // _MS
     pid = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
@@ -89,8 +87,6 @@ def _partition_errors(ctx, topics) -> tuple[list, dict]:
 
 def _add_one(ctx, txn, tid, pid, epoch, topics, *, verify_only=False, client_tv=0) -> dict:
     wanted, missing = _partition_errors(ctx, topics)
-    if txn is None:
-        return {tp: E.coordinator_not_available for tp in wanted}
     if missing:
         return {tp: missing.get(tp, E.operation_not_attempted) for tp in wanted}
     if verify_only:
@@ -135,13 +131,10 @@ async def add_partitions_to_txn(ctx, request):
 async def add_offsets_to_txn(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    groups = ctx.broker.services.get("groups")
-    if txn is None or groups is None:
-        err = E.coordinator_not_available
-    elif not request.group_id:
+    if not request.group_id:
         err = E.invalid_group_id
     else:
-        part = groups.offsets_partition(request.group_id)
+        part = ctx.broker.services.groups.offsets_partition(request.group_id)
         err = txn.core.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
                                       [(part.topic.name, part.index)], client_tv=0)
     return make(mod.AddOffsetsToTxnResponse, throttle_time=0, error_code=_fenced(err, ctx.api_version, 2))
@@ -153,9 +146,6 @@ async def add_offsets_to_txn(ctx, request):
 async def end_txn(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    if txn is None:
-        return make(mod.EndTxnResponse, throttle_time=0, error_code=E.coordinator_not_available,
-                    producer_id=-1, producer_epoch=-1)
     client_tv = 2 if ctx.api_version >= 5 else 0
     res = txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
                       client_tv)
@@ -191,19 +181,11 @@ async def write_txn_markers(ctx, request):
 # --- TxnOffsetCommit -----------------------------------------------------------------------------
 
 def _txn_offset_check(ctx, txn, groups, request) -> ErrorCode:
-    if txn is None or groups is None:
-        return E.coordinator_not_available
     part = groups.offsets_partition(request.group_id)
     tp = (part.topic.name, part.index)
     v = ctx.api_version
-    core = txn.core
-    if v >= 5:
-        err = core.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp],
-                                  client_tv=2)
-    else:
-        err = core.verify_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp])[tp]
-        if err == E.transaction_abortable and v < 4:
-            err = E.invalid_txn_state
+    err = txn.add_or_verify_partition(request.transactional_id, request.producer_id, request.producer_epoch, tp,
+                                      add=v >= 5, knows_abortable=v >= 4)
     if err == E.producer_fenced:
         return E.invalid_producer_epoch
     if err in (E.concurrent_transactions, E.coordinator_load_in_progress, E.not_enough_replicas):
@@ -215,7 +197,7 @@ def _txn_offset_check(ctx, txn, groups, request) -> ErrorCode:
 async def txn_offset_commit(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    groups = ctx.broker.services.get("groups")
+    groups = ctx.broker.services.groups
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     err = _txn_offset_check(ctx, txn, groups, request)
     if err != E.none:
@@ -269,10 +251,7 @@ async def describe_transactions(ctx, request):
     txn = _coordinator(ctx)
     states = []
     for tid in request.transactional_ids:
-        if txn is None:
-            err, md = E.coordinator_not_available, None
-        else:
-            err, md = txn.core.describe(tid)
+        err, md = txn.core.describe(tid)
         if md is None:
             states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",
                                transaction_timeout=0, transaction_start_time=_time(-1), producer_id=-1,
@@ -293,9 +272,6 @@ async def describe_transactions(ctx, request):
 async def list_transactions(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    if txn is None:
-        return make(mod.ListTransactionsResponse, throttle_time=0, error_code=E.coordinator_not_available,
-                    unknown_state_filters=(), transaction_states=())
     pattern = None
     text = getattr(request, "transactional_id_pattern", None)
     if text:

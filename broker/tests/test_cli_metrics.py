@@ -85,7 +85,7 @@ def test_render_reads_gauges_from_the_broker():
             return 2
 
     topic = SimpleNamespace(partitions=[1, 2, 3])
-    broker = SimpleNamespace(metrics=m, services={"transactions": Txns()},
+    broker = SimpleNamespace(metrics=m, services=SimpleNamespace(transactions=Txns()),
                              cluster=SimpleNamespace(topics={"a": topic, "b": SimpleNamespace(partitions=[1])}))
     text = render(broker)
     assert 'kafkalite_requests_total{api="produce",api_key="0"} 2' in text
@@ -104,11 +104,14 @@ def test_render_reads_gauges_from_the_broker():
         assert f"# TYPE {base} " in text
 
 
-def test_open_transactions_attribute_or_absent():
-    broker = SimpleNamespace(metrics=Metrics(), services={"transactions": SimpleNamespace(open_transaction_count=5)},
-                             cluster=SimpleNamespace(topics={}))
+def test_open_transactions_gauge_never_fails_a_scrape():
+    def count():
+        raise RuntimeError("broken")
+
+    broker = SimpleNamespace(metrics=Metrics(), services=SimpleNamespace(
+        transactions=SimpleNamespace(open_transaction_count=lambda: 5)), cluster=SimpleNamespace(topics={}))
     assert "kafkalite_open_transactions 5" in render(broker)
-    broker.services = {}
+    broker.services.transactions.open_transaction_count = count
     assert "kafkalite_open_transactions 0" in render(broker)
 
 

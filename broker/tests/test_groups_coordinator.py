@@ -12,11 +12,13 @@ from kio.schema.errors import ErrorCode
 
 from broker.groups import GroupCoordinator
 from broker.groups import records as rec
-from broker.producers import ProducerStates
+from broker.cluster import Partition
 from protocol.records import BatchHeader, build_control_batch, decode_records
 
 
 class FakeLog:
+    config = SimpleNamespace(fsync="never")
+
     def __init__(self):
         self.batches: list[tuple[int, bytes]] = []
         self.next_offset = 0
@@ -28,7 +30,8 @@ class FakeLog:
         batch[0:8] = base.to_bytes(8, "big")
         self.batches.append((base, bytes(batch)))
         self.next_offset += h.record_count
-        return SimpleNamespace(base_offset=base, last_offset=self.next_offset - 1)
+        return SimpleNamespace(base_offset=base, last_offset=self.next_offset - 1, max_timestamp=h.max_timestamp,
+                               log_append_time_ms=-1, log_start_offset=self.log_start_offset)
 
     def batches_from(self, offset):
         return [(b, data) for b, data in self.batches if b >= offset]
@@ -37,15 +40,9 @@ class FakeLog:
         pass
 
 
-class FakePartition:
-    def __init__(self, topic, index):
-        self.topic, self.index = topic, index
-        self.log = FakeLog()
-        self.producers = ProducerStates()
-        self.leader_epoch = 0
-
-    def wake(self):
-        pass
+def FakePartition(topic, index):
+    """The broker's Partition (append, producer state, wake-ups) over the in-memory log."""
+    return Partition(topic, index, FakeLog())
 
 
 class FakeCluster:
@@ -81,9 +78,9 @@ CONFIG = {
 
 
 def make(cluster=None, clock=None):
-    broker = SimpleNamespace(config=CONFIG, cluster=cluster or FakeCluster(), services={})
+    broker = SimpleNamespace(config=CONFIG, cluster=cluster or FakeCluster(), services=SimpleNamespace())
     coord = GroupCoordinator(broker, clock=clock or Clock())
-    broker.services["groups"] = coord
+    broker.services.groups = coord
     return coord
 
 

@@ -7,7 +7,8 @@ import pytest
 from kio.schema.errors import ErrorCode as E
 
 from broker.transactions.core import TxnCoordinatorCore
-from broker.transactions.log import TxnLogValue, decode_key, decode_value, encode_key, encode_value, partition_for
+from broker.internal_topics import partition_for
+from broker.transactions.log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
 from broker.transactions.producer_ids import ProducerIdManager
 from broker.transactions.state import TxnState as S
 
@@ -58,9 +59,19 @@ def make_core(tmp_path=None, **kw):
     store = MemoryStore()
     markers = Markers()
     prepared = []
-    core = TxnCoordinatorCore(store=store, producer_ids=ProducerIdManager(None), clock=clock, markers=markers,
+    core = TxnCoordinatorCore(store=store, producer_ids=ProducerIdManager(None), clock=clock,
                               on_prepared=prepared.append, **kw)
     return core, clock, store, markers, prepared
+
+
+def write_markers(core, markers, tid):
+    """What the coordinator service does for a prepared transaction, with the fake markers."""
+    job = core.markers_due(tid)
+    results = {}
+    if job is not None and job.partitions:
+        results = markers(job.producer_id, job.producer_epoch, job.coordinator_epoch, job.commit,
+                                    job.partitions)
+    return core.finish_markers(tid, results)
 
 
 TP0 = ("t", 0)
@@ -136,7 +147,7 @@ def test_init_while_ongoing_aborts_then_concurrent_transactions():
     assert prepared == ["tx"]
     # until the markers are written the client keeps getting CONCURRENT_TRANSACTIONS
     assert core.init_producer_id("tx", 60_000)[0] == E.concurrent_transactions
-    assert core.write_markers("tx")
+    assert write_markers(core, markers, "tx")
     assert markers.calls == [(pid, e + 2, False, [TP0, TP1])]
     assert md.state == S.COMPLETE_ABORT
     assert init(core) == (pid, e + 3)
@@ -197,7 +208,7 @@ def test_end_txn_v1_commit_then_markers():
     assert core.end_txn("tx", pid, e, False).error == E.invalid_txn_state
     assert core.add_partitions("tx", pid, e, [TP0]) == E.concurrent_transactions
     assert core.verify_partitions("tx", pid, e, [TP0]) == {TP0: E.concurrent_transactions}
-    assert core.write_markers("tx")
+    assert write_markers(core, markers, "tx")
     assert markers.calls == [(pid, e, True, [TP0, TP1])]
     assert md.state == S.COMPLETE_COMMIT and not md.partitions
     # a retried commit is fine; abort is not
@@ -206,7 +217,7 @@ def test_end_txn_v1_commit_then_markers():
     # next transaction with the same epoch
     assert core.add_partitions("tx", pid, e, [TP1]) == E.none
     assert core.end_txn("tx", pid, e, False).error == E.none
-    core.write_markers("tx")
+    write_markers(core, markers, "tx")
     assert md.state == S.COMPLETE_ABORT
     assert core.end_txn("tx", pid, e, False).error == E.none
     assert core.end_txn("tx", pid, e, True).error == E.invalid_txn_state
@@ -218,10 +229,10 @@ def test_markers_retry_failed_partitions():
     core.add_partitions("tx", pid, e, [TP0, TP1])
     core.end_txn("tx", pid, e, True)
     markers.fail = {TP1: E.kafka_storage_error}
-    assert not core.write_markers("tx")
+    assert not write_markers(core, markers, "tx")
     assert core.txns["tx"].partitions == {TP1}
     markers.fail = {}
-    assert core.write_markers("tx")
+    assert write_markers(core, markers, "tx")
     assert markers.calls[-1] == (pid, e, True, [TP1])
     assert core.txns["tx"].state == S.COMPLETE_COMMIT
 
@@ -235,7 +246,7 @@ def test_end_txn_v2_bumps_epoch_every_transaction():
     res = core.end_txn("tx", pid, e, True, client_tv=2)
     assert (res.error, res.producer_id, res.producer_epoch) == (E.none, pid, e + 1)
     assert core.end_txn("tx", pid, e, True, client_tv=2).error == E.concurrent_transactions  # retry while prepared
-    core.write_markers("tx")
+    write_markers(core, markers, "tx")
     assert markers.calls == [(pid, e + 1, True, [TP0])]
     # a retry of the commit (the old epoch) is acknowledged with the current epoch
     res = core.end_txn("tx", pid, e, True, client_tv=2)
@@ -270,7 +281,7 @@ def test_end_txn_v2_table(state, commit, retry, expected):
     if expected == "bump":
         assert res.error == E.none and res.producer_epoch == cur + 1
         assert md.state == S.PREPARE_ABORT
-        assert core.write_markers("tx") and md.state == S.COMPLETE_ABORT
+        assert write_markers(core, markers, "tx") and md.state == S.COMPLETE_ABORT
     else:
         assert res.error == expected
         assert md.state == state
@@ -290,7 +301,7 @@ def test_end_txn_v2_epoch_overflow_rotates_producer_id():
     core.add_partitions("tx", pid, 32766, [TP0], client_tv=2)
     res = core.end_txn("tx", pid, 32766, True, client_tv=2)
     assert res.error == E.none and res.producer_id != pid and res.producer_epoch == 0
-    core.write_markers("tx")
+    write_markers(core, markers, "tx")
     assert markers.calls == [(pid, 32767, True, [TP0])]
     assert (md.producer_id, md.producer_epoch, md.prev_producer_id) == (res.producer_id, 0, pid)
     # a retry from the client that did not see the answer
@@ -310,7 +321,7 @@ def test_timeout_aborts_and_fences():
     assert core.abort_timed_out() == ["tx"]
     md = core.txns["tx"]
     assert md.state == S.PREPARE_ABORT and md.producer_epoch > e
-    core.write_markers("tx")
+    write_markers(core, markers, "tx")
     assert md.state == S.COMPLETE_ABORT
     assert markers.calls[0][1] == md.producer_epoch and markers.calls[0][2] is False
     # the producer is fenced
@@ -354,7 +365,7 @@ def test_reload_completes_prepared_transactions():
     assert pending == ["tx"]
     md = core2.txns["tx"]
     assert md.state == S.PREPARE_COMMIT and md.partitions == {TP0, TP1} and md.producer_epoch == e + 1
-    assert core2.write_markers("tx")
+    assert write_markers(core2, markers2, "tx")
     assert markers2.calls == [(pid, e + 1, True, [TP0, TP1])]
     assert md.state == S.COMPLETE_COMMIT
     assert core2.txns["other"].producer_id == pid2

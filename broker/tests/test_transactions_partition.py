@@ -26,18 +26,14 @@ def _partition(path, name="t"):
 def _append(part, pid, epoch, seq, n=1, transactional=True):
     batch = build_batch([Record(value=b"v%d" % i) for i in range(n)], producer_id=pid, producer_epoch=epoch,
                         base_sequence=seq, transactional=transactional, timestamp_ms=NOW)
-    states = part.producers
-    assert states.check(pid, epoch, seq, seq + n - 1) is None
-    info = part.log.append(batch, leader_epoch=0, now_ms=NOW)
-    e = states.record_batch(pid, epoch, seq, seq + n - 1, info.base_offset, info.last_offset, NOW)
-    if transactional and e.current_txn_first_offset is None:
-        e.current_txn_first_offset = info.base_offset
-    return info.base_offset
+    done = part.append(batch, now_ms=NOW)
+    assert not done.duplicate
+    return done.base_offset
 
 
 def test_lso_and_aborted_index(tmp_path):
     part = _partition(tmp_path / "t-0")
-    broker = SimpleNamespace(services={})
+    broker = SimpleNamespace(services=SimpleNamespace())
     assert part.last_stable_offset == 0
     _append(part, 1, 0, 0, transactional=False)                 # 0: plain
     a = _append(part, 10, 0, 0, n=2)                            # 1-2: txn of producer 10
@@ -67,7 +63,7 @@ def test_lso_and_aborted_index(tmp_path):
 
 def test_replay_restores_open_transactions_and_index(tmp_path):
     part = _partition(tmp_path / "t-0")
-    broker = SimpleNamespace(services={})
+    broker = SimpleNamespace(services=SimpleNamespace())
     _append(part, 10, 0, 0, n=3)                                 # 0-2
     write_marker(broker, part, 10, 0, 0, False, NOW)             # 3
     _append(part, 10, 0, 3)                                      # 4 (same epoch, TV1)
@@ -103,7 +99,7 @@ def test_replay_rebuilds_a_missing_abort_entry(tmp_path):
 
 def test_replay_starts_from_the_producer_snapshot(tmp_path):
     part = _partition(tmp_path / "t-0")
-    broker = SimpleNamespace(services={})
+    broker = SimpleNamespace(services=SimpleNamespace())
     _append(part, 10, 0, 0, n=2)                                 # 0-1 open
     _append(part, 11, 3, 0)                                      # 2
     write_marker(broker, part, 11, 3, 0, False, NOW)             # 3

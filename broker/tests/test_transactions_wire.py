@@ -64,8 +64,8 @@ def _lso(wire, topic):
 
 @pytest.fixture(scope="module")
 def slow_markers():
-    """A broker whose marker writer waits 400 ms per partition (the crash-test hook)."""
-    with kafkalite.running(env={"KL_TEST_TXN_MARKER_DELAY_MS": "400"}) as b:
+    """A broker whose marker channel waits 400 ms per partition (broker.tests.slow_markers)."""
+    with kafkalite.running(module="broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"]) as b:
         yield b
 
 

@@ -1,4 +1,4 @@
-"""The transaction coordinator service: `broker.services["transactions"]`.
+"""The transaction coordinator service: `broker.services.transactions`.
 
 Owns the `__transaction_state` topic (created on first start, compacted, one record per
 state change in Kafka's TransactionLogKey/TransactionLogValue format, keyed by
@@ -6,7 +6,8 @@ transactional id and partitioned by Java's hash of it), replays it on startup, a
 - completes every transaction it finds in PrepareCommit/PrepareAbort (writes the markers,
   then CompleteCommit/CompleteAbort), so a crash between prepare and markers loses nothing;
 - writes the markers of each EndTxn in its own trio task right after the prepare is durable
-  and the client has its answer (requests in between get CONCURRENT_TRANSACTIONS);
+  and the client has its answer (requests in between get CONCURRENT_TRANSACTIONS), through
+  the marker channel the broker's wiring gives it (markers.MarkerChannel);
 - every transaction.abort.timed.out.transaction.cleanup.interval.ms fences and aborts the
   transactions open longer than their transaction.timeout.ms, and expires idle ids.
 The request handlers (broker.handlers.transactions) and the produce path call into the
@@ -16,7 +17,6 @@ coordinator without awaiting anything, so each state change is atomic on the tri
 from __future__ import annotations
 
 import logging
-import os
 import statistics
 import time
 from collections import deque
@@ -26,17 +26,17 @@ from kio.schema.errors import ErrorCode
 
 from protocol.records import BatchHeader, Record, build_batch, decode_records
 
-from ..cluster import now_ms
+from ..clock import now_ms
+from ..cluster import AppendOrigin, flush_appended
 from .core import TxnCoordinatorCore
-from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value, partition_for
-from .markers import write_markers
+from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
+from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
+from .markers import MarkerChannel
 from .producer_ids import ProducerIdManager
 from .state import TxnState, TxnTransit
 
 log = logging.getLogger("kafkalite.transactions")
 
-TXN_TOPIC = "__transaction_state"
-OFFSETS_TOPIC = "__consumer_offsets"
 E = ErrorCode
 
 # Produce errors the partition leader sends back for a failed transaction check, by
@@ -45,15 +45,19 @@ _RETRIABLE_FOR_PRODUCE = {E.concurrent_transactions, E.coordinator_load_in_progr
                           E.not_coordinator, E.network_exception}
 
 
+_OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT,
+                          TxnState.PREPARE_EPOCH_FENCE})
+
+
 class TxnLogStore:
     """Appends and replays the records of __transaction_state through the partition logs."""
 
     def __init__(self, broker):
         self.broker = broker
         cluster = broker.cluster
-        topic = cluster.topics.get(TXN_TOPIC)
+        topic = cluster.topics.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
-            topic = cluster.create_topic(TXN_TOPIC, broker.config["transaction.state.log.num.partitions"],
+            topic = cluster.create_topic(TRANSACTION_STATE_TOPIC, broker.config["transaction.state.log.num.partitions"],
                                          {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
         self.topic = topic
         self.version = 1 if broker.config["transaction.version"] >= 1 else 0
@@ -74,9 +78,7 @@ class TxnLogStore:
         part = self.partition_of(transactional_id)
         now = now_ms()
         batch = build_batch([Record(encode_key(transactional_id), value)], timestamp_ms=now)
-        part.log.append(batch, leader_epoch=part.leader_epoch, now_ms=now)
-        if self.fsync_always:
-            part.log.flush()
+        part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
 
     def load(self) -> dict[str, TxnLogValue | None]:
         values: dict[str, TxnLogValue | None] = {}
@@ -95,20 +97,20 @@ class TxnLogStore:
                         values[tid] = decode_value(rec.value)
                     except ValueError as exc:
                         log.warning("skipping an unreadable record at offset %d of %s-%d: %s", rec.offset,
-                                    TXN_TOPIC, part.index, exc)
+                                    TRANSACTION_STATE_TOPIC, part.index, exc)
         return values
 
 
 class TransactionCoordinator:
-    def __init__(self, broker, *, clock=None):
+    def __init__(self, broker, *, marker_channel: MarkerChannel, clock=None):
         self.broker = broker
+        self.marker_channel = marker_channel
         config = broker.config
         self.clock = clock or now_ms
         self.store = TxnLogStore(broker)
         self.pids = ProducerIdManager(broker.cluster.meta_dir / "producer_ids.json")
         self.core = TxnCoordinatorCore(
             store=self.store, producer_ids=self.pids, clock=self.clock,
-            markers=lambda pid, epoch, cepoch, commit, parts: write_markers(broker, pid, epoch, cepoch, commit, parts),
             max_timeout_ms=config["transaction.max.timeout.ms"], server_tv=config["transaction.version"],
             on_prepared=self._on_prepared, id_expiration_ms=config["transactional.id.expiration.ms"])
         t0 = time.monotonic()
@@ -121,9 +123,6 @@ class TransactionCoordinator:
         self.marker_latency_ms: deque = deque(maxlen=10_000)
         self._started: dict[str, float] = {}
         self._arrival: float | None = None
-        # Test hook (crash tests): wait this long before each partition's marker, so that a
-        # test can kill the broker between PrepareCommit and the markers, or between markers.
-        self.marker_delay_s = float(os.environ.get("KL_TEST_TXN_MARKER_DELAY_MS", "0")) / 1000
 
     # --- service ------------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -166,6 +165,10 @@ class TransactionCoordinator:
         for part in self.broker.cluster.all_partitions():
             part.producers.expire(now, expiration)
 
+    def open_transaction_count(self) -> int:
+        """Transactions begun and not yet complete (Ongoing, PrepareCommit/Abort, PrepareEpochFence)."""
+        return sum(1 for md in self.core.txns.values() if md.state in _OPEN_STATES)
+
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, client_tv: int):
         self._arrival = time.perf_counter()
         try:
@@ -190,23 +193,15 @@ class TransactionCoordinator:
         delay = 0.05
         try:
             while True:
-                md = self.core.txns.get(transactional_id)
-                if md is None or md.state not in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                job = self.core.markers_due(transactional_id)
+                if job is None:
                     return
-                parts = [self.broker.cluster.partition(t, p) for t, p in md.partitions]
-                if self.marker_delay_s:
-                    await self._complete_slowly(transactional_id)
-                    continue
-                if self.store.fsync_always:
-                    # markers first, then their fsync, then CompleteCommit/CompleteAbort
-                    results = self.core.markers(md.producer_id, md.producer_epoch, self.core.coordinator_epoch,
-                                                md.state == TxnState.PREPARE_COMMIT, sorted(md.partitions))
-                    written = [p for p in parts if p is not None]
-                    await trio.to_thread.run_sync(_flush, written)
-                    done = self.core.finish_markers(transactional_id, results)
-                else:
-                    done = self.core.write_markers(transactional_id)
-                if done:
+                # markers first (and their fsync), then CompleteCommit/CompleteAbort
+                results = {}
+                if job.partitions:
+                    results = await self.marker_channel.send(job.producer_id, job.producer_epoch,
+                                                             job.coordinator_epoch, job.commit, job.partitions)
+                if self.core.finish_markers(transactional_id, results):
                     started = self._started.pop(transactional_id, None)
                     if started is not None:
                         self.marker_latency_ms.append((time.perf_counter() - started) * 1000)
@@ -217,24 +212,22 @@ class TransactionCoordinator:
             self._completing.discard(transactional_id)
             self._started.pop(transactional_id, None)
 
-    async def _complete_slowly(self, transactional_id: str) -> None:
-        md = self.core.txns[transactional_id]
-        commit = md.state == TxnState.PREPARE_COMMIT
-        for tp in sorted(md.partitions):
-            await trio.sleep(self.marker_delay_s)
-            log.info("test hook: writing the %s marker of %r to %s-%d", "COMMIT" if commit else "ABORT",
-                     transactional_id, tp[0], tp[1])
-            results = self.core.markers(md.producer_id, md.producer_epoch, self.core.coordinator_epoch, commit, [tp])
-            for part in (self.broker.cluster.partition(*tp),):
-                if part is not None:
-                    part.log.flush()
-            for t, err in results.items():
-                if err == E.none:
-                    md.partitions.discard(t)
-        await trio.sleep(self.marker_delay_s)
-        self.core.finish_markers(transactional_id, {})
+    # --- the write paths (Produce, TxnOffsetCommit) ---------------------------------------------
+    def add_or_verify_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                tp: tuple[str, int], *, add: bool, knows_abortable: bool) -> ErrorCode:
+        """A transactional write to `tp` is about to happen. A transactions-v2 client (Produce
+        v12+, TxnOffsetCommit v5+; KIP-890 part 2) adds the partition to its transaction by
+        writing; older clients added it themselves, and the write only verifies that (KIP-890
+        part 1). A client too old to know TRANSACTION_ABORTABLE (Produce < v11, TxnOffsetCommit
+        < v4) is told INVALID_TXN_STATE instead. Returns the coordinator's error; each API
+        maps it to its own codes."""
+        if add:
+            return self.core.add_partitions(transactional_id, producer_id, producer_epoch, [tp], client_tv=2)
+        err = self.core.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
+        if err == E.transaction_abortable and not knows_abortable:
+            err = E.invalid_txn_state
+        return err
 
-    # --- the produce path --------------------------------------------------------------------
     def check_produce(self, ctx, transactional_id, part, header):
         """A transactional batch is about to be appended to `part`: is its partition part of the
         producer's ongoing transaction? Produce v12+ (KIP-890 transactions v2) adds it to the
@@ -246,14 +239,9 @@ class TransactionCoordinator:
             return None  # already part of the transaction open on this partition
         if transactional_id is None:
             return E.invalid_txn_state, "transactional batches need a transactional id"
-        tp = (part.topic.name, part.index)
         version = ctx.api_version
-        if version >= 12:
-            err = self.core.add_partitions(transactional_id, pid, epoch, [tp], client_tv=2)
-        else:
-            err = self.core.verify_partitions(transactional_id, pid, epoch, [tp])[tp]
-            if err == E.transaction_abortable and version < 11:
-                err = E.invalid_txn_state
+        err = self.add_or_verify_partition(transactional_id, pid, epoch, (part.topic.name, part.index),
+                                           add=version >= 12, knows_abortable=version >= 11)
         if err == E.none:
             return None
         if err == E.producer_fenced:
@@ -263,15 +251,3 @@ class TransactionCoordinator:
         if err == E.invalid_txn_state:
             return err, "partition was not added to the transaction"
         return err, None
-
-    def on_transactional_append(self, part, entry) -> None:
-        """The first batch of a transaction was appended to `part` (nothing to do: the LSO
-        comes from the partition's producer state)."""
-
-
-def _flush(parts) -> None:
-    for p in parts:
-        try:
-            p.log.flush()
-        except (OSError, ValueError):
-            pass

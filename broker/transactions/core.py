@@ -4,10 +4,11 @@ Every method runs to completion without awaiting, so a state change is atomic on
 loop. Durability comes from `store.append` (a synchronous append to `__transaction_state`,
 fsynced inline when the broker runs with fsync=always) before `complete_transition` applies
 it. Markers are not written here: when a PrepareCommit/PrepareAbort is durable the core
-calls `on_prepared(transactional_id)` and the caller (the trio service, or a test) later
-calls `write_markers(transactional_id)`, which writes the markers through the `markers`
-callable and then moves the transaction to CompleteCommit/CompleteAbort. Between the two,
-requests for the id get CONCURRENT_TRANSACTIONS, as in Kafka.
+calls `on_prepared(transactional_id)`; the caller (the trio service, or a test) then asks
+`markers_due(transactional_id)`, writes those markers, and reports them to
+`finish_markers`, which moves the transaction to CompleteCommit/CompleteAbort once every
+partition has its marker. Between the two, requests for the id get CONCURRENT_TRANSACTIONS,
+as in Kafka.
 
 Client transaction version (`client_tv`): 2 when the request is KIP-890 part 2 (EndTxn v5+,
 Produce v12+, TxnOffsetCommit v5+), else 0. With 2, every EndTxn bumps the epoch and its
@@ -40,9 +41,15 @@ class TxnStore(Protocol):
     def append(self, transactional_id: str, transit: TxnTransit | None) -> None: ...
 
 
-class MarkerWriter(Protocol):
-    def __call__(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                 partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]: ...
+@dataclass(frozen=True)
+class MarkerJob:
+    """The markers a prepared transaction needs: one per partition, for this producer."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    partitions: list[TopicPartition]
 
 
 @dataclass
@@ -60,13 +67,12 @@ _MARKER_GIVE_UP = {E.unknown_topic_or_partition, E.invalid_producer_epoch, E.tra
 
 class TxnCoordinatorCore:
     def __init__(self, *, store: TxnStore, producer_ids: ProducerIdManager, clock: Callable[[], int],
-                 markers: MarkerWriter, max_timeout_ms: int = 900_000, server_tv: int = 2,
+                 max_timeout_ms: int = 900_000, server_tv: int = 2,
                  coordinator_epoch: int = 0, on_prepared: Callable[[str], None] | None = None,
                  id_expiration_ms: int = 604_800_000):
         self.store = store
         self.pids = producer_ids
         self.clock = clock
-        self.markers = markers
         self.max_timeout_ms = max_timeout_ms
         self.server_tv = server_tv
         self.coordinator_epoch = coordinator_epoch
@@ -317,17 +323,14 @@ class TxnCoordinatorCore:
         return EndTxnResult(E.none, md.producer_id, md.producer_epoch)
 
     # --- markers -------------------------------------------------------------------------------
-    def write_markers(self, transactional_id: str) -> bool:
-        """Write the markers of a prepared transaction and complete it. Returns False when
-        some partition must be retried later (the transaction stays prepared)."""
+    def markers_due(self, transactional_id: str) -> MarkerJob | None:
+        """The markers a prepared transaction still needs, or None when it needs none now (no
+        longer prepared, or a state write is in flight)."""
         md = self.txns.get(transactional_id)
         if md is None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or md.pending_transition:
-            return True
-        results = {}
-        if md.partitions:
-            results = self.markers(md.producer_id, md.producer_epoch, self.coordinator_epoch,
-                                   md.state == S.PREPARE_COMMIT, sorted(md.partitions))
-        return self.finish_markers(transactional_id, results)
+            return None
+        return MarkerJob(md.producer_id, md.producer_epoch, self.coordinator_epoch, md.state == S.PREPARE_COMMIT,
+                         sorted(md.partitions))
 
     def finish_markers(self, transactional_id: str, results: dict) -> bool:
         """Account for the markers written (`results`: error per partition); once every

@@ -198,29 +198,3 @@ def _skip_tags(r: _Reader) -> None:
     for _ in range(r.uvarint()):
         r.uvarint()
         r.take(r.uvarint())
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    for unit in _utf16_units(s):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def _utf16_units(s: str):
-    for ch in s:
-        cp = ord(ch)
-        if cp >= 0x10000:
-            cp -= 0x10000
-            yield 0xD800 + (cp >> 10)
-            yield 0xDC00 + (cp & 0x3FF)
-        else:
-            yield cp
-
-
-def partition_for(transactional_id: str, num_partitions: int) -> int:
-    """Kafka's `Utils.abs(transactionalId.hashCode) % partitions` (abs maps MIN_VALUE to 0)."""
-    h = java_string_hash(transactional_id)
-    h = 0 if h == -(1 << 31) else abs(h)
-    return h % num_partitions

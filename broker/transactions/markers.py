@@ -16,50 +16,32 @@ last stable offset moves, so waiting read_committed fetches are woken. A marker 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from protocol.records import build_control_batch
-
+from ..clock import now_ms as wall_now_ms
+from ..cluster import flush_appended
+from ..internal_topics import OFFSETS_TOPIC
 from ..producers import ProduceError
 
 log = logging.getLogger("kafkalite.transactions")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def write_marker(broker, part, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                  commit: bool, now_ms: int | None = None) -> ErrorCode:
-    """Append one marker to `part`. No await: atomic on the trio loop."""
-    states = part.producers
+    """Append one marker to `part` (Partition.append_marker). No await: atomic on the trio loop."""
+    now = wall_now_ms() if now_ms is None else now_ms
     try:
-        states.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        part.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now)
     except ProduceError as exc:
         log.info("marker for producer %d on %s-%d refused: %s", producer_id, part.topic.name, part.index,
                  exc.message)
         return exc.code
-    now = _now_ms() if now_ms is None else now_ms
-    batch = build_control_batch(commit, producer_id=producer_id, producer_epoch=producer_epoch,
-                                coordinator_epoch=coordinator_epoch, timestamp_ms=now)
-    try:
-        info = part.log.append(batch, leader_epoch=part.leader_epoch, now_ms=now)
     except OSError:
         log.exception("cannot append a marker to %s-%d", part.topic.name, part.index)
         return ErrorCode.kafka_storage_error
-    first = states.complete_txn(producer_id, producer_epoch, coordinator_epoch, now)
-    if not commit and first is not None:
-        part.log.append_aborted_txn(producer_id, first, info.base_offset, part.last_stable_offset)
-    part.wake()
     if part.topic.name == OFFSETS_TOPIC:
-        groups = broker.services.get("groups") if broker is not None else None
-        if groups is not None:
-            groups.complete_txn_offsets(producer_id, commit)
+        broker.services.groups.complete_txn_offsets(producer_id, commit)
     return ErrorCode.none
 
 
@@ -67,7 +49,7 @@ def write_markers(broker, producer_id: int, producer_epoch: int, coordinator_epo
                   partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
     """Write one marker to each (topic, partition); returns the error per partition."""
     cluster = broker.cluster
-    now = _now_ms()
+    now = wall_now_ms()
     out = {}
     for tp in partitions:
         part = cluster.partition(tp[0], tp[1])
@@ -76,3 +58,20 @@ def write_markers(broker, producer_id: int, producer_epoch: int, coordinator_epo
             continue
         out[tp] = write_marker(broker, part, producer_id, producer_epoch, coordinator_epoch, commit, now)
     return out
+
+
+class MarkerChannel:
+    """Delivers the markers of a prepared transaction for the coordinator (the part Kafka's
+    TransactionMarkerChannelManager plays): one marker per partition, then, with fsync=always,
+    the fsync of the partitions written, so CompleteCommit/CompleteAbort is only written once
+    every marker is durable. Built by the broker's wiring (broker.services.Wiring)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    async def send(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                   partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        results = write_markers(self.broker, producer_id, producer_epoch, coordinator_epoch, commit, partitions)
+        cluster = self.broker.cluster
+        await flush_appended(p for p in (cluster.partition(*tp) for tp in results) if p is not None)
+        return results

@@ -48,7 +48,7 @@ class LogMachine(RuleBasedStateMachine):
         self.dir = self.tmp / "t-0"
         self.plog: PartitionLog | None = None
         self.model: list[MBatch] = []
-        self.lso = 0
+        self.log_start_offset = 0
         self.leo = 0
         self.tags = 0
 
@@ -92,7 +92,7 @@ class LogMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def read(self, data):
-        offset = data.draw(st.integers(self.lso, self.leo))
+        offset = data.draw(st.integers(self.log_start_offset, self.leo))
         max_bytes = data.draw(st.sampled_from([1, 100, 500, 4000, 1 << 20]))
         ub = data.draw(st.one_of(st.none(), st.integers(offset, self.leo)))
         min_one = data.draw(st.booleans())
@@ -128,7 +128,7 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def truncate(self, data):
-        cuts = [b.base for b in self.model if b.base >= self.lso] + [self.leo]
+        cuts = [b.base for b in self.model if b.base >= self.log_start_offset] + [self.leo]
         o = data.draw(st.sampled_from(cuts))
         self.plog.truncate_to(o)
         self.model = [b for b in self.model if b.base < o]
@@ -136,13 +136,13 @@ class LogMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def delete_records(self, data):
-        o = data.draw(st.integers(self.lso, self.leo))
-        assert self.plog.delete_records_before(o) == max(o, self.lso)
-        self.lso = max(o, self.lso)
+        o = data.draw(st.integers(self.log_start_offset, self.leo))
+        assert self.plog.delete_records_before(o) == max(o, self.log_start_offset)
+        self.log_start_offset = max(o, self.log_start_offset)
 
     @rule(keep=st.integers(0, 3000), floor=st.one_of(st.none(), st.integers(0, 200)))
     def retention(self, keep, floor):
-        old = self.lso
+        old = self.log_start_offset
         self.plog.retention_floor = floor
         self.plog.update_config(LogConfig(**{**self.cfg.__dict__, "retention_bytes": keep}))
         self.plog.apply_retention(now_ms=self.now)
@@ -153,7 +153,7 @@ class LogMachine(RuleBasedStateMachine):
         if floor is not None:
             assert new <= max(floor, old)
         assert new <= self.leo
-        self.lso = new
+        self.log_start_offset = new
 
     @rule()
     def flush(self):
@@ -194,7 +194,7 @@ class LogMachine(RuleBasedStateMachine):
         for b in self.model:
             for i, ts in enumerate(b.stamps):
                 off = b.base + i
-                if off >= self.lso and ts >= target_ts:
+                if off >= self.log_start_offset and ts >= target_ts:
                     expect = (off, ts)
                     break
             if expect:
@@ -207,7 +207,7 @@ class LogMachine(RuleBasedStateMachine):
         for b in self.model:
             for i, ts in enumerate(b.stamps):
                 off = b.base + i
-                if off >= self.lso and ts >= 0 and (best is None or ts > best[1]):
+                if off >= self.log_start_offset and ts >= 0 and (best is None or ts > best[1]):
                     best = (off, ts)
         assert self.plog.max_timestamp_offset() == best
 
@@ -217,14 +217,14 @@ class LogMachine(RuleBasedStateMachine):
         if self.plog is None:
             return
         assert self.plog.log_end_offset == self.leo
-        assert self.plog.log_start_offset == self.lso
+        assert self.plog.log_start_offset == self.log_start_offset
 
     @invariant()
     def every_acknowledged_batch_is_there(self):
         if self.plog is None:
             return
-        got = [(base, BatchHeader(d).record_count) for base, d in self.plog.batches_from(self.lso)]
-        assert got == [(b.base, b.count) for b in self.model if b.last >= self.lso]
+        got = [(base, BatchHeader(d).record_count) for base, d in self.plog.batches_from(self.log_start_offset)]
+        assert got == [(b.base, b.count) for b in self.model if b.last >= self.log_start_offset]
         segs = self.plog.segments
         assert [s.base_offset for s in segs] == sorted(s.base_offset for s in segs)
         assert segs[-1].base_offset <= self.leo
