@@ -310,32 +310,40 @@ def _rewrite_crc(buf, pos: int) -> None:
 
 # --- walking a buffer of batches --------------------------------------------------------------
 
-def iter_batches(buf, start: int = 0, end: int | None = None, *,
-                 check_crc: bool = False) -> Iterator[tuple[int, BatchHeader]]:
-    """Yield (position, header view) for consecutive batches in buf[start:end].
+def iter_batches(buf, start: int = 0, end: int | None = None, *, check_crc: bool = False,
+                 partial_tail: bool = False, base: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header view) for consecutive batches in buf[start:end]: the one walk
+    over batch headers (produce validation aside, which answers with Kafka's error codes).
 
     Raises CorruptBatch at the first batch whose length is below the minimum or runs
-    past `end`, whose magic is not 2, or (with check_crc) whose CRC does not match."""
+    past `end`, whose magic is not 2, or (with check_crc) whose CRC does not match. With
+    `partial_tail` (buf is one chunk of a file), a batch cut off by `end` ends the walk
+    instead. Positions in errors are given as `base` + position (the chunk's file position)."""
     n = len(buf) if end is None else end
     pos = start
     unpack_len = _I32.unpack_from
     unpack_magic = _I8.unpack_from
     while pos < n:
+        at = base + pos
         if n - pos < LOG_OVERHEAD:
-            raise CorruptBatch(f"{n - pos} trailing bytes at position {pos} are too few for a batch", pos)
+            if partial_tail:
+                return
+            raise CorruptBatch(f"{n - pos} trailing bytes at position {at} are too few for a batch", at)
         length = unpack_len(buf, pos + LENGTH_OFFSET)[0]
         if length < MIN_BATCH_LENGTH:
-            raise CorruptBatch(f"batch length {length} at position {pos} is below the minimum "
-                               f"{MIN_BATCH_LENGTH}", pos)
+            raise CorruptBatch(f"batch length {length} at position {at} is below the minimum "
+                               f"{MIN_BATCH_LENGTH}", at)
         total = length + LOG_OVERHEAD
         if pos + total > n:
-            raise CorruptBatch(f"batch of {total} bytes at position {pos} runs past the end ({n})", pos)
+            if partial_tail:
+                return
+            raise CorruptBatch(f"batch of {total} bytes at position {at} runs past the end ({base + n})", at)
         magic = unpack_magic(buf, pos + MAGIC_OFFSET)[0]
         if magic != MAGIC:
-            raise CorruptBatch(f"batch at position {pos} has magic {magic}, expected 2", pos)
+            raise CorruptBatch(f"batch at position {at} has magic {magic}, expected 2", at)
         header = BatchHeader(buf, pos)
         if check_crc and not header.crc_ok():
-            raise CorruptBatch(f"batch at position {pos} fails its CRC check", pos)
+            raise CorruptBatch(f"batch at position {at} fails its CRC check", at)
         yield pos, header
         pos += total
 

@@ -35,7 +35,7 @@ from crc32c import crc32c
 
 from protocol import records as R
 from protocol.records import (
-    INT32_MAX, LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader, CorruptBatch, set_base_offset,
+    INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader, iter_batches, set_base_offset,
     set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
 
@@ -152,23 +152,15 @@ class PartitionLog:
             raise ValueError("nothing to append")
         # walk the headers: positions, sizes, offset counts
         spans = []
-        pos = 0
         count = 0
         max_in = -1
-        unpack_i32 = _I32.unpack_from
-        while pos < n:
-            if n - pos < LOG_OVERHEAD:
-                raise CorruptBatch(f"{n - pos} trailing bytes", pos)
-            length = unpack_i32(buf, pos + 8)[0]
-            if length < MIN_BATCH_LENGTH or pos + length + LOG_OVERHEAD > n:
-                raise CorruptBatch(f"bad batch length {length} at position {pos}", pos)
-            lod = unpack_i32(buf, pos + 23)[0]
-            ts = _I64.unpack_from(buf, pos + 35)[0]
+        for pos, h in iter_batches(buf):
+            lod = h.last_offset_delta
+            ts = h.max_timestamp
             if ts > max_in:
                 max_in = ts
-            spans.append((pos, length + LOG_OVERHEAD, lod))
+            spans.append((pos, h.total_size, lod))
             count += lod + 1
-            pos += length + LOG_OVERHEAD
         log_append = self.config.log_append_time
         if log_append:
             max_in = now_ms
@@ -198,13 +190,13 @@ class PartitionLog:
         offset = first
         max_ts = -1
         for bpos, size, lod in spans:
-            bts = _I64.unpack_from(buf, bpos + 35)[0]
+            bts = BatchHeader(buf, bpos).max_timestamp
             if bts > max_ts:
                 max_ts = bts
             seg.note_batch(start_size + bpos, offset, offset + lod + 1, bts, size, interval)
             offset += lod + 1
         if start_size == 0:
-            seg.first_batch_timestamp = _I64.unpack_from(buf, 35)[0]
+            seg.first_batch_timestamp = BatchHeader(buf, 0).max_timestamp
         self.log_end_offset = offset
         return AppendInfo(first, offset - 1, max_ts, now_ms if log_append else -1, self.log_start_offset)
 
@@ -279,7 +271,7 @@ class PartitionLog:
         while q + LOG_OVERHEAD <= n:
             if unpack_i64(data, q)[0] >= ub:
                 break
-            total = unpack_i32(data, q + 8)[0] + LOG_OVERHEAD
+            total = unpack_i32(data, q + LENGTH_OFFSET)[0] + LOG_OVERHEAD
             if q + total > n:
                 break
             q += total

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from protocol.records import (
-    BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH, BatchHeader, CorruptBatch,
+    LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
+    BatchHeader, CorruptBatch, iter_batches,
 )
 
 log = logging.getLogger("kafkalite.storage")
@@ -39,11 +40,10 @@ _TIME_ENTRY = struct.Struct(">qi")
 _TXN_ENTRY = struct.Struct(">hqqqq")
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
-_I8 = struct.Struct(">b")
 _I64 = struct.Struct(">q")
 
-LAST_OFFSET_DELTA_AT = 23
-MAX_TIMESTAMP_AT = 35
+# header bytes locate() needs: up to and including lastOffsetDelta
+_LOCATE_HEADER = LAST_OFFSET_DELTA_OFFSET + 4
 SCAN_CHUNK = 1 << 20
 LOCATE_CHUNK = 16 * 1024
 
@@ -116,7 +116,7 @@ class Segment:
             if not seg._scan(start, index_interval, check_crc=False):
                 seg.rebuild(index_interval, check_crc=True)
             elif seg.size:
-                seg.first_batch_timestamp = _I64.unpack(os.pread(seg.fd, 8, MAX_TIMESTAMP_AT))[0]
+                seg.first_batch_timestamp = _I64.unpack(os.pread(seg.fd, 8, MAX_TIMESTAMP_OFFSET))[0]
         return seg
 
     def close(self) -> None:
@@ -197,15 +197,15 @@ class Segment:
             if n == 0:
                 break
             rel = 0
-            while rel + 27 <= n:
+            while rel + _LOCATE_HEADER <= n:
                 base, length = unpack(buf, rel)
                 if length < MIN_BATCH_LENGTH:
                     raise CorruptBatch(f"batch length {length} at position {pos + rel} in {self.log_path}",
                                        pos + rel)
-                if base + unpack_i32(buf, rel + LAST_OFFSET_DELTA_AT)[0] >= offset:
+                if base + unpack_i32(buf, rel + LAST_OFFSET_DELTA_OFFSET)[0] >= offset:
                     return pos + rel, base, length + LOG_OVERHEAD
                 rel += length + LOG_OVERHEAD
-            if rel == 0 and n < 27:
+            if rel == 0 and n < _LOCATE_HEADER:
                 raise CorruptBatch(f"truncated batch header at position {pos} in {self.log_path}", pos)
             pos += rel
         return None
@@ -219,40 +219,26 @@ class Segment:
 
     def iter_batches(self, start: int = 0, end: int | None = None, *,
                      check_crc: bool = False) -> Iterator[tuple[int, BatchHeader]]:
-        """Sequential scan of whole batches (header views into a reused chunk buffer)."""
+        """Sequential scan of whole batches, read in chunks and walked by protocol.records'
+        iter_batches (header views into the current chunk)."""
         fd = self.fd
         end = self.size if end is None else end
         pos = start
-        buf = b""
-        bstart = start
+        want = SCAN_CHUNK
         while pos < end:
-            rel = pos - bstart
-            if rel + LOG_OVERHEAD > len(buf):
-                buf = os.pread(fd, min(SCAN_CHUNK, end - pos), pos)
-                bstart = pos
-                rel = 0
-                if len(buf) < LOG_OVERHEAD:
-                    raise CorruptBatch(f"{end - pos} trailing bytes at position {pos} are too few for a batch", pos)
-            length = _I32.unpack_from(buf, rel + 8)[0]
-            if length < MIN_BATCH_LENGTH:
-                raise CorruptBatch(f"batch length {length} at position {pos} is below the minimum", pos)
-            total = length + LOG_OVERHEAD
-            if pos + total > end:
-                raise CorruptBatch(f"batch of {total} bytes at position {pos} runs past the end ({end})", pos)
-            if rel + total > len(buf):
-                buf = os.pread(fd, min(max(SCAN_CHUNK, total), end - pos), pos)
-                bstart = pos
-                rel = 0
-                if len(buf) < total:
-                    raise CorruptBatch(f"short read of the batch at position {pos}", pos)
-            magic = _I8.unpack_from(buf, rel + 16)[0]
-            if magic != MAGIC:
-                raise CorruptBatch(f"batch at position {pos} has magic {magic}", pos)
-            h = BatchHeader(buf, rel)
-            if check_crc and not h.crc_ok():
-                raise CorruptBatch(f"batch at position {pos} fails its CRC check", pos)
-            yield pos, h
-            pos += total
+            asked = min(want, end - pos)
+            buf = os.pread(fd, asked, pos)
+            # a chunk that reaches `end` (or a short read) holds the last batch: cut off, it is corrupt
+            last = len(buf) < asked or pos + len(buf) >= end
+            consumed = 0
+            for rel, h in iter_batches(buf, check_crc=check_crc, partial_tail=not last, base=pos):
+                yield pos + rel, h
+                consumed = rel + h.total_size
+            if consumed == 0:
+                want *= 2  # the next batch is larger than the chunk
+                continue
+            pos += consumed
+            want = SCAN_CHUNK
 
     # --- recovery ---------------------------------------------------------------------------------------
     def rebuild(self, index_interval: int, *, check_crc: bool) -> None:
@@ -270,7 +256,7 @@ class Segment:
         self._scan(0, index_interval, check_crc=check_crc)
         self.first_batch_timestamp = -1
         if self.size:
-            self.first_batch_timestamp = _I64.unpack(os.pread(self.fd, 8, MAX_TIMESTAMP_AT))[0]
+            self.first_batch_timestamp = _I64.unpack(os.pread(self.fd, 8, MAX_TIMESTAMP_OFFSET))[0]
 
     def _scan(self, start: int, index_interval: int, *, check_crc: bool) -> bool:
         """Account for the batches from `start` to the end of the file; truncate the file at
@@ -330,8 +316,8 @@ class Segment:
             toff.append(rel)
             prev_ts = ts
         if poss:
-            head = os.pread(self.fd, 12, poss[-1])
-            if len(head) < 12 or _I64.unpack_from(head)[0] != self.base_offset + offs[-1]:
+            head = os.pread(self.fd, LOG_OVERHEAD, poss[-1])
+            if len(head) < LOG_OVERHEAD or BatchHeader(head).base_offset != self.base_offset + offs[-1]:
                 return False
         self.idx_off, self.idx_pos, self.tidx_ts, self.tidx_off = offs, poss, tts, toff
         self.persisted_idx = len(offs)

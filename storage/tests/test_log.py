@@ -258,6 +258,32 @@ def test_torn_tail_is_truncated(pdir, tail, caplog):
     plog.close()
 
 
+@pytest.mark.parametrize("torn", [False, True], ids=["whole", "torn"])
+def test_recovery_walks_batches_larger_than_its_read_chunk(pdir, torn):
+    """Recovery reads segments in SCAN_CHUNK pieces: a batch larger than a piece is read whole,
+    and one cut short at the end of the file is still a torn tail."""
+    from storage.segment import SCAN_CHUNK
+
+    plog = open_log(pdir, small_config(segment_bytes=16 << 20))
+    plog.append(batch(2, tag="small"), now_ms=0)
+    plog.append(batch(1, tag="big", size=SCAN_CHUNK + 1000), now_ms=0)
+    plog.append(batch(2, tag="after"), now_ms=0)
+    before = read_all(plog)
+    crash(plog)
+    path = last_log_file(pdir)
+    good_size = path.stat().st_size
+    if torn:
+        big = batch(1, tag="torn", size=2 * SCAN_CHUNK)
+        with open(path, "ab") as f:
+            f.write(big[:SCAN_CHUNK + 100])
+    plog = open_log(pdir, small_config(segment_bytes=16 << 20))
+    assert path.stat().st_size == good_size
+    assert plog.log_end_offset == 5
+    assert read_all(plog) == before
+    assert [o for o, _b in plog.batches_from(0)] == [0, 2, 3]
+    plog.close()
+
+
 def test_torn_tail_after_clean_marker_is_still_cut(pdir):
     plog = open_log(pdir)
     _fill(plog, 5)
