@@ -286,7 +286,8 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     try:
         settings = resolve(args)
         ephemeral = settings.data_dir is None
-        data_dir = Path(tempfile.mkdtemp(prefix="kafkalite-")) if ephemeral else Path(settings.data_dir)
+        data_dir = (Path(tempfile.mkdtemp(prefix="kafkalite-")) if settings.data_dir is None
+                    else Path(settings.data_dir))
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

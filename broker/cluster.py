@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,7 +262,7 @@ class Cluster:
         eff = self.effective_configs(topic)
 
         def number(key: str) -> int:
-            return int(eff.get(key) or topic_config_default(key))
+            return int(eff.get(key) or str(topic_config_default(key)))
 
         return ProducePolicy(
             compacted="compact" in str(eff["cleanup.policy"]),

@@ -9,12 +9,12 @@ not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
 
 from __future__ import annotations
 
-import errno
 import logging
 import struct
 import time
+from types import SimpleNamespace
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import trio
 
@@ -115,11 +115,11 @@ class FrameReader:
             while self.end - self.start - 4 < size:
                 await self._receive_more()
             body_start = self.start + 4
-            frame = bytes(self.view[body_start : body_start + size])
+            whole = bytes(self.view[body_start : body_start + size])
             self.start = body_start + size
-            return frame
+            return whole
         body_start = self.start + 4
-        frame = bytearray(size)
+        frame: bytearray = bytearray(size)
         have = self.end - body_start
         frame[:have] = self.view[body_start : self.end]
         self.start = self.end = 0
@@ -136,12 +136,7 @@ class FrameReader:
 def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:
     from .handlers.api_versions import build
 
-    class _Ctx:
-        pass
-
-    ctx = _Ctx()
-    ctx.broker = broker
-    body = build(0, ctx, ErrorCode.unsupported_version)
+    body = build(0, SimpleNamespace(broker=broker), ErrorCode.unsupported_version)
     return encode_response(18, 0, correlation_id, body)
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import gzip
 import struct
 import time
-import zlib
 from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c as _crc32c

@@ -306,7 +306,7 @@ class PartitionLog:
             if seg.max_timestamp < timestamp_ms or seg.next_offset <= start or seg.size == 0:
                 continue
             pos = seg.time_lookup_position(timestamp_ms)
-            for bpos, h in seg.iter_batches(pos, seg.size):
+            for _bpos, h in seg.iter_batches(pos, seg.size):
                 f = h.fields()
                 if f.base_offset + f.last_offset_delta < start or f.max_timestamp < timestamp_ms:
                     continue

@@ -349,7 +349,7 @@ class Segment:
         except FileNotFoundError:
             return
         usable = len(raw) - len(raw) % _TXN_ENTRY.size
-        for version, pid, first, last, lso in _TXN_ENTRY.iter_unpack(raw[:usable]):
+        for _version, pid, first, last, lso in _TXN_ENTRY.iter_unpack(raw[:usable]):
             self.txns.append(AbortedTxn(pid, first, last, lso))
         if usable != len(raw):
             log.warning("%s: dropping a torn entry at its end", self.txn_index_path)

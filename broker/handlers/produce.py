@@ -16,7 +16,6 @@ fsync=always the data is fsynced before the response.
 from __future__ import annotations
 
 import logging
-import uuid
 
 from kio.schema.errors import ErrorCode
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 
 import trio
 import kio.schema.metadata.v12.request as md12

@@ -382,7 +382,9 @@ def test_list_and_describe():
     assert core.describe("nope")[0] == E.transactional_id_not_found
     err, md = core.describe("a")
     assert err == E.none and md.state == S.ONGOING and md.partitions == {TP0}
-    names = lambda r: sorted(m.transactional_id for m in r[0])
+    def names(r):
+        return sorted(m.transactional_id for m in r[0])
+
     assert names(core.list()) == ["a", "b"]
     assert names(core.list(["Ongoing"])) == ["a"]
     assert names(core.list(producer_ids=[p1])) == ["a"]

@@ -163,7 +163,8 @@ def test_idempotent_sequence_rules(wire):
 
 
 def test_fetch_long_poll_wakes_on_append(broker):
-    import threading, time
+    import threading
+    import time
     name = f"poll-{uuid.uuid4().hex[:6]}"
     with WireClient(broker.bootstrap) as w:
         metadata(w, name)

@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 from protocol.records import BatchHeader, Record, build_batch, decode_records
 
 from ..clock import now_ms
-from ..cluster import AppendOrigin, flush_appended
+from ..cluster import AppendOrigin
 from .core import TxnCoordinatorCore
 from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
 from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
@@ -186,6 +186,7 @@ class TransactionCoordinator:
     def _spawn(self, transactional_id: str) -> None:
         if transactional_id not in self._completing:
             self._completing.add(transactional_id)
+            assert self._nursery is not None  # _on_prepared queues ids until run() starts
             self._nursery.start_soon(self._complete, transactional_id)
 
     async def _complete(self, transactional_id: str) -> None:

@@ -137,7 +137,7 @@ def test_read_stays_within_one_segment_and_moves_on(pdir):
 def test_roll_by_size(pdir):
     plog = open_log(pdir, small_config(segment_bytes=300))
     sizes = []
-    for i in range(10):
+    for _i in range(10):
         plog.append(batch(1), now_ms=0)
         sizes.append(len(plog.segments))
     assert all(s.size <= 300 for s in plog.segments)
@@ -356,7 +356,7 @@ def test_offset_for_timestamp(pdir):
     plog = open_log(pdir, small_config(segment_bytes=600, index_interval_bytes=50))
     # timestamps not monotonic across batches
     stamps = [100, 300, 200, 400, 350, 500, 450, 600]
-    for i, ts in enumerate(stamps):
+    for _i, ts in enumerate(stamps):
         plog.append(build_batch([Record(b"k", b"v", (), ts), Record(b"k", b"v", (), ts + 5)]), now_ms=0)
     assert len(plog.segments) > 1
     assert plog.offset_for_timestamp(0) == (0, 100)
@@ -473,7 +473,7 @@ def test_retention_by_time(pdir):
 def test_retention_by_size(pdir):
     cfg = small_config(segment_bytes=300, retention_ms=-1, retention_bytes=600)
     plog = open_log(pdir, cfg)
-    for i in range(20):
+    for _i in range(20):
         plog.append(batch(1), now_ms=0)
     deleted = plog.apply_retention(now_ms=0)
     assert deleted > 0
@@ -588,7 +588,7 @@ def test_compaction_keeps_latest_per_key(pdir):
     closed_end = plog.segments[-1].base_offset
     seen = {}
     offsets = []
-    for off, data in plog.batches_from(0):
+    for _off, data in plog.batches_from(0):
         for r in decode_records(data):
             offsets.append(r.offset)
             if r.offset < closed_end:

@@ -121,7 +121,7 @@ class LogMachine(RuleBasedStateMachine):
             assert [r.timestamp for r in recs] == mb.stamps
 
     def _batch_size(self, mb: MBatch) -> int:
-        for off, data in self.plog.batches_from(mb.base):
+        for _off, data in self.plog.batches_from(mb.base):
             return len(data)
         raise AssertionError("batch missing")
 
