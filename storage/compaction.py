@@ -20,32 +20,31 @@ Rules, after Kafka's LogCleaner:
 
 Each segment is rewritten to `<base>.log.cleaned`, its index files are removed, and the
 new file replaces the old by rename; a crash at any point leaves either the old or the new
-log, and missing indexes are rebuilt on open.
+log, and missing indexes are rebuilt on open. This module only reads segments and writes
+their replacements; the log (PartitionLog.compact) swaps them into its segment list.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import Sequence
 
 from protocol import records as R
 from protocol.records import CorruptBatch, UnsupportedCompression
 
-from .segment import Segment, _unlink, _write_all
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .log import PartitionLog
+from .files import unlink, write_new
+from .segment import Segment
 
 log = logging.getLogger("kafkalite.storage")
 
 
-def compact_log(plog: "PartitionLog", now_ms: int, first_unstable_offset: int | None) -> int:
-    """Compact the eligible closed segments of `plog`; returns how many were rewritten.
-    The caller holds the log's lock."""
-    segs = plog.segments
-    limit = plog.log_end_offset if first_unstable_offset is None else min(first_unstable_offset,
-                                                                         plog.log_end_offset)
+def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstable_offset: int | None, *,
+                     index_interval_bytes: int, fsync: bool) -> dict[int, Segment]:
+    """Compact the eligible closed segments of a log (`segs`, oldest first, the last one
+    active). Returns the replacement of each rewritten segment by its index in `segs`; the
+    caller (holding the log's lock) swaps them in and retires the old ones."""
+    limit = log_end_offset if first_unstable_offset is None else min(first_unstable_offset, log_end_offset)
     eligible = []
     for i in range(len(segs) - 1):
         if segs[i + 1].base_offset <= limit:
@@ -53,7 +52,7 @@ def compact_log(plog: "PartitionLog", now_ms: int, first_unstable_offset: int | 
         else:
             break
     if not eligible:
-        return 0
+        return {}
 
     aborted: dict[int, list[tuple[int, int]]] = {}
     for seg in segs:
@@ -87,8 +86,7 @@ def compact_log(plog: "PartitionLog", now_ms: int, first_unstable_offset: int | 
                 if rec.key is not None:
                     latest[rec.key] = rec.offset
 
-    rewritten = 0
-    new_segments = list(segs)
+    replaced: dict[int, Segment] = {}
     for idx, seg in enumerate(eligible):
         out = bytearray()
         changed = False
@@ -117,15 +115,8 @@ def compact_log(plog: "PartitionLog", now_ms: int, first_unstable_offset: int | 
                 continue
             out += _rebuild_batch(f, kept)
         if changed:
-            new_segments[idx] = _replace_segment(plog, seg, out)
-            rewritten += 1
-    if rewritten:
-        old = plog.segments
-        plog.segments = new_segments
-        for a, b in zip(old, new_segments):
-            if a is not b:
-                plog._retired.append(a)
-    return rewritten
+            replaced[idx] = _replace_segment(seg, out, index_interval_bytes, fsync)
+    return replaced
 
 
 def _rebuild_batch(f: R.HeaderFields, kept: list[R.DecodedRecord]) -> bytearray:
@@ -139,23 +130,16 @@ def _rebuild_batch(f: R.HeaderFields, kept: list[R.DecodedRecord]) -> bytearray:
     )
 
 
-def _replace_segment(plog: "PartitionLog", seg: Segment, data: bytearray) -> Segment:
+def _replace_segment(seg: Segment, data: bytearray, index_interval_bytes: int, fsync: bool) -> Segment:
     tmp = seg.log_path.with_name(seg.log_path.name + ".cleaned")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write_all(fd, data)
-        if plog.config.fsync != "never":
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    _unlink(seg.index_path)
-    _unlink(seg.time_index_path)
+    write_new(tmp, data, fsync)
+    unlink(seg.index_path)
+    unlink(seg.time_index_path)
     os.replace(tmp, seg.log_path)
     new = Segment(seg.directory, seg.base_offset, seg.created_ms)
     new.fd = os.open(new.log_path, os.O_RDWR | os.O_APPEND)
     new.size = os.fstat(new.fd).st_size
     new.txns = list(seg.txns)
-    new.rebuild(plog.config.index_interval_bytes, check_crc=False)
+    new.rebuild(index_interval_bytes, check_crc=False)
     new.persist_indexes()
-    plog._dir_dirty = True
     return new

@@ -40,7 +40,9 @@ from protocol.records import (
 )
 
 from .config import LogConfig
-from .segment import AbortedTxn, Segment, _unlink, _write_all, _write_atomic, segment_name
+from .compaction import compact_segments
+from .files import unlink, write_all, write_atomic
+from .segment import AbortedTxn, Segment, segment_name
 
 log = logging.getLogger("kafkalite.storage")
 
@@ -104,12 +106,12 @@ class PartitionLog:
         clean = marker.exists()
         for p in d.iterdir():
             if p.name.endswith((".tmp", ".cleaned")):
-                _unlink(p)
+                unlink(p)
         bases = sorted(int(p.stem) for p in d.glob("*.log") if p.stem.isdigit() and len(p.stem) == 20)
         known = {segment_name(b) for b in bases}
         for p in d.iterdir():   # indexes whose log is gone
             if p.suffix in (".index", ".timeindex", ".txnindex") and p.stem not in known:
-                _unlink(p)
+                unlink(p)
         checkpoint = self._read_log_start_checkpoint()
         interval = config.index_interval_bytes
         segs = []
@@ -128,10 +130,10 @@ class PartitionLog:
                         d, self.log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self.log_start_offset, now)
         if clean:
-            _unlink(marker)
+            unlink(marker)
         for off in self._snapshot_offsets():
             if off > self.log_end_offset:
-                _unlink(self._snapshot_path(off))
+                unlink(self._snapshot_path(off))
         return self
 
     def update_config(self, config: LogConfig) -> None:
@@ -180,7 +182,7 @@ class PartitionLog:
 
         start_size = seg.size
         try:
-            _write_all(seg.fd, buf)
+            write_all(seg.fd, buf)
         except BaseException:
             os.ftruncate(seg.fd, start_size)   # never leave a partial batch behind an error
             raise
@@ -412,7 +414,7 @@ class PartitionLog:
             self.log_end_offset = offset
             for off in self._snapshot_offsets():
                 if off > offset:
-                    _unlink(self._snapshot_path(off))
+                    unlink(self._snapshot_path(off))
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         gone = self.segments
@@ -426,7 +428,7 @@ class PartitionLog:
         self._write_log_start_checkpoint()
         for off in self._snapshot_offsets():
             if off > offset:
-                _unlink(self._snapshot_path(off))
+                unlink(self._snapshot_path(off))
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole old segments by retention.ms and retention.bytes (cleanup.policy
@@ -466,11 +468,21 @@ class PartitionLog:
     # ======================================================================================
     # compaction
     # ======================================================================================
-    def compact(self, now_ms: int, *, first_unstable_offset: int | None) -> None:
-        from .compaction import compact_log
+    def compact(self, now_ms: int, *, first_unstable_offset: int | None) -> int:
+        """Compact the closed segments below the first unstable offset (storage.compaction
+        writes the replacements; the log swaps them in). Returns how many were rewritten."""
         with self._lock:
             self._close_retired()
-            compact_log(self, now_ms, first_unstable_offset)
+            replaced = compact_segments(self.segments, self.log_end_offset, first_unstable_offset,
+                                        index_interval_bytes=self.config.index_interval_bytes,
+                                        fsync=self.config.fsync != "never")
+            if replaced:
+                old = self.segments
+                self.segments = [replaced.get(i, seg) for i, seg in enumerate(old)]
+                # readers in other threads may still hold the old files: closed on the next change
+                self._retired.extend(old[i] for i in replaced)
+                self._dir_dirty = True
+            return len(replaced)
 
     # ======================================================================================
     # transaction index
@@ -518,11 +530,11 @@ class PartitionLog:
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
         data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, crc32c(blob)) + bytes(blob)
-        _write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
+        write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
         self._dir_dirty = True
         offs = self._snapshot_offsets()
         for off in offs[:-SNAPSHOTS_KEPT]:
-            _unlink(self._snapshot_path(off))
+            unlink(self._snapshot_path(off))
 
     def latest_producer_snapshot(self) -> tuple[int, bytes] | None:
         """(offset, blob) of the newest intact snapshot at or below log_end_offset."""
@@ -554,7 +566,7 @@ class PartitionLog:
             return None
 
     def _write_log_start_checkpoint(self) -> None:
-        _write_atomic(self.directory / LOG_START_CHECKPOINT, f"{self.log_start_offset}\n".encode(),
+        write_atomic(self.directory / LOG_START_CHECKPOINT, f"{self.log_start_offset}\n".encode(),
                       fsync=self.config.fsync != "never")
         self._dir_dirty = True
 
@@ -598,7 +610,7 @@ class PartitionLog:
             self.flush()
         with self._lock:
             self._closed = True
-            _write_atomic(self.directory / CLEAN_SHUTDOWN_FILE, b"", fsync=self.config.fsync != "never")
+            write_atomic(self.directory / CLEAN_SHUTDOWN_FILE, b"", fsync=self.config.fsync != "never")
             if self.config.fsync != "never":
                 _fsync_path(self.directory)
             for seg in self.segments:

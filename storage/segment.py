@@ -33,6 +33,8 @@ from protocol.records import (
     BatchHeader, CorruptBatch, iter_batches,
 )
 
+from .files import append_file, unlink, write_atomic
+
 log = logging.getLogger("kafkalite.storage")
 
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -93,7 +95,7 @@ class Segment:
     def create(cls, directory: Path, base_offset: int, now_ms: int) -> "Segment":
         seg = cls(directory, base_offset, now_ms)
         for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
-            _unlink(p)
+            unlink(p)
         seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
         seg.dirty = True
         return seg
@@ -126,7 +128,7 @@ class Segment:
 
     def delete_files(self) -> None:
         for p in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
-            _unlink(p)
+            unlink(p)
 
     # --- appending ---------------------------------------------------------------------------------
     def note_batch(self, pos: int, base_offset: int, next_offset: int, max_ts: int, size: int,
@@ -158,8 +160,8 @@ class Segment:
         if self.rewrite_indexes:
             n = min(len(self.idx_off), len(self.idx_pos))
             tn = min(len(self.tidx_ts), len(self.tidx_off))
-            _write_atomic(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, 0, n), fsync)
-            _write_atomic(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, 0, tn), fsync)
+            write_atomic(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, 0, n), fsync)
+            write_atomic(self.time_index_path, _pack_time_entries(self.tidx_ts, self.tidx_off, 0, tn), fsync)
             self.persisted_idx = n
             self.persisted_tidx = tn
             self.rewrite_indexes = False
@@ -168,12 +170,12 @@ class Segment:
         # whose two halves are both in place
         n = min(len(self.idx_off), len(self.idx_pos))
         if n > self.persisted_idx:
-            _append_file(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, self.persisted_idx, n),
+            append_file(self.index_path, _pack_offset_entries(self.idx_off, self.idx_pos, self.persisted_idx, n),
                          fsync)
             self.persisted_idx = n
         n = min(len(self.tidx_ts), len(self.tidx_off))
         if n > self.persisted_tidx:
-            _append_file(self.time_index_path,
+            append_file(self.time_index_path,
                          _pack_time_entries(self.tidx_ts, self.tidx_off, self.persisted_tidx, n), fsync)
             self.persisted_tidx = n
 
@@ -357,13 +359,13 @@ class Segment:
 
     def append_txn(self, txn: AbortedTxn) -> None:
         self.txns.append(txn)
-        _append_file(self.txn_index_path, _TXN_ENTRY.pack(0, *txn), fsync=False)
+        append_file(self.txn_index_path, _TXN_ENTRY.pack(0, *txn), fsync=False)
 
     def _rewrite_txn_index(self) -> None:
         if not self.txns:
-            _unlink(self.txn_index_path)
+            unlink(self.txn_index_path)
             return
-        _write_atomic(self.txn_index_path, b"".join(_TXN_ENTRY.pack(0, *t) for t in self.txns), fsync=False)
+        write_atomic(self.txn_index_path, b"".join(_TXN_ENTRY.pack(0, *t) for t in self.txns), fsync=False)
 
     def drop_txns_from(self, offset: int) -> None:
         kept = [t for t in self.txns if t.last_offset < offset]
@@ -386,39 +388,3 @@ def _pack_offset_entries(offs: array, poss: array, start: int, end: int) -> byte
 def _pack_time_entries(tss: array, offs: array, start: int, end: int) -> bytes:
     pack = _TIME_ENTRY.pack
     return b"".join(pack(tss[i], offs[i]) for i in range(start, end))
-
-
-def _append_file(path: Path, data: bytes, fsync: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        _write_all(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, data: bytes, fsync: bool) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write_all(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-def _write_all(fd: int, data) -> None:
-    mv = memoryview(data)
-    while mv:
-        n = os.write(fd, mv)
-        mv = mv[n:]
-
-
-def _unlink(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

@@ -1,0 +1,51 @@
+"""Small file helpers shared by the segments, the log and the cleaner: whole writes, atomic
+replacement, appends, and unlink that tolerates a missing file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_all(fd: int, data) -> None:
+    """os.write until every byte of `data` is written (os.write may write less)."""
+    mv = memoryview(data)
+    while mv:
+        n = os.write(fd, mv)
+        mv = mv[n:]
+
+
+def append_file(path: Path, data: bytes, fsync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data, fsync: bool) -> None:
+    """Create (or truncate) `path` with `data`, fsynced when asked."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, fsync: bool) -> None:
+    """Replace `path` by rename: a reader (or a crash) sees the old content or the new."""
+    tmp = path.with_name(path.name + ".tmp")
+    write_new(tmp, data, fsync)
+    os.replace(tmp, path)
+
+
+def unlink(path: Path) -> None:
+    """Remove `path`; a file that is already gone is fine."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
