@@ -35,13 +35,11 @@ from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
+from .states import ClassicGroupState
+
 log = logging.getLogger("kafkalite.groups")
 
-EMPTY = "Empty"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
+S = ClassicGroupState
 
 
 class GroupError(Exception):
@@ -104,7 +102,7 @@ class ClassicGroup:
                  min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1_800_000,
                  burst_settle_ms: int = 0, on_change: Callable[["ClassicGroup"], None] | None = None):
         self.group_id = group_id
-        self.state = EMPTY
+        self.state = S.EMPTY
         self.generation_id = 0
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
@@ -232,7 +230,7 @@ class ClassicGroup:
              protocols: list[tuple[str, bytes]], require_known_member_id: bool, supports_skip_assignment: bool,
              waiter: Waiter, now: int) -> JoinResult | None:
         """Returns an immediate answer, or None when `waiter` will be called with the JoinResult."""
-        if self.state == DEAD:
+        if self.state == S.DEAD:
             return JoinResult(ErrorCode.coordinator_not_available, member_id=member_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return JoinResult(ErrorCode.invalid_session_timeout, member_id=member_id)
@@ -261,11 +259,11 @@ class ClassicGroup:
         except GroupError as exc:
             return JoinResult(exc.code, member_id=member_id)
         member = self.members[member_id]
-        if self.state == PREPARING_REBALANCE:
+        if self.state == S.PREPARING_REBALANCE:
             self._update_member(member, args, waiter)
             self._maybe_complete_join(now)
             return None
-        if self.state == COMPLETING_REBALANCE:
+        if self.state == S.COMPLETING_REBALANCE:
             if protocols == member.protocols:
                 # a duplicate of the join that completed this generation: answer it again
                 member.heartbeat_deadline = now + member.session_timeout_ms
@@ -273,7 +271,7 @@ class ClassicGroup:
             self._update_member(member, args, waiter)
             self._prepare_rebalance(now, f"member {member_id} rejoined with new metadata")
             return None
-        if self.state == STABLE:
+        if self.state == S.STABLE:
             if member_id == self.leader_id or protocols != member.protocols:
                 self._update_member(member, args, waiter)
                 self._prepare_rebalance(now, f"{'leader' if member_id == self.leader_id else 'member'} "
@@ -302,7 +300,7 @@ class ClassicGroup:
         self.members[member_id] = member
         if instance_id is not None:
             self.static_members[instance_id] = member_id
-        if self.state == PREPARING_REBALANCE and self.initial_delay_deadline is not None:
+        if self.state == S.PREPARING_REBALANCE and self.initial_delay_deadline is not None:
             # KIP-134: each new member extends the initial delay, up to the rebalance timeout
             self.initial_delay_deadline = min(now + self.initial_rebalance_delay_ms, self.initial_delay_limit)
         self._maybe_prepare_rebalance(now)
@@ -324,7 +322,7 @@ class ClassicGroup:
             self.leader_id = new_id
         old.heartbeat_deadline = now + args[2]
         old_protocols = old.protocols
-        if self.state == STABLE:
+        if self.state == S.STABLE:
             (old.client_id, old.client_host, old.session_timeout_ms, old.rebalance_timeout_ms,
              old.protocol_type, old.protocols) = args
             if self.select_protocol() == self.protocol_name:
@@ -342,32 +340,32 @@ class ClassicGroup:
             return None
         del old_protocols
         self._update_member(old, args, waiter)
-        if self.state == COMPLETING_REBALANCE:
+        if self.state == S.COMPLETING_REBALANCE:
             self._prepare_rebalance(now, f"static member {instance_id} rejoined during the sync")
         else:
             self._maybe_complete_join(now)
         return None
 
     def _maybe_prepare_rebalance(self, now: int) -> None:
-        if self.state in (EMPTY, STABLE, COMPLETING_REBALANCE):
+        if self.state in (S.EMPTY, S.STABLE, S.COMPLETING_REBALANCE):
             self._prepare_rebalance(now, "a member joined")
-        elif self.state == PREPARING_REBALANCE:
+        elif self.state == S.PREPARING_REBALANCE:
             self._maybe_complete_join(now)
 
     def _prepare_rebalance(self, now: int, reason: str = "") -> None:
         log.info("group %s: preparing to rebalance (generation %d, %s): %s", self.group_id, self.generation_id,
                  self.state, reason)
-        if self.state == COMPLETING_REBALANCE:
+        if self.state == S.COMPLETING_REBALANCE:
             # the assignment of the generation being synced will never come: tell those waiting
             for m in self.members.values():
                 m.assignment = b""
                 if m.sync_waiter is not None:
                     m.sync_waiter(SyncResult(ErrorCode.rebalance_in_progress))
                     m.sync_waiter = None
-        was_empty = self.state == EMPTY
+        was_empty = self.state == S.EMPTY
         self.forming = was_empty
         self.sync_deadline = None
-        self._transition(PREPARING_REBALANCE, now)
+        self._transition(S.PREPARING_REBALANCE, now)
         timeout = self._max_rebalance_timeout()
         self.join_deadline = now + timeout
         if was_empty and self.initial_rebalance_delay_ms > 0:
@@ -381,7 +379,7 @@ class ClassicGroup:
         return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())
 
     def _maybe_complete_join(self, now: int) -> None:
-        if self.state == PREPARING_REBALANCE and self.initial_delay_deadline is None and self._all_joined():
+        if self.state == S.PREPARING_REBALANCE and self.initial_delay_deadline is None and self._all_joined():
             if self.forming and len(self.members) > 1 and self.burst_settle_ms > 0 \
                     and now < self.last_arrival + self.burst_settle_ms:
                 # members are arriving together at an empty group: a member whose first
@@ -403,14 +401,14 @@ class ClassicGroup:
         if not self.members:
             self.protocol_name = None
             self.leader_id = None
-            self._transition(EMPTY, now)
+            self._transition(S.EMPTY, now)
             self._changed()
             return
         self.protocol_name = self.select_protocol()
         if self.leader_id not in self.members or self.members[self.leader_id].join_waiter is None:
             joined = [m for m in self.members.values() if m.join_waiter is not None]
             self.leader_id = (joined or list(self.members.values()))[0].member_id
-        self._transition(COMPLETING_REBALANCE, now)
+        self._transition(S.COMPLETING_REBALANCE, now)
         self.sync_deadline = now + self._max_rebalance_timeout()
         for m in self.members.values():
             m.heartbeat_deadline = now + m.session_timeout_ms
@@ -434,9 +432,9 @@ class ClassicGroup:
 
     def _remove_member_and_update(self, member: ClassicMember, now: int) -> None:
         self._remove_member(member)
-        if self.state in (STABLE, COMPLETING_REBALANCE):
+        if self.state in (S.STABLE, S.COMPLETING_REBALANCE):
             self._prepare_rebalance(now, f"member {member.member_id} left or its session expired")
-        elif self.state == PREPARING_REBALANCE:
+        elif self.state == S.PREPARING_REBALANCE:
             self._maybe_complete_join(now)
 
     # --- SyncGroup -------------------------------------------------------------------------
@@ -453,12 +451,12 @@ class ClassicGroup:
                 (protocol_name is not None and protocol_name != self.protocol_name):
             return SyncResult(ErrorCode.inconsistent_group_protocol)
         member = self.members[member_id]
-        if self.state == EMPTY:
+        if self.state == S.EMPTY:
             return SyncResult(ErrorCode.unknown_member_id)
-        if self.state == PREPARING_REBALANCE:
+        if self.state == S.PREPARING_REBALANCE:
             return SyncResult(ErrorCode.rebalance_in_progress)
         member.heartbeat_deadline = now + member.session_timeout_ms
-        if self.state == STABLE:
+        if self.state == S.STABLE:
             return SyncResult(protocol_type=self.protocol_type, protocol_name=self.protocol_name,
                               assignment=member.assignment)
         # CompletingRebalance
@@ -469,7 +467,7 @@ class ClassicGroup:
             for m in self.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             self.sync_deadline = None
-            self._transition(STABLE, now)
+            self._transition(S.STABLE, now)
             self._changed()
             for m in self.members.values():
                 if m.sync_waiter is not None:
@@ -481,7 +479,7 @@ class ClassicGroup:
 
     # --- Heartbeat -------------------------------------------------------------------------
     def heartbeat(self, *, member_id: str, group_instance_id: str | None, generation_id: int, now: int) -> ErrorCode:
-        if self.state == DEAD:
+        if self.state == S.DEAD:
             return ErrorCode.coordinator_not_available
         try:
             self._check_static(member_id, group_instance_id)
@@ -489,11 +487,11 @@ class ClassicGroup:
             return exc.code
         if generation_id != self.generation_id:
             return ErrorCode.illegal_generation
-        if self.state == EMPTY:
+        if self.state == S.EMPTY:
             return ErrorCode.unknown_member_id
         member = self.members[member_id]
         member.heartbeat_deadline = now + member.session_timeout_ms
-        if self.state == PREPARING_REBALANCE:
+        if self.state == S.PREPARING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
@@ -501,7 +499,7 @@ class ClassicGroup:
     def leave(self, members: list[tuple[str, str | None]], now: int) -> list[ErrorCode]:
         out = []
         for member_id, instance_id in members:
-            if self.state == DEAD:
+            if self.state == S.DEAD:
                 out.append(ErrorCode.coordinator_not_available)
                 continue
             if instance_id is None and member_id in self.pending_members:
@@ -537,7 +535,7 @@ class ClassicGroup:
                 continue
             if m.join_waiter is None and m.sync_waiter is None and m.heartbeat_deadline <= now:
                 self._remove_member_and_update(m, now)
-        if self.state == PREPARING_REBALANCE:
+        if self.state == S.PREPARING_REBALANCE:
             if self.settle_deadline is not None and self.settle_deadline <= now:
                 self.settle_deadline = None
                 self._maybe_complete_join(now)
@@ -547,7 +545,7 @@ class ClassicGroup:
                 self._maybe_complete_join(now)
             if self.join_deadline is not None and self.join_deadline <= now:
                 self._complete_join(now)
-        if self.state == COMPLETING_REBALANCE and self.sync_deadline is not None and self.sync_deadline <= now:
+        if self.state == S.COMPLETING_REBALANCE and self.sync_deadline is not None and self.sync_deadline <= now:
             self.sync_deadline = None
             for m in list(self.members.values()):
                 if m.sync_waiter is None:
@@ -558,7 +556,7 @@ class ClassicGroup:
     def to_record_value(self):
         from .records import GroupMetadataValue, MemberMetadata
         members = []
-        if self.state in (STABLE, COMPLETING_REBALANCE, PREPARING_REBALANCE):
+        if self.state in (S.STABLE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE):
             members = [MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                       m.rebalance_timeout_ms, m.session_timeout_ms, m.metadata(self.protocol_name),
                                       m.assignment) for m in self.members.values()]
@@ -582,4 +580,4 @@ class ClassicGroup:
             self.members[mm.member_id] = member
             if mm.group_instance_id is not None:
                 self.static_members[mm.group_instance_id] = mm.member_id
-        self.state = STABLE if self.members else EMPTY
+        self.state = S.STABLE if self.members else S.EMPTY

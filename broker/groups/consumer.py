@@ -36,10 +36,9 @@ from kio.schema.errors import ErrorCode
 
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .classic import GroupError
+from .states import ConsumerGroupState, MemberState
 
-STABLE = 0
-UNREVOKED_PARTITIONS = 1
-UNRELEASED_PARTITIONS = 2
+M = MemberState
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -60,7 +59,7 @@ class ConsumerMember:
     server_assignor: str | None = None
     member_epoch: int = 0
     previous_member_epoch: int = 0
-    state: int = STABLE
+    state: MemberState = M.STABLE
     assigned: TopicPartitions = field(default_factory=dict)
     pending_revocation: TopicPartitions = field(default_factory=dict)
     session_deadline: int = 0
@@ -134,15 +133,15 @@ class ConsumerGroup:
 
     # --- queries ---------------------------------------------------------------------------
     @property
-    def state(self) -> str:
+    def state(self) -> ConsumerGroupState:
         if not self.members:
-            return "Empty"
+            return ConsumerGroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
-            return "Assigning"
+            return ConsumerGroupState.ASSIGNING
         for m in self.members.values():
-            if m.state != STABLE or m.member_epoch != self.assignment_epoch:
-                return "Reconciling"
-        return "Stable"
+            if m.state != M.STABLE or m.member_epoch != self.assignment_epoch:
+                return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
 
     def is_empty(self) -> bool:
         return not self.members
@@ -176,7 +175,7 @@ class ConsumerGroup:
         see revocations and released partitions within a fraction of a second."""
         busy = self.busy_heartbeat_interval_ms
         if busy and busy < self.heartbeat_interval_ms and (
-                self.state != "Stable" or now - self.last_change < self.busy_window_ms):
+                self.state != ConsumerGroupState.STABLE or now - self.last_change < self.busy_window_ms):
             return busy
         return self.heartbeat_interval_ms
 
@@ -410,15 +409,15 @@ class ConsumerGroup:
         target_epoch = self.assignment_epoch
         target = self.target.get(member.member_id, {})
         before = (member.state, member.member_epoch)
-        if member.state == STABLE:
+        if member.state == M.STABLE:
             if member.member_epoch != target_epoch:
                 self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
-        elif member.state == UNREVOKED_PARTITIONS:
+        elif member.state == M.UNREVOKED_PARTITIONS:
             if not _owns_any(owned, member.pending_revocation):
                 self._next_assignment(member, member.member_epoch + 1, target, target_epoch, owned)
-        elif member.state == UNRELEASED_PARTITIONS:
+        elif member.state == M.UNRELEASED_PARTITIONS:
             self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
-        if member.state == UNREVOKED_PARTITIONS:
+        if member.state == M.UNREVOKED_PARTITIONS:
             if before != (member.state, member.member_epoch) or member.rebalance_deadline is None:
                 member.rebalance_deadline = now + member.rebalance_timeout_ms
         else:
@@ -449,14 +448,14 @@ class ConsumerGroup:
                 pending[tid] = todo
         prev_epoch = member.member_epoch
         if revoke and _owns_any(owned, revoke):
-            member.state = UNREVOKED_PARTITIONS
+            member.state = M.UNREVOKED_PARTITIONS
             new_epoch = epoch
             member.assigned = new_assigned
             member.pending_revocation = revoke
         else:
             for tid, ps in pending.items():
                 new_assigned.setdefault(tid, set()).update(ps)
-            member.state = UNRELEASED_PARTITIONS if unreleased else STABLE
+            member.state = M.UNRELEASED_PARTITIONS if unreleased else M.STABLE
             new_epoch = target_epoch
             member.assigned = new_assigned
             member.pending_revocation = {}

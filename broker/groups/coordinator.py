@@ -34,9 +34,10 @@ from ..internal_topics import OFFSETS_TOPIC, partition_for
 from protocol.records import BatchHeader, Record, build_batch, decode_records, parse_control_record
 
 from . import records as rec
-from .classic import EMPTY, ClassicGroup, GroupError, JoinResult, SyncResult
+from .classic import ClassicGroup, GroupError, JoinResult, SyncResult
 from .consumer import ConsumerGroup, ConsumerMember, HeartbeatResult, TopicView
 from .offsets import OffsetStore
+from .states import ClassicGroupState, MemberState
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -237,7 +238,7 @@ class GroupCoordinator:
             if a is not None:
                 member.member_epoch = a.member_epoch
                 member.previous_member_epoch = a.previous_member_epoch
-                member.state = a.state
+                member.state = MemberState.of(a.state)
                 member.assigned = {t: set(ps) for t, ps in a.assigned.items()}
                 member.pending_revocation = {t: set(ps) for t, ps in a.pending_revocation.items()}
             member._persisted_assignment = member.assignment_key()
@@ -483,7 +484,7 @@ class GroupCoordinator:
             group = self.groups.get(gid)
             if group is None:
                 out.append((gid, ErrorCode.group_id_not_found))
-            elif not group.is_empty() or (isinstance(group, ClassicGroup) and group.state != EMPTY):
+            elif not group.is_empty() or (isinstance(group, ClassicGroup) and group.state != ClassicGroupState.EMPTY):
                 out.append((gid, ErrorCode.non_empty_group))
             else:
                 self._delete_group_state(group)
@@ -529,9 +530,9 @@ class GroupCoordinator:
                     return ErrorCode.illegal_generation
                 return exc.code
             return ErrorCode.none
-        if group.state == "Dead":
+        if group.state == ClassicGroupState.DEAD:
             return ErrorCode.coordinator_not_available
-        if generation_id < 0 and group.state == EMPTY:
+        if generation_id < 0 and group.state == ClassicGroupState.EMPTY:
             return ErrorCode.none
         if generation_id >= 0 or member_id or instance_id is not None:
             try:
@@ -540,9 +541,9 @@ class GroupCoordinator:
                 return exc.code
             if generation_id != group.generation_id:
                 return ErrorCode.illegal_generation
-        elif not transactional and group.state != EMPTY:
+        elif not transactional and group.state != ClassicGroupState.EMPTY:
             return ErrorCode.unknown_member_id
-        if not transactional and group.state == "CompletingRebalance":
+        if not transactional and group.state == ClassicGroupState.COMPLETING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
@@ -644,7 +645,7 @@ class GroupCoordinator:
                 total += len(gone)
                 log.info("group %s: %d offset(s) expired", gid, len(gone))
             if group is not None and empty and not self.offsets.has_offsets(gid) \
-                    and (not isinstance(group, ClassicGroup) or group.state == EMPTY):
+                    and (not isinstance(group, ClassicGroup) or group.state == ClassicGroupState.EMPTY):
                 # an empty group with no offsets left is removed (Kafka: Empty -> Dead)
                 self._delete_group_state(group)
         return total

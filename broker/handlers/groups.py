@@ -27,6 +27,8 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..groups.states import ClassicGroupState, ConsumerGroupState
+
 from . import api
 from .common import response_module
 
@@ -144,7 +146,7 @@ async def leave_group(ctx, request):
 
 @api(15, 0, 6)
 async def describe_groups(ctx, request):
-    from ..groups.classic import ClassicGroup, STABLE
+    from ..groups.classic import ClassicGroup
 
     mod = response_module(ctx)
     coord = _coordinator(ctx)
@@ -155,10 +157,10 @@ async def describe_groups(ctx, request):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             out.append(make(mod.DescribedGroup, error_code=err,
                             error_message=f"Group {gid} not found." if err != ErrorCode.none else None,
-                            group_id=gid, group_state="Dead", protocol_type="", protocol_data="", members=(),
+                            group_id=gid, group_state=ClassicGroupState.DEAD, protocol_type="", protocol_data="", members=(),
                             authorized_operations=NO_AUTHORIZED_OPS))
             continue
-        stable = group.state == STABLE
+        stable = group.state == ClassicGroupState.STABLE
         members = tuple(
             make(mod.DescribedGroupMember, member_id=m.member_id, group_instance_id=m.group_instance_id,
                  client_id=m.client_id, client_host=m.client_host,
@@ -237,7 +239,7 @@ async def consumer_group_describe(ctx, request):
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
             out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_id_not_found, error_message=msg,
-                            group_id=gid, group_state="Dead", group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                            group_id=gid, group_state=ConsumerGroupState.DEAD, group_epoch=-1, assignment_epoch=-1, assignor_name="",
                             members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
         members = tuple(

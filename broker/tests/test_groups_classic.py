@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.groups.classic import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup,
-                                   SyncResult)
+from broker.groups.classic import ClassicGroup, SyncResult
+from broker.groups.states import ClassicGroupState as S
 
 PROTOCOLS = [("range", b"meta-range"), ("roundrobin", b"meta-rr")]
 
@@ -57,24 +57,24 @@ def make_group(**kw):
 def test_member_id_required_then_join_completes_at_once():
     g = make_group()
     mid = new_member(g)
-    assert g.state == EMPTY
+    assert g.state == S.EMPTY
     box = join(g, mid)
     res = box.value
     assert res.error == ErrorCode.none
     assert res.generation_id == 1 and res.leader == mid and res.member_id == mid
     assert res.protocol_name == "range"
     assert [m[0] for m in res.members] == [mid]
-    assert g.state == COMPLETING_REBALANCE
+    assert g.state == S.COMPLETING_REBALANCE
     s = sync(g, mid, 1, {mid: b"A"})
     assert s.value == SyncResult(ErrorCode.none, "consumer", "range", b"A")
-    assert g.state == STABLE
+    assert g.state == S.STABLE
 
 
 def test_v3_join_without_member_id_needs_no_second_round_trip():
     g = make_group()
     box = join(g, v=3)
     assert box.value.error == ErrorCode.none and box.value.member_id
-    assert g.state == COMPLETING_REBALANCE
+    assert g.state == S.COMPLETING_REBALANCE
 
 
 def test_second_member_triggers_rebalance_and_both_get_the_new_generation():
@@ -84,7 +84,7 @@ def test_second_member_triggers_rebalance_and_both_get_the_new_generation():
     sync(g, a, 1, {a: b"all"})
     b = new_member(g, now=10)
     jb = join(g, b, now=10)
-    assert jb.values == [] and g.state == PREPARING_REBALANCE
+    assert jb.values == [] and g.state == S.PREPARING_REBALANCE
     # a learns it through its heartbeat
     assert g.heartbeat(member_id=a, group_instance_id=None, generation_id=1, now=20) == ErrorCode.rebalance_in_progress
     ja = join(g, a, now=30)
@@ -94,7 +94,7 @@ def test_second_member_triggers_rebalance_and_both_get_the_new_generation():
     assert sb.values == []
     sa = sync(g, a, 2, {a: b"x", b: b"y"}, now=32)
     assert sa.value.assignment == b"x" and sb.value.assignment == b"y"
-    assert g.state == STABLE
+    assert g.state == S.STABLE
 
 
 def test_pending_member_holds_the_join_phase_back():
@@ -102,7 +102,7 @@ def test_pending_member_holds_the_join_phase_back():
     a = new_member(g)
     b = new_member(g)
     ja = join(g, a)
-    assert ja.values == [] and g.state == PREPARING_REBALANCE  # b is pending
+    assert ja.values == [] and g.state == S.PREPARING_REBALANCE  # b is pending
     jb = join(g, b)
     assert ja.value.generation_id == jb.value.generation_id == 1
 
@@ -125,11 +125,11 @@ def test_session_timeout_removes_member_and_rebalances():
     join(g, a), join(g, b)
     sync(g, b, 1)
     sync(g, a, 1, {a: b"1", b: b"2"})
-    assert g.state == STABLE
+    assert g.state == S.STABLE
     # only a heartbeats
     assert g.heartbeat(member_id=a, group_instance_id=None, generation_id=1, now=900) == ErrorCode.none
     g.tick(1000)  # b's session (1000 ms from its sync at 0) expired
-    assert b not in g.members and g.state == PREPARING_REBALANCE
+    assert b not in g.members and g.state == S.PREPARING_REBALANCE
     assert g.next_deadline() is not None
     ja2 = join(g, a, now=1001)
     assert ja2.value.generation_id == 2 and len(ja2.value.members) == 1
@@ -161,12 +161,12 @@ def test_leave_group_triggers_rebalance_and_completes_when_rest_rejoined():
     sync(g, b, 1)
     sync(g, a, 1, {})
     assert g.leave([(b, None)], now=10) == [ErrorCode.none]
-    assert g.state == PREPARING_REBALANCE
+    assert g.state == S.PREPARING_REBALANCE
     ja = join(g, a, now=11)
     assert ja.value.generation_id == 2
     assert g.leave([("nope", None)], now=12) == [ErrorCode.unknown_member_id]
     assert g.leave([(a, None)], now=13) == [ErrorCode.none]
-    assert g.state == EMPTY and g.generation_id == 3
+    assert g.state == S.EMPTY and g.generation_id == 3
 
 
 def test_last_member_leaving_empties_group():
@@ -175,7 +175,7 @@ def test_last_member_leaving_empties_group():
     join(g, a)
     sync(g, a, 1, {})
     g.leave([(a, None)], now=5)
-    assert g.state == EMPTY and g.generation_id == 2
+    assert g.state == S.EMPTY and g.generation_id == 2
 
 
 def test_errors_unknown_member_illegal_generation_rebalance_in_progress():
@@ -236,19 +236,19 @@ def test_static_member_restart_keeps_assignment_without_rebalance():
     b = jb.value.member_id
     sync(g, b, 2, instance="i-2")
     sync(g, a, 2, {a: b"A", b: b"B"}, instance="i-1")
-    assert g.state == STABLE
+    assert g.state == S.STABLE
     # i-2 restarts: new member id, same instance id, no rebalance
     jb2 = join(g, instance="i-2", now=50)
     assert jb2.value.error == ErrorCode.none and jb2.value.generation_id == 2
     b2 = jb2.value.member_id
-    assert b2 != b and g.state == STABLE
+    assert b2 != b and g.state == S.STABLE
     assert sync(g, b2, 2, instance="i-2", now=51).value.assignment == b"B"
     # the old incarnation is fenced
     assert g.heartbeat(member_id=b, group_instance_id="i-2", generation_id=2, now=52) == ErrorCode.fenced_instance_id
     # the static leader restarts: skip_assignment with the member list (v9)
     ja2 = join(g, instance="i-1", now=60)
     assert ja2.value.skip_assignment and len(ja2.value.members) == 2 and ja2.value.leader == ja2.value.member_id
-    assert g.state == STABLE
+    assert g.state == S.STABLE
 
 
 def test_static_member_session_timeout_rebalances():
@@ -257,7 +257,7 @@ def test_static_member_session_timeout_rebalances():
     a = ja.value.member_id
     sync(g, a, 1, {a: b"A"})
     g.tick(1000)
-    assert g.state == EMPTY and not g.members
+    assert g.state == S.EMPTY and not g.members
 
 
 def test_leave_by_instance_id():
@@ -285,7 +285,7 @@ def test_member_not_syncing_is_removed_after_rebalance_timeout():
     a, b = new_member(g), new_member(g)
     join(g, a), join(g, b)
     sa = sync(g, a, 1, {a: b"", b: b""})  # leader syncs; becomes Stable
-    assert sa.value.error == ErrorCode.none and g.state == STABLE
+    assert sa.value.error == ErrorCode.none and g.state == S.STABLE
 
 
 def test_persisted_value_roundtrip():
@@ -296,7 +296,7 @@ def test_persisted_value_roundtrip():
     v = decode_group_metadata_value(group_metadata_value(g.to_record_value()))
     g2 = make_group()
     g2.load_record_value(v, now=0)
-    assert g2.state == STABLE and g2.generation_id == 1 and g2.members[a].assignment == b"A"
+    assert g2.state == S.STABLE and g2.generation_id == 1 and g2.members[a].assignment == b"A"
     assert g2.static_members == {"i-1": a}
     assert g2.heartbeat(member_id=a, group_instance_id="i-1", generation_id=1, now=1) == ErrorCode.none
 
@@ -308,7 +308,7 @@ def test_static_leader_restart_before_v9_names_the_old_leader():
     res = join(g, instance="i-1", v=5, now=10).value
     assert res.error == ErrorCode.none and res.member_id != a
     assert res.leader == a and res.members == [] and not res.skip_assignment  # acts as a follower
-    assert g.state == STABLE
+    assert g.state == S.STABLE
     assert sync(g, res.member_id, 1, instance="i-1", now=11).value.assignment == b"A"
 
 

@@ -7,7 +7,9 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from broker.groups.assignors import range_, uniform
-from broker.groups.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ConsumerGroup, TopicView)
+from broker.groups.consumer import ConsumerGroup, TopicView
+from broker.groups.states import MemberState
+
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)
@@ -50,16 +52,16 @@ def test_second_member_revocation_then_assignment():
     b = hb(g, now=10)
     assert b.member_epoch == 2 and g.group_epoch == 2
     # b's share is still owned by a: unreleased, b waits at epoch 2 with nothing
-    assert b.assignment == {} and g.members[b.member_id].state == UNRELEASED_PARTITIONS
+    assert b.assignment == {} and g.members[b.member_id].state == MemberState.UNRELEASED_PARTITIONS
     assert g.state == "Reconciling"
     # a learns it must give up 3 partitions; keeps epoch 1
     ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=20)
     assert ra.member_epoch == 1 and count(ra.assignment) == 3
-    assert g.members[a.member_id].state == UNREVOKED_PARTITIONS
+    assert g.members[a.member_id].state == MemberState.UNREVOKED_PARTITIONS
     kept = ra.assignment[T1]
     # a acknowledges the revocation: moves to epoch 2
     ra2 = hb(g, a.member_id, 1, owned={T1: kept}, now=30)
-    assert ra2.member_epoch == 2 and g.members[a.member_id].state == STABLE
+    assert ra2.member_epoch == 2 and g.members[a.member_id].state == MemberState.STABLE
     # b now gets the released partitions
     rb = hb(g, b.member_id, 2, owned={}, now=40)
     assert rb.assignment == {T1: set(range(6)) - kept}

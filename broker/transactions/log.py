@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .state import TxnState
+
 KEY_VERSION = 0
 
 _I8 = struct.Struct(">b")
@@ -74,7 +76,7 @@ def encode_value(v: TxnLogValue | None, version: int = 1) -> bytes | None:
     out += _I16.pack(v.producer_epoch)
     out += _I32.pack(v.timeout_ms)
     out += _I8.pack(v.state)
-    groups = None if v.state == 0 else _grouped(v.partitions)
+    groups = None if v.state == TxnState.EMPTY else _grouped(v.partitions)  # Kafka writes null for Empty
     if version >= 1:
         if groups is None:
             out += _uvarint(0)
@@ -189,7 +191,7 @@ def decode_value(buf) -> TxnLogValue | None:
                 v.next_producer_id = _I64.unpack(data)[0]
             elif tag == 2:
                 v.client_tv = _I16.unpack(data)[0]
-    if v.state == 0:
+    if v.state == TxnState.EMPTY:
         v.partitions = set()
     return v
 
