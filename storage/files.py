@@ -15,25 +15,24 @@ def write_all(fd: int, data) -> None:
         mv = mv[n:]
 
 
-def append_file(path: Path, data: bytes, fsync: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def _write_file(path: Path, flags: int, data, fsync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
     try:
         write_all(fd, data)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def append_file(path: Path, data: bytes, fsync: bool) -> None:
+    """Append `data` to `path` (created if missing), fsynced when asked."""
+    _write_file(path, os.O_APPEND, data, fsync)
 
 
 def write_new(path: Path, data, fsync: bool) -> None:
     """Create (or truncate) `path` with `data`, fsynced when asked."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        write_all(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_file(path, os.O_TRUNC, data, fsync)
 
 
 def write_atomic(path: Path, data: bytes, fsync: bool) -> None:
