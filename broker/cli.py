@@ -253,7 +253,8 @@ def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str,
 
 def list_configs() -> str:
     lines = []
-    for key, (_parser, default, what) in sorted(BROKER_KEYS.items()):
+    for key, info in sorted(BROKER_KEYS.items()):
+        default, what = info.default, info.doc
         if isinstance(default, bool):
             default = str(default).lower()
         lines.append(f"{key}={default}    # {what} [{env_name(key)}]")

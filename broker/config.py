@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .topic_configs import LONG_MAX, TOPIC_CONFIG_DEFS, ConfigType, Synonym
+
 
 def _bool(v: Any) -> bool:
     if isinstance(v, bool):
@@ -40,56 +42,107 @@ def _fsync(v: Any) -> str:
     return s
 
 
-# key -> (parser, default, what it is)
-BROKER_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
-    "node.id": (int, 1, "this broker's node id"),
-    "cluster.id": (str, "kafkalite-cluster-000001", "cluster id reported in Metadata/DescribeCluster"),
-    "num.partitions": (int, 1, "partitions of an auto-created topic"),
-    "default.replication.factor": (int, 1, "accepted for compatibility; there is one replica"),
-    "auto.create.topics.enable": (_bool, True, "create unknown topics on Metadata"),
-    "delete.topic.enable": (_bool, True, "allow DeleteTopics"),
-    "message.max.bytes": (int, 1048588, "largest record batch (topic max.message.bytes default)"),
-    "socket.request.max.bytes": (int, 104857600, "largest request frame; larger closes the connection"),
-    "log.segment.bytes": (int, 1 << 30, "segment.bytes default"),
-    "log.roll.ms": (int, 7 * 24 * 3600 * 1000, "segment.ms default"),
-    "log.retention.ms": (int, 7 * 24 * 3600 * 1000, "retention.ms default (-1 keeps forever)"),
-    "log.retention.bytes": (int, -1, "retention.bytes default"),
-    "log.index.interval.bytes": (int, 4096, "index.interval.bytes default"),
-    "log.cleanup.policy": (str, "delete", "cleanup.policy default"),
-    "log.message.timestamp.type": (str, "CreateTime", "message.timestamp.type default"),
-    "log.retention.check.interval.ms": (int, 60_000, "how often retention and compaction run"),
-    "log.flush.interval.ms": (int, 1000, "fsync period with fsync=interval"),
-    "fsync": (_fsync, "interval", "always: fsync before acknowledging; interval; never"),
-    "offsets.topic.num.partitions": (int, 1, "partitions of __consumer_offsets"),
-    "offsets.retention.minutes": (int, 7 * 24 * 60, "committed offsets of empty groups expire after this"),
-    "group.initial.rebalance.delay.ms": (int, 0, "delay before the first rebalance of a new group"),
-    "group.min.session.timeout.ms": (int, 100, "smallest session timeout a member may ask for"),
-    "group.max.session.timeout.ms": (int, 1_800_000, "largest session timeout a member may ask for"),
-    "group.consumer.heartbeat.interval.ms": (int, 5000, "KIP-848 heartbeat interval"),
-    "group.consumer.session.timeout.ms": (int, 45000, "KIP-848 session timeout"),
-    "transaction.state.log.num.partitions": (int, 1, "partitions of __transaction_state"),
-    "transaction.max.timeout.ms": (int, 900_000, "largest transaction.timeout.ms a producer may ask for"),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10_000, "timeout scan period"),
-    "transactional.id.expiration.ms": (int, 604_800_000, "idle transactional ids expire after this"),
-    "producer.id.expiration.ms": (int, 86_400_000, "idle producer state expires after this"),
-    "transaction.version": (int, 2, "finalized transaction.version feature level (KIP-890): 0, 1 or 2"),
+@dataclass(frozen=True)
+class BrokerKey:
+    """One broker setting, defined once: how a value parses, kafkalite's default and a line of
+    documentation (the parser, `--list-configs`, DescribeConfigs), and how Kafka describes the
+    setting: its config type, Kafka's own default (None for settings Kafka does not have) and
+    Kafka's synonyms for it. Whether it supplies a topic config's default is read from that
+    topic config's synonyms (broker.topic_configs), where Kafka defines it."""
+
+    parse: Callable[[Any], Any]
+    default: Any
+    doc: str
+    type: ConfigType
+    kafka_default: str | None
+    synonyms: tuple[Synonym, ...] = ()
+    # Kafka has no default for the key itself; `kafka_default` is what it falls back to
+    # through its synonyms (log.retention.ms -> log.retention.hours)
+    default_via_synonym: bool = False
+
+
+K = BrokerKey
+T = ConfigType
+_s = Synonym
+WEEK_MS = 7 * 24 * 3600 * 1000
+
+BROKER_KEYS: dict[str, BrokerKey] = {
+    "node.id": K(int, 1, "this broker's node id",
+             T.INT, None),
+    "cluster.id": K(str, "kafkalite-cluster-000001", "cluster id reported in Metadata/DescribeCluster",
+             T.STRING, None),
+    "num.partitions": K(int, 1, "partitions of an auto-created topic",
+             T.INT, "1"),
+    "default.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",
+             T.INT, "1"),
+    "auto.create.topics.enable": K(_bool, True, "create unknown topics on Metadata",
+             T.BOOLEAN, "true"),
+    "delete.topic.enable": K(_bool, True, "allow DeleteTopics",
+             T.BOOLEAN, "true"),
+    "message.max.bytes": K(int, 1048588, "largest record batch (topic max.message.bytes default)",
+             T.INT, "1048588"),
+    "socket.request.max.bytes": K(int, 104857600, "largest request frame; larger closes the connection",
+             T.INT, "104857600"),
+    "log.segment.bytes": K(int, 1 << 30, "segment.bytes default",
+             T.INT, str(1 << 30)),
+    "log.roll.ms": K(int, 7 * 24 * 3600 * 1000, "segment.ms default",
+             T.LONG, str(WEEK_MS), (_s("log.roll.hours", "168"),), True),
+    "log.retention.ms": K(int, 7 * 24 * 3600 * 1000, "retention.ms default (-1 keeps forever)",
+             T.LONG, str(WEEK_MS), (_s("log.retention.minutes", None), _s("log.retention.hours", "168")), True),
+    "log.retention.bytes": K(int, -1, "retention.bytes default",
+             T.LONG, "-1"),
+    "log.index.interval.bytes": K(int, 4096, "index.interval.bytes default",
+             T.INT, "4096"),
+    "log.cleanup.policy": K(str, "delete", "cleanup.policy default",
+             T.LIST, "delete"),
+    "log.message.timestamp.type": K(str, "CreateTime", "message.timestamp.type default",
+             T.STRING, "CreateTime"),
+    "log.retention.check.interval.ms": K(int, 60_000, "how often retention and compaction run",
+             T.LONG, "300000"),
+    "log.flush.interval.ms": K(int, 1000, "fsync period with fsync=interval",
+             T.LONG, None, (_s("log.flush.scheduler.interval.ms", str(LONG_MAX)),)),
+    "fsync": K(_fsync, "interval", "always: fsync before acknowledging; interval; never",
+             T.STRING, None),
+    "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",
+             T.INT, "50"),
+    "offsets.retention.minutes": K(int, 7 * 24 * 60, "committed offsets of empty groups expire after this",
+             T.INT, "10080"),
+    "group.initial.rebalance.delay.ms": K(int, 0, "delay before the first rebalance of a new group",
+             T.INT, "3000"),
+    "group.min.session.timeout.ms": K(int, 100, "smallest session timeout a member may ask for",
+             T.INT, "6000"),
+    "group.max.session.timeout.ms": K(int, 1_800_000, "largest session timeout a member may ask for",
+             T.INT, "1800000"),
+    "group.consumer.heartbeat.interval.ms": K(int, 5000, "KIP-848 heartbeat interval",
+             T.INT, "5000"),
+    "group.consumer.session.timeout.ms": K(int, 45000, "KIP-848 session timeout",
+             T.INT, "45000"),
+    "transaction.state.log.num.partitions": K(int, 1, "partitions of __transaction_state",
+             T.INT, "50"),
+    "transaction.max.timeout.ms": K(int, 900_000, "largest transaction.timeout.ms a producer may ask for",
+             T.INT, "900000"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": K(int, 10_000, "timeout scan period",
+             T.INT, "10000"),
+    "transactional.id.expiration.ms": K(int, 604_800_000, "idle transactional ids expire after this",
+             T.INT, "604800000"),
+    "producer.id.expiration.ms": K(int, 86_400_000, "idle producer state expires after this",
+             T.INT, "86400000"),
+    "transaction.version": K(int, 2, "finalized transaction.version feature level (KIP-890): 0, 1 or 2",
+             T.SHORT, None),
     # Kafka settings that mean nothing on one node; accepted so that Kafka's own test configs work.
-    "offsets.topic.replication.factor": (int, 1, "accepted for compatibility; there is one replica"),
-    "transaction.state.log.replication.factor": (int, 1, "accepted for compatibility; there is one replica"),
-    "transaction.state.log.min.isr": (int, 1, "accepted for compatibility; there is one replica"),
-    "min.insync.replicas": (int, 1, "accepted for compatibility; there is one replica"),
+    "offsets.topic.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",
+             T.SHORT, "3"),
+    "transaction.state.log.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",
+             T.SHORT, "3"),
+    "transaction.state.log.min.isr": K(int, 1, "accepted for compatibility; there is one replica",
+             T.INT, "2"),
+    "min.insync.replicas": K(int, 1, "accepted for compatibility; there is one replica",
+             T.INT, "1"),
 }
 
-# topic config -> broker key that supplies its default
-TOPIC_DEFAULTS_FROM = {
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-    "retention.ms": "log.retention.ms",
-    "retention.bytes": "log.retention.bytes",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "cleanup.policy": "log.cleanup.policy",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "max.message.bytes": "message.max.bytes",
+# topic config -> the broker key that supplies its default: the topic config's first synonym
+TOPIC_DEFAULTS_FROM: dict[str, str] = {
+    d.name: d.synonyms[0].name for d in TOPIC_CONFIG_DEFS if d.synonyms and d.synonyms[0].name in BROKER_KEYS
 }
 
 
@@ -286,7 +339,7 @@ class BrokerConfig:
     origins: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        merged = {k: d for k, (_p, d, _w) in BROKER_KEYS.items()}
+        merged = {k: key.default for k, key in BROKER_KEYS.items()}
         for k, v in self.values.items():
             merged[k] = parse_value(k, v)
         self.values = merged
@@ -311,7 +364,7 @@ class BrokerConfig:
 def parse_value(key: str, value: Any) -> Any:
     if key not in BROKER_KEYS:
         raise UnknownConfig(unknown_key_message(key))
-    parser = BROKER_KEYS[key][0]
+    parser = BROKER_KEYS[key].parse
     try:
         return parser(value)
     except (TypeError, ValueError) as exc:

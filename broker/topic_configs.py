@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -501,57 +501,15 @@ def describe_topic_configs(overrides: Mapping[str, str], broker_values: Mapping[
 # --- broker settings -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BrokerKeyInfo:
+class BrokerKeyLike(Protocol):
+    """What describe_broker_configs reads of a broker setting (broker.config.BrokerKey)."""
+
+    default: Any
+    doc: str
     type: ConfigType
-    # Kafka's default (its effective value where the key itself defaults to null, as
-    # log.retention.ms does); None for kafkalite's own settings.
     kafka_default: str | None
-    synonyms: tuple[Synonym, ...] = ()
-    # the key itself has no default in Kafka; `kafka_default` is what it falls back to
-    # through its synonyms (log.retention.ms -> log.retention.hours)
-    default_via_synonym: bool = False
-
-
-B = BrokerKeyInfo
-BROKER_KEY_INFO: dict[str, BrokerKeyInfo] = {
-    "node.id": B(T.INT, None),
-    "num.partitions": B(T.INT, "1"),
-    "default.replication.factor": B(T.INT, "1"),
-    "auto.create.topics.enable": B(T.BOOLEAN, "true"),
-    "delete.topic.enable": B(T.BOOLEAN, "true"),
-    "message.max.bytes": B(T.INT, "1048588"),
-    "socket.request.max.bytes": B(T.INT, "104857600"),
-    "log.segment.bytes": B(T.INT, str(1 << 30)),
-    "log.roll.ms": B(T.LONG, str(WEEK_MS), (_s("log.roll.hours", "168"),), True),
-    "log.retention.ms": B(T.LONG, str(WEEK_MS), (_s("log.retention.minutes", None), _s("log.retention.hours", "168")),
-                          True),
-    "log.retention.bytes": B(T.LONG, "-1"),
-    "log.index.interval.bytes": B(T.INT, "4096"),
-    "log.cleanup.policy": B(T.LIST, "delete"),
-    "log.message.timestamp.type": B(T.STRING, "CreateTime"),
-    "log.retention.check.interval.ms": B(T.LONG, "300000"),
-    "log.flush.interval.ms": B(T.LONG, None, (_s("log.flush.scheduler.interval.ms", str(LONG_MAX)),)),
-    "offsets.topic.num.partitions": B(T.INT, "50"),
-    "offsets.topic.replication.factor": B(T.SHORT, "3"),
-    "offsets.retention.minutes": B(T.INT, "10080"),
-    "group.initial.rebalance.delay.ms": B(T.INT, "3000"),
-    "group.min.session.timeout.ms": B(T.INT, "6000"),
-    "group.max.session.timeout.ms": B(T.INT, "1800000"),
-    "group.consumer.heartbeat.interval.ms": B(T.INT, "5000"),
-    "group.consumer.session.timeout.ms": B(T.INT, "45000"),
-    "transaction.state.log.num.partitions": B(T.INT, "50"),
-    "transaction.state.log.replication.factor": B(T.SHORT, "3"),
-    "transaction.state.log.min.isr": B(T.INT, "2"),
-    "transaction.max.timeout.ms": B(T.INT, "900000"),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": B(T.INT, "10000"),
-    "transactional.id.expiration.ms": B(T.INT, "604800000"),
-    "producer.id.expiration.ms": B(T.INT, "86400000"),
-    "min.insync.replicas": B(T.INT, "1"),
-    "cluster.id": B(T.STRING, None),
-    "fsync": B(T.STRING, None),
-    "transaction.version": B(T.SHORT, None),
-}
+    synonyms: tuple[Synonym, ...]
+    default_via_synonym: bool
 
 
 def _type_of_broker_value(value: Any) -> ConfigType:
@@ -566,13 +524,13 @@ def _type_of_broker_value(value: Any) -> ConfigType:
     return ConfigType.STRING
 
 
-def describe_broker_configs(values: Mapping[str, Any], own_defaults: Mapping[str, Any],
-                            docs: Mapping[str, str], *, names: Iterable[str] | None = None) -> list[ConfigEntry]:
+def describe_broker_configs(values: Mapping[str, Any], keys: Mapping[str, BrokerKeyLike], *,
+                            names: Iterable[str] | None = None) -> list[ConfigEntry]:
     """The broker resource as DescribeConfigs reports it, sorted by name.
 
-    `values` are the broker's settings, `own_defaults` kafkalite's defaults (used as the
-    reference for settings Kafka does not have), `docs` one line per setting. Every entry is
-    read-only: kafkalite does not change broker settings at runtime."""
+    `values` are the broker's settings, `keys` their definitions (broker.config.BROKER_KEYS:
+    kafkalite's default is the reference for settings Kafka does not have; the doc line is
+    reported). Every entry is read-only: kafkalite does not change broker settings at runtime."""
     wanted = None if names is None else set(names)
     out = []
     for name, (ctype, default, doc) in kafka_topic_default_settings().items():
@@ -586,16 +544,16 @@ def describe_broker_configs(values: Mapping[str, Any], own_defaults: Mapping[str
         if wanted is not None and name not in wanted:
             continue
         value = values[name]
-        info = BROKER_KEY_INFO.get(name)
+        info = keys.get(name)
         text = _broker_value_string(value)
         if info is not None:
             ctype = info.type
             reference = info.kafka_default
-            if info.kafka_default is None and name in own_defaults and name not in ("node.id",):
-                reference = _broker_value_string(own_defaults[name])
+            if info.kafka_default is None and name not in ("node.id",):
+                reference = _broker_value_string(info.default)
         else:
             ctype = _type_of_broker_value(value)
-            reference = _broker_value_string(own_defaults.get(name))
+            reference = None
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if text != reference:
             synonyms.append((name, text, ConfigSource.STATIC_BROKER_CONFIG))
@@ -608,7 +566,8 @@ def describe_broker_configs(values: Mapping[str, Any], own_defaults: Mapping[str
         while synonyms and synonyms[0][0] != name:
             synonyms.pop(0)
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-        out.append(ConfigEntry(name, text, source, ctype, docs.get(name), read_only=True, synonyms=synonyms))
+        out.append(ConfigEntry(name, text, source, ctype, info.doc if info is not None else None, read_only=True,
+                               synonyms=synonyms))
     out.sort(key=lambda e: e.name)
     return out
 

@@ -172,9 +172,7 @@ def _describe_entries(ctx, resource):
         if node != ctx.cluster.node_id:
             raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.cluster.node_id} "
                              f"or empty string, but received {name}")
-        defaults = {k: d for k, (_p, d, _doc) in BROKER_KEYS.items()}
-        docs = {k: doc for k, (_p, _d, doc) in BROKER_KEYS.items()}
-        return describe_broker_configs(ctx.broker.config.values, defaults, docs, names=keys)
+        return describe_broker_configs(ctx.broker.config.values, BROKER_KEYS, names=keys)
     if rtype == BROKER_LOGGER:
         if name == "":
             raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from broker.config import BROKER_KEYS
 from broker.topic_configs import (
     TOPIC_CONFIGS,
     ConfigError,
@@ -171,13 +172,11 @@ def test_describe_selected_names():
 def test_describe_broker_settings():
     values = {"num.partitions": 3, "auto.create.topics.enable": True, "log.retention.ms": 604_800_000,
               "node.id": 1, "fsync": "interval", "made.up.key": 5}
-    defaults = {"num.partitions": 1, "auto.create.topics.enable": True, "log.retention.ms": 604_800_000,
-                "node.id": 1, "fsync": "interval", "made.up.key": 5}
-    entries = by_name(describe_broker_configs(values, defaults, {"num.partitions": "doc"}))
+    entries = by_name(describe_broker_configs(values, BROKER_KEYS))
     assert entries["num.partitions"].source == ConfigSource.STATIC_BROKER_CONFIG
     assert entries["num.partitions"].synonyms == [("num.partitions", "3", ConfigSource.STATIC_BROKER_CONFIG),
                                                   ("num.partitions", "1", ConfigSource.DEFAULT_CONFIG)]
-    assert entries["num.partitions"].doc == "doc"
+    assert entries["num.partitions"].doc == BROKER_KEYS["num.partitions"].doc
     assert entries["auto.create.topics.enable"].value == "true"
     assert entries["auto.create.topics.enable"].source == ConfigSource.DEFAULT_CONFIG
     assert entries["log.retention.ms"].source == ConfigSource.DEFAULT_CONFIG
@@ -189,7 +188,7 @@ def test_describe_broker_settings():
 
 
 def test_broker_lists_the_kafka_settings_behind_topic_defaults():
-    entries = by_name(describe_broker_configs({"log.retention.ms": 1000}, {"log.retention.ms": 604_800_000}, {}))
+    entries = by_name(describe_broker_configs({"log.retention.ms": 1000}, BROKER_KEYS))
     hours = entries["log.retention.hours"]
     assert (hours.value, hours.source, hours.type) == ("168", ConfigSource.DEFAULT_CONFIG, ConfigType.INT)
     assert entries["log.retention.minutes"].value is None
@@ -197,4 +196,4 @@ def test_broker_lists_the_kafka_settings_behind_topic_defaults():
     assert entries["log.retention.ms"].source == ConfigSource.STATIC_BROKER_CONFIG
     names = list(entries)
     assert names == sorted(names)
-    assert [e.name for e in describe_broker_configs({}, {}, {}, names=["log.roll.hours"])] == ["log.roll.hours"]
+    assert [e.name for e in describe_broker_configs({}, BROKER_KEYS, names=["log.roll.hours"])] == ["log.roll.hours"]
