@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import trio
 
@@ -154,8 +154,17 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
         value = env.get(FLAG_ENV[name])
         return value if value not in (None, "") else None
 
-    # --- the three sources of keys, lowest first -------------------------------------------
-    config_path = flag("config")
+    values, origins = _layered_values(args, env, flag("config"))
+    listeners, advertised = _listeners(args, env, flag, values, origins)
+    level, metrics = _log_level(flag("log_level")), _metrics_address(flag("metrics_port"), listeners)
+    return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
+                    advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"))
+
+
+def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
+                    config_path: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The broker keys from the three sources, lowest first (file < env < -c), and the
+    source each value came from."""
     file_values = load_properties(config_path) if config_path else {}
     for key in file_values:
         check_key(key, f" in {config_path}")
@@ -176,10 +185,14 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
         for key, value in source.items():
             values[key] = value
             origins[key] = origin
+    return values, origins
 
-    # --- listeners: the highest source that names them wins ----------------------------------
-    # --host/--port (and KAFKALITE_HOST/PORT) are shorthand for one PLAINTEXT listener, at the
-    # level they were given; an explicit listener list at the same level beats them.
+
+def _listeners(args: argparse.Namespace, env: Mapping[str, str], flag: Callable[[str], str | None],
+               values: dict[str, str], origins: dict[str, str]) -> tuple[list[Listener], list[Listener]]:
+    """The listeners and advertised listeners (taken out of `values`): the highest source that
+    names them wins. --host/--port (and KAFKALITE_HOST/PORT) are shorthand for one PLAINTEXT
+    listener, at the level they were given; an explicit listener list at the same level beats them."""
     host = flag("host")
     port = flag("port")
     listeners_text = values.pop("listeners", None)
@@ -226,23 +239,26 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     dupes = sorted({n for n in adv_names if adv_names.count(n) > 1})
     if dupes:
         raise UnknownConfig(f"listener {dupes[0]} is advertised twice")
+    return listeners, advertised
 
-    # --- plain flags -------------------------------------------------------------------------
-    level = (flag("log_level") or "INFO").upper()
+
+def _log_level(text: str | None) -> str:
+    level = (text or "INFO").upper()
     if level == "WARN":
         level = "WARNING"
     if level not in LOG_LEVELS:
-        raise UnknownConfig(f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {flag('log_level')!r}")
-    metrics = None
-    metrics_text = flag("metrics_port")
-    if metrics_text is not None:
-        mhost, sep, mport = metrics_text.rpartition(":")
-        if not sep:
-            mhost = listeners[0].host
-        metrics = (mhost.strip("[]") or "0.0.0.0", _port(mport, "--metrics-port"))
+        raise UnknownConfig(f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {text!r}")
+    return level
 
-    return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
-                    advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"))
+
+def _metrics_address(text: str | None, listeners: list[Listener]) -> tuple[str, int] | None:
+    """--metrics-port PORT or HOST:PORT; a bare port listens on the first listener's host."""
+    if text is None:
+        return None
+    mhost, sep, mport = text.rpartition(":")
+    if not sep:
+        mhost = listeners[0].host
+    return (mhost.strip("[]") or "0.0.0.0", _port(mport, "--metrics-port"))
 
 
 def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:

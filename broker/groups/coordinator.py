@@ -6,7 +6,7 @@ This single broker coordinates every group. A group lives on partition
 Kafka persists is appended (as an ordinary, uncompressed batch) before the request that made
 it is answered: offset commits, classic group metadata after each rebalance, consumer group
 epochs, members and their current assignments, tombstones for deleted offsets, groups and
-members. On startup the partitions are replayed: the last record of each key wins, a null
+members. On startup the partitions are replayed (replay.py): the last record of each key wins, a null
 value deletes, transactional offset batches stay pending until their COMMIT/ABORT marker is
 read (without a marker they stay pending, as the transaction is still open).
 
@@ -28,15 +28,16 @@ from typing import Callable
 import trio
 from kio.schema.errors import ErrorCode
 
+from protocol.records import Record, build_batch
+
 from ..clock import now_ms
 from ..cluster import AppendOrigin
 from ..internal_topics import OFFSETS_TOPIC, partition_for
-from protocol.records import BatchHeader, Record, build_batch, decode_records, parse_control_record
-
 from . import records as rec
 from .classic import ClassicGroup, GroupError, JoinResult, SyncResult
-from .consumer import ConsumerGroup, ConsumerMember, HeartbeatResult, TopicView
+from .consumer import ConsumerGroup, HeartbeatResult, TopicView
 from .offsets import OffsetStore
+from .replay import replay_offsets_topic
 from .states import ClassicGroupState, MemberState
 
 log = logging.getLogger("kafkalite.groups")
@@ -59,7 +60,6 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.empty_since: dict[str, int] = {}
         self._dirty_classic: set[str] = set()
-        self._part_pending: OffsetStore | None = None
         # topic name -> the id of the topic the committed offsets for that name belong to
         self._offset_topic_ids: dict[str, uuid.UUID | None] = {}
         self._wake: trio.Event | None = None
@@ -178,46 +178,15 @@ class GroupCoordinator:
 
     # --- loading -----------------------------------------------------------------------------
     def load(self) -> None:
+        """Rebuild groups and offsets from __consumer_offsets (replay.py reads the records)."""
         topic = self.cluster.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return
         now = self.clock()
-        classic_values: dict[str, rec.GroupMetadataValue | None] = {}
-        consumer_epochs: dict[str, int | None] = {}
-        members: dict[tuple[str, str], ConsumerMember | None] = {}
-        assignments: dict[tuple[str, str], rec.ConsumerMemberAssignment] = {}
-        for part in topic.partitions:
-            # a marker decides the transactional offsets of its own partition only
-            part_pending = self._part_pending = OffsetStore()
-            for _base, batch in part.log.batches_from(part.log.log_start_offset):
-                h = BatchHeader(batch, 0)
-                if h.is_control:
-                    try:
-                        is_commit, _epoch = parse_control_record(batch)
-                    except ValueError:
-                        continue
-                    for gid, offsets in part_pending.pending.pop(h.producer_id, {}).items():
-                        if is_commit:
-                            self.offsets.commit(gid, offsets)
-                    continue
-                try:
-                    recs = decode_records(batch)
-                except Exception:
-                    log.exception("skipping an undecodable batch in %s-%d", OFFSETS_TOPIC, part.index)
-                    continue
-                for r in recs:
-                    if r.key is None:
-                        continue
-                    try:
-                        key = rec.decode_key(r.key)
-                        self._load_record(key, r.value, h, classic_values, consumer_epochs, members, assignments)
-                    except Exception:
-                        log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
-                                    OFFSETS_TOPIC, part.index)
-            for pid, groups in part_pending.pending.items():
-                for gid, offsets in groups.items():
-                    self.offsets.stage(pid, gid, offsets)
-        self._part_pending = None
+        state = replay_offsets_topic(topic.partitions)
+        self.offsets = state.offsets
+        classic_values, consumer_epochs = state.classic_values, state.consumer_epochs
+        members, assignments = state.members, state.assignments
         for gid, value in classic_values.items():
             if value is None:
                 continue
@@ -256,48 +225,6 @@ class GroupCoordinator:
             if gid not in self.groups:
                 self._new_classic(gid)
                 self.empty_since[gid] = 0
-
-    def _load_record(self, key, value, h, classic_values, consumer_epochs, members, assignments) -> None:
-        kind = key[0]
-        if kind == rec.OFFSET_COMMIT_KEY:
-            _k, gid, topic, partition = key
-            if h.is_transactional:
-                if value is not None:
-                    self._part_pending.stage(h.producer_id, gid,
-                                             {(topic, partition): rec.decode_offset_commit_value(value)})
-            elif value is None:
-                self.offsets.delete(gid, [(topic, partition)])
-            else:
-                self.offsets.commit(gid, {(topic, partition): rec.decode_offset_commit_value(value)})
-        elif kind == rec.GROUP_METADATA_KEY:
-            gid = key[1]
-            classic_values[gid] = None if value is None else rec.decode_group_metadata_value(value)
-            if value is None:
-                consumer_epochs.pop(gid, None)
-        elif kind == rec.CONSUMER_GROUP_METADATA_KEY:
-            gid = key[1]
-            consumer_epochs[gid] = None if value is None else rec.decode_consumer_group_metadata_value(value)
-            if value is None:
-                for k in [k for k in members if k[0] == gid]:
-                    del members[k]
-            else:
-                classic_values.pop(gid, None)
-        elif kind == rec.CONSUMER_GROUP_MEMBER_METADATA_KEY:
-            _k, gid, mid = key
-            if value is None:
-                members[(gid, mid)] = None
-                assignments.pop((gid, mid), None)
-            else:
-                md = rec.decode_consumer_member_metadata_value(value)
-                members[(gid, mid)] = ConsumerMember(
-                    mid, instance_id=md.instance_id, rack_id=md.rack_id, client_id=md.client_id,
-                    client_host=md.client_host, subscribed_topic_names=md.subscribed_topic_names,
-                    subscribed_topic_regex=md.subscribed_topic_regex, rebalance_timeout_ms=md.rebalance_timeout_ms,
-                    server_assignor=md.server_assignor)
-        elif kind == rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY:
-            _k, gid, mid = key
-            if value is not None:
-                assignments[(gid, mid)] = rec.decode_consumer_assignment_value(value)
 
     def _drop_offsets_of_deleted_topics(self, *, full_scan: bool = False) -> None:
         """Committed offsets of a topic that was deleted (or deleted and created again) are
