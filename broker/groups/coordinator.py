@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -293,22 +293,11 @@ class GroupCoordinator:
                 group = self._new_classic(group_id)
             else:
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
-        box: list[JoinResult] = []
-        event = trio.Event()
-
-        def waiter(result) -> None:
-            box.append(result)
-            event.set()
-
-        result = group.join(member_id=member_id, group_instance_id=group_instance_id, client_id=client_id,
-                            client_host=client_host, session_timeout_ms=session_timeout_ms,
-                            rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
-                            protocols=protocols, require_known_member_id=api_version >= 4,
-                            supports_skip_assignment=api_version >= 9, waiter=waiter, now=self.clock())
-        self._after(group)
-        if result is None:
-            await event.wait()
-            result = box[0]
+        result = await self._answer(group, lambda waiter: group.join(
+            member_id=member_id, group_instance_id=group_instance_id, client_id=client_id, client_host=client_host,
+            session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            protocol_type=protocol_type, protocols=protocols, require_known_member_id=api_version >= 4,
+            supports_skip_assignment=api_version >= 9, waiter=waiter, now=self.clock()))
         log.debug("group %s: JoinGroup v%d member %r -> %s gen %d leader %s member %s", group_id, api_version,
                   member_id, result.error.name, result.generation_id, result.leader, result.member_id)
         return result
@@ -319,21 +308,28 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not isinstance(group, ClassicGroup):
             return SyncResult(ErrorCode.unknown_member_id)
-        box: list[SyncResult] = []
+        result = await self._answer(group, lambda waiter: group.sync(
+            member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id,
+            protocol_type=protocol_type, protocol_name=protocol_name, assignments=assignments, waiter=waiter,
+            now=self.clock()))
+        log.debug("group %s: SyncGroup member %s gen %d -> %s", group_id, member_id, generation_id, result.error.name)
+        return result
+
+    async def _answer(self, group: ClassicGroup, call: Callable[[Callable[[Any], None]], Any]) -> Any:
+        """Run a classic-group call that answers now or later (through the waiter it is given,
+        once the rebalance or sync completes), persist what it changed, and wait for the answer."""
+        box: list[Any] = []
         event = trio.Event()
 
         def waiter(result) -> None:
             box.append(result)
             event.set()
 
-        result = group.sync(member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id,
-                            protocol_type=protocol_type, protocol_name=protocol_name, assignments=assignments,
-                            waiter=waiter, now=self.clock())
+        result = call(waiter)
         self._after(group)
         if result is None:
             await event.wait()
             result = box[0]
-        log.debug("group %s: SyncGroup member %s gen %d -> %s", group_id, member_id, generation_id, result.error.name)
         return result
 
     def heartbeat(self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
