@@ -163,7 +163,7 @@ class ClassicGroup:
         if self.on_change is not None:
             self.on_change(self)
 
-    def _transition(self, state: str, now: int) -> None:
+    def _transition(self, state: ClassicGroupState, now: int) -> None:
         self.state = state
         self.current_state_timestamp = now
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -140,7 +141,7 @@ class TransactionMetadata:
         if self.state not in VALID_PREVIOUS[state]:
             raise RuntimeError(f"{self.transactional_id}: illegal transition {self.state.kafka_name} -> "
                                f"{state.kafka_name}")
-        values = dict(producer_id=self.producer_id, prev_producer_id=self.prev_producer_id,
+        values: dict[str, Any] = dict(producer_id=self.producer_id, prev_producer_id=self.prev_producer_id,
                       next_producer_id=self.next_producer_id, producer_epoch=self.producer_epoch,
                       last_producer_epoch=self.last_producer_epoch, timeout_ms=self.timeout_ms, state=state,
                       partitions=frozenset(self.partitions), start_ms=self.start_ms,
