@@ -1,0 +1,169 @@
+"""The console's Starlette app: JSON views, server-sent event streams and the built page.
+
+Every view is computed by `broker.console.state` on the broker's loop; this module only maps
+URLs to views and streams them. Read-only: GET only, no route changes broker state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from . import state
+
+log = logging.getLogger("kafkalite.console")
+
+STATIC = Path(__file__).resolve().parent / "static"
+# a stream re-reads its view at most this often (a busy partition wakes it on every append)
+MIN_INTERVAL_S = 0.25
+# ...and at least this often (ages, timeouts and group changes wake nothing)
+POLL_INTERVAL_S = 0.5
+# a comment line keeps proxies and the browser from giving up on a quiet stream
+KEEPALIVE_S = 15.0
+
+
+class NotFound(Exception):
+    pass
+
+
+def _int(value: str | None, what: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise NotFound(f"{what} must be an integer, not {value!r}") from None
+
+
+def make_app(broker) -> Starlette:
+    history = state.TransactionHistory()
+
+    def partition_of(params: dict[str, Any]):
+        index = _int(params.get("partition"), "partition")
+        part = state.find_partition(broker, params.get("topic", ""), index if index is not None else -1)
+        if part is None:
+            raise NotFound(f"no partition {params.get('topic')}-{params.get('partition')}")
+        return part
+
+    def view_topics(_params) -> Any:
+        return {"overview": state.overview(broker), "topics": state.topics(broker)}
+
+    def view_partition(params) -> Any:
+        part = partition_of(params)
+        return state.timeline(broker, part, _int(params.get("from"), "from"))
+
+    def view_transactions(_params) -> Any:
+        return {"transactions": state.transactions(broker, history)}
+
+    def view_groups(_params) -> Any:
+        return {"groups": state.groups(broker)}
+
+    views: dict[str, Callable[[dict], Any]] = {
+        "topics": view_topics, "partition": view_partition,
+        "transactions": view_transactions, "groups": view_groups,
+    }
+
+    def params_of(request: Request) -> dict[str, Any]:
+        params = dict(request.query_params)
+        params.update(request.path_params)
+        return params
+
+    def json_view(name: str):
+        async def endpoint(request: Request) -> Response:
+            try:
+                return JSONResponse(views[name](params_of(request)))
+            except NotFound as exc:
+                return JSONResponse({"error": str(exc)}, status_code=404)
+        return endpoint
+
+    async def records(request: Request) -> Response:
+        params = params_of(request)
+        try:
+            part = partition_of(params)
+            offset = _int(params.get("offset"), "offset")
+        except NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        found = state.batch_records(part, offset if offset is not None else 0)
+        if found is None:
+            return JSONResponse({"error": f"no batch holds offset {offset}"}, status_code=404)
+        return JSONResponse(found)
+
+    async def stream(request: Request) -> Response:
+        name = request.path_params["view"]
+        view = views.get(name)
+        if view is None:
+            return JSONResponse({"error": f"no view {name!r}"}, status_code=404)
+        params = dict(request.query_params)
+        try:
+            first = view(params)
+        except NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        part = partition_of(params) if name == "partition" else None
+        return StreamingResponse(_events(first, lambda: view(params), part), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def index(_request: Request) -> Response:
+        page = STATIC / "index.html"
+        if not page.exists():
+            return PlainTextResponse("the console's page is not built: run `npm run build` in broker/console/web",
+                                     status_code=500)
+        return FileResponse(page, headers={"Cache-Control": "no-store"})
+
+    routes = [
+        Route("/", index),
+        Route("/api/overview", lambda r: JSONResponse(state.overview(broker))),
+        Route("/api/topics", json_view("topics")),
+        Route("/api/partition/{topic}/{partition}", json_view("partition")),
+        Route("/api/records/{topic}/{partition}/{offset}", records),
+        Route("/api/transactions", json_view("transactions")),
+        Route("/api/groups", json_view("groups")),
+        Route("/api/stream/{view}", stream),
+    ]
+    if (STATIC / "assets").is_dir():
+        routes.append(Mount("/assets", app=StaticFiles(directory=STATIC / "assets"), name="assets"))
+    return Starlette(routes=routes)
+
+
+async def _events(first: Any, compute: Callable[[], Any], part):
+    """Server-sent events: the view now, then again whenever it changes."""
+    last = json.dumps(first, separators=(",", ":"))
+    yield f"data: {last}\n\n"
+    quiet = 0.0
+    while True:
+        started = trio.current_time()
+        if part is not None:
+            woke = trio.Event()
+            state.watch_partition(part, woke)
+            try:
+                with trio.move_on_after(POLL_INTERVAL_S * 2):
+                    await woke.wait()
+            finally:
+                state.unwatch_partition(part, woke)
+        else:
+            await trio.sleep(POLL_INTERVAL_S)
+        # a busy partition wakes us on every append: look at most every MIN_INTERVAL_S
+        rest = MIN_INTERVAL_S - (trio.current_time() - started)
+        if rest > 0:
+            await trio.sleep(rest)
+        try:
+            now = json.dumps(compute(), separators=(",", ":"))
+        except NotFound as exc:
+            yield f"event: gone\ndata: {json.dumps(str(exc))}\n\n"
+            return
+        quiet += trio.current_time() - started
+        if now != last:
+            last = now
+            quiet = 0.0
+            yield f"data: {now}\n\n"
+        elif quiet >= KEEPALIVE_S:
+            quiet = 0.0
+            yield ": keep-alive\n\n"
