@@ -19,6 +19,9 @@ Options
         broker that is already running instead of starting kafkalite.
     ``--kafkalite-log-level LEVEL`` / ini ``kafkalite_log_level``: the started broker's log level.
     ini ``kafkalite_config``: lines of ``key=value`` broker settings (``num.partitions=3``).
+    ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
+        (0 picks a free port). Its address is printed when the broker starts and in the report
+        of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
 
 The broker runs as its own process (``python -P -m broker``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -48,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "kafkalite (default: the KAFKA_BOOTSTRAP environment variable)")
     group.addoption("--kafkalite-log-level", default=None, metavar="LEVEL",
                     help="log level of the kafkalite broker the session starts (default INFO)")
+    group.addoption("--kafka-console", default=None, metavar="[HOST:]PORT",
+                    help="serve the web console of the kafkalite broker the session starts on HOST:PORT "
+                         "(0 picks a free port); its address is printed at the start and in failing tests' reports")
+    parser.addini("kafkalite_console", default="", help="[HOST:]PORT of the kafkalite broker's web console")
     parser.addini("kafkalite_config", type="linelist", default=[],
                   help="broker settings KEY=VALUE for the kafkalite broker the session starts")
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
@@ -81,8 +88,13 @@ def kafkalite_broker(pytestconfig: pytest.Config):
     import kafkalite
 
     level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
-    broker = kafkalite.start(config=_broker_config(pytestconfig), log_level=level)
+    console = pytestconfig.getoption("kafka_console", None) or pytestconfig.getini("kafkalite_console") or None
+    broker = kafkalite.start(config=_broker_config(pytestconfig), log_level=level, console=console)
     pytestconfig.stash[_BROKER] = broker
+    if broker.console_url:
+        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"kafkalite console: {broker.console_url} (broker {broker.bootstrap})")
     try:
         yield broker
     finally:
@@ -189,6 +201,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         note = f"(last {_MAX_SECTION // 1024} KiB)\n"
     if not data.strip():
         data = b"(the broker logged nothing during this test)\n"
+    if broker.console_url:
+        report.sections.append(("kafkalite console", f"{broker.console_url} (transactions: "
+                                f"{broker.console_url}#/transactions, groups: {broker.console_url}#/groups)"))
     alive = "" if broker.process.poll() is None else f"(the broker has exited with code {broker.process.returncode})\n"
     report.sections.append(
         (f"Captured kafkalite broker log {report.when}",
