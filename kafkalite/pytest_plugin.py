@@ -30,6 +30,7 @@ that test are attached to the report ("Captured kafkalite broker log").
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import uuid
@@ -85,20 +86,51 @@ def kafkalite_broker(pytestconfig: pytest.Config):
     if external_bootstrap(pytestconfig):
         yield None
         return
-    import kafkalite
-
-    level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
-    console = pytestconfig.getoption("kafka_console", None) or pytestconfig.getini("kafkalite_console") or None
-    broker = kafkalite.start(config=_broker_config(pytestconfig), log_level=level, console=console)
-    pytestconfig.stash[_BROKER] = broker
-    if broker.console_url:
-        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"kafkalite console: {broker.console_url} (broker {broker.bootstrap})")
+    broker = _start_broker(pytestconfig)
     try:
         yield broker
     finally:
         pytestconfig.stash[_BROKER] = None
+        broker.close()
+
+
+def _console(config: pytest.Config) -> str | None:
+    return config.getoption("kafka_console", None) or config.getini("kafkalite_console") or None
+
+
+def _start_broker(config: pytest.Config):
+    """The session's broker, started on first use (or, with a console, once tests are collected)."""
+    broker = config.stash.get(_BROKER, None)
+    if broker is not None:
+        return broker
+    import kafkalite
+
+    level = config.getoption("kafkalite_log_level", None) or config.getini("kafkalite_log_level")
+    broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config))
+    config.stash[_BROKER] = broker
+    if broker.console_url:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None:
+            # to the terminal, not into a test's captured output
+            with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+                reporter.write_line(f"kafkalite console: {broker.console_url} (broker {broker.bootstrap})")
+    return broker
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With a console, start the broker before the first test, so that its address is printed at
+    the start of the session (and the page can be opened before anything runs)."""
+    config = session.config
+    if _console(config) and not external_bootstrap(config) and any(_uses_broker(i) for i in session.items):
+        _start_broker(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    broker = session.config.stash.get(_BROKER, None)
+    if broker is not None:  # started for the console, but no test asked for it
+        session.config.stash[_BROKER] = None
         broker.close()
 
 
