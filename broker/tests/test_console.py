@@ -1,0 +1,140 @@
+"""The web console's HTTP side without a browser: its views, its event stream, that it is
+read-only, and that a broker started without it never imports its libraries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+
+import kafkalite
+from kafkalite._wire import AdminConnection
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with kafkalite.running(console=0) as b:
+        yield b
+
+
+def get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, json.load(r)
+
+
+def status_of(url: str, method: str = "GET") -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], **conf) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, **conf})
+    for v in values:
+        p.produce(topic, value=v)
+        p.flush(10)  # one batch per record
+
+
+@pytest.fixture
+def topic(broker):
+    name = f"console-http-{uuid.uuid4().hex[:8]}"
+    with AdminConnection(broker.bootstrap) as admin:
+        admin.create_topic(name, 1, {"segment.bytes": "1048576"})
+        admin.wait_for_topic(name, 1)
+    return name
+
+
+def test_views_of_a_partition_with_plain_and_idempotent_batches(broker, topic):
+    produce(broker.bootstrap, topic, [b"a", b"b"], **{"enable.idempotence": False})
+    produce(broker.bootstrap, topic, [b'{"n": 1}'], **{"enable.idempotence": True})
+    _, view = get(f"{broker.console_url}api/partition/{topic}/0")
+    assert [b["kind"] for b in view["batches"]] == ["plain", "plain", "idempotent"]
+    assert [b["base_offset"] for b in view["batches"]] == [0, 1, 2]
+    assert view["high_watermark"] == view["last_stable_offset"] == 3
+    assert view["lso_held_by"] is None
+    idem = view["batches"][2]
+    assert idem["producer_id"] >= 0 and idem["base_sequence"] == 0
+    assert [p["producer_id"] for p in view["producers"]] == [idem["producer_id"]]
+    assert view["producers"][0]["last_sequence"] == 0
+
+    _, records = get(f"{broker.console_url}api/records/{topic}/0/2")
+    value = records["records"][0]["value"]
+    assert records["base_offset"] == 2 and value["text"] == '{"n": 1}'
+    assert json.loads(value["json"]) == {"n": 1} and value["hex"] == "7b 22 6e 22 3a 20 31 7d"
+
+    _, topics = get(f"{broker.console_url}api/topics")
+    entry = next(t for t in topics["topics"] if t["name"] == topic)
+    assert entry["overrides"] == {"segment.bytes": "1048576"}
+    assert entry["configs"]["segment.bytes"] == "1048576"
+    assert entry["partitions"][0]["high_watermark"] == 3
+    assert entry["partitions"][0]["size_bytes"] > 0
+
+
+def test_stream_sends_a_new_snapshot_within_a_second_of_an_append(broker, topic):
+    events: list[dict] = []
+    got_first = threading.Event()
+
+    def listen():
+        with urllib.request.urlopen(f"{broker.console_url}api/stream/partition?topic={topic}&partition=0",
+                                    timeout=10) as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            for raw in r:
+                line = raw.decode().strip()
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+                    got_first.set()
+                    if len(events) == 2:
+                        return
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    assert got_first.wait(10)
+    assert events[0]["high_watermark"] == 0
+    sent = time.monotonic()
+    produce(broker.bootstrap, topic, [b"x"], **{"enable.idempotence": False})
+    t.join(5)
+    assert len(events) == 2, "no second snapshot"
+    assert time.monotonic() - sent < 1.5  # noisy machine: a second plus slack
+    assert events[1]["high_watermark"] == 1
+
+
+def test_read_only_and_errors(broker, topic):
+    url = broker.console_url
+    assert status_of(f"{url}api/topics", "POST") == 405
+    assert status_of(f"{url}api/partition/{topic}/0", "DELETE") == 405
+    assert status_of(f"{url}api/partition/nope/0") == 404
+    assert status_of(f"{url}api/partition/{topic}/x") == 404
+    assert status_of(f"{url}api/records/{topic}/0/99") == 404
+    assert status_of(f"{url}api/stream/nope") == 404
+    assert status_of(f"{url}api/stream/partition?topic=nope&partition=0") == 404
+    # the page and its assets are served
+    with urllib.request.urlopen(url, timeout=10) as r:
+        page = r.read().decode()
+    script = page.split('src="', 1)[1].split('"', 1)[0]
+    assert status_of(url.rstrip("/") + script) == 200
+
+
+def test_without_the_flag_the_console_libraries_are_never_imported():
+    code = ("import sys, broker.cli, broker.server; "
+            "print(sorted(m for m in ('starlette', 'hypercorn', 'anyio', 'broker.console') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=kafkalite._PACKAGE_ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_bad_console_address_is_a_usage_error():
+    out = subprocess.run(kafkalite.broker_command(["--port", "0", "--console", "nope"]), capture_output=True,
+                         text=True, timeout=60, env=kafkalite._broker_env())
+    assert out.returncode == 2
+    assert "--console must be a port number" in out.stderr
