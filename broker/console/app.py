@@ -46,6 +46,7 @@ def _int(value: str | None, what: str) -> int | None:
 
 def make_app(broker) -> Starlette:
     history = state.TransactionHistory()
+    shared: dict[tuple, tuple[float, str]] = {}
 
     def partition_of(params: dict[str, Any]):
         index = _int(params.get("partition"), "partition")
@@ -108,7 +109,23 @@ def make_app(broker) -> Starlette:
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         part = partition_of(params) if name == "partition" else None
-        return StreamingResponse(_events(first, lambda: view(params), part), media_type="text/event-stream",
+        key = (name, tuple(sorted(params.items())))
+
+        def compute() -> str:
+            # viewers of the same view share one computation per MIN_INTERVAL_S
+            now = trio.current_time()
+            hit = shared.get(key)
+            if hit is not None and now - hit[0] < MIN_INTERVAL_S:
+                return hit[1]
+            text = json.dumps(view(params), separators=(",", ":"))
+            shared[key] = (now, text)
+            if len(shared) > 256:
+                for k in [k for k, (t, _) in shared.items() if now - t > 10]:
+                    del shared[k]
+            return text
+
+        return StreamingResponse(_events(json.dumps(first, separators=(",", ":")), compute, part),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     async def index(_request: Request) -> Response:
@@ -133,9 +150,9 @@ def make_app(broker) -> Starlette:
     return Starlette(routes=routes)
 
 
-async def _events(first: Any, compute: Callable[[], Any], part):
+async def _events(first: str, compute: Callable[[], str], part):
     """Server-sent events: the view now, then again whenever it changes."""
-    last = json.dumps(first, separators=(",", ":"))
+    last = first
     yield f"data: {last}\n\n"
     quiet = 0.0
     while True:
@@ -155,7 +172,7 @@ async def _events(first: Any, compute: Callable[[], Any], part):
         if rest > 0:
             await trio.sleep(rest)
         try:
-            now = json.dumps(compute(), separators=(",", ":"))
+            now = compute()
         except NotFound as exc:
             yield f"event: gone\ndata: {json.dumps(str(exc))}\n\n"
             return

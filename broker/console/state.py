@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import binascii
 import json
+import os
 from collections import deque
-from typing import Any
+from typing import Any, Iterator
 
-from protocol.records import COMPRESSION_NAMES, BatchHeader, decode_records, parse_control_record
+from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader, decode_records,
+                              parse_control_record)
 
 # The default timeline shows the newest batches of a partition, at most this many.
 TIMELINE_BATCHES = 400
-# ...found among the last this many offsets (bounds the bytes read for one view).
+# ...found among the last this many offsets at most (bounds the headers read for one view).
 TIMELINE_SCAN_OFFSETS = 20_000
 RECORDS_PER_BATCH = 500
+HEADER_CHUNK = 16 * 1024
 HISTORY_PER_ID = 20
 TEXT_LIMIT = 4096
 
@@ -121,23 +124,58 @@ def producers(broker, part) -> list[dict[str, Any]]:
     return out
 
 
-def _batches(part, start: int | None, limit: int) -> tuple[list[tuple[int, bytes]], bool]:
-    """(base offset, bytes) of up to `limit` batches: from `start`, or the newest ones."""
+def _headers_from(plog, offset: int) -> Iterator[tuple[int, BatchHeader, Any, int]]:
+    """(base offset, header, segment, position) of every batch whose last offset is >= offset,
+    reading only the batch headers (a 1 MB batch costs one small read, not a megabyte)."""
+    for seg in list(plog.segments):
+        if seg.next_offset <= offset or seg.size == 0:
+            continue
+        pos = seg.index_position(offset) if offset > seg.base_offset else 0
+        size = seg.size
+        buf, bstart = b"", pos
+        while pos + BATCH_HEADER_SIZE <= size:
+            rel = pos - bstart
+            if rel + BATCH_HEADER_SIZE > len(buf):
+                try:
+                    buf = os.pread(seg.fd, min(HEADER_CHUNK, size - pos), pos)
+                except (OSError, ValueError):
+                    return  # the segment was deleted by retention meanwhile
+                bstart, rel = pos, 0
+                if len(buf) < BATCH_HEADER_SIZE:
+                    break
+            h = BatchHeader(buf, rel)
+            if h.base_offset + h.last_offset_delta >= offset:
+                yield h.base_offset, h, seg, pos
+            pos += h.total_size
+
+
+def _whole_batch(seg, pos: int, h: BatchHeader) -> bytes:
+    return os.pread(seg.fd, h.total_size, pos)
+
+
+def _batches(part, start: int | None, limit: int) -> tuple[list, bool]:
+    """(base offset, header, segment, position) of up to `limit` batches: from `start`, or the
+    newest ones (looking back further only while fewer than `limit` are found)."""
     plog = part.log
     if start is not None:
         out = []
-        for item in plog.batches_from(max(start, plog.log_start_offset)):
+        for item in _headers_from(plog, max(start, plog.log_start_offset)):
             out.append(item)
             if len(out) >= limit:
                 return out, True
         return out, False
-    scan_from = max(plog.log_start_offset, part.high_watermark - TIMELINE_SCAN_OFFSETS)
-    window: deque = deque(maxlen=limit)
-    seen = 0
-    for item in plog.batches_from(scan_from):
-        window.append(item)
-        seen += 1
-    return list(window), seen > limit or scan_from > plog.log_start_offset
+    hw = part.high_watermark
+    lookback = 1000
+    while True:
+        scan_from = max(plog.log_start_offset, hw - lookback)
+        window: deque = deque(maxlen=limit)
+        seen = 0
+        for item in _headers_from(plog, scan_from):
+            window.append(item)
+            seen += 1
+        if seen >= limit or scan_from <= plog.log_start_offset or lookback >= TIMELINE_SCAN_OFFSETS:
+            return list(window), seen > limit or scan_from > plog.log_start_offset
+        lookback *= 4
 
 
 def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCHES) -> dict[str, Any]:
@@ -150,19 +188,18 @@ def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCH
     aborted: list = []
     if batches:
         first = batches[0][0]
-        last = batches[-1][0] + BatchHeader(batches[-1][1], 0).last_offset_delta
+        last = batches[-1][0] + batches[-1][1].last_offset_delta
         aborted = part.log.aborted_txns(first, last + 1)
     out = []
-    for base, data in batches:
-        h = BatchHeader(data, 0)
+    for base, h, seg, pos in batches:
         pid = h.producer_id
         last = base + h.last_offset_delta
         if h.is_control:
             kind = "control"
-            try:
-                commit, _cepoch = parse_control_record(data, 0)
+            try:  # a marker is one tiny record: read that batch whole
+                commit, _cepoch = parse_control_record(_whole_batch(seg, pos, h), 0)
                 kind = "commit" if commit else "abort"
-            except ValueError:
+            except (ValueError, OSError):
                 pass
         elif pid < 0:
             kind = "plain"
@@ -179,7 +216,7 @@ def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCH
             "last_offset": last,
             "kind": kind,
             "record_count": h.record_count,
-            "size_bytes": len(data),
+            "size_bytes": h.total_size,
             "producer_id": pid,
             "producer_epoch": h.producer_epoch,
             "base_sequence": h.base_sequence,
