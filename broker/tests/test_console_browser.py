@@ -121,7 +121,8 @@ def page(browser):
 
 
 def _shot(page, name: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    # the body only: as tall as what the page shows
+    page.locator("body").screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 def test_partition_timeline_draws_each_kind_and_names_the_open_transaction(broker, scene, page):
