@@ -138,3 +138,72 @@ def test_bad_console_address_is_a_usage_error():
                          text=True, timeout=60, env=kafkalite._broker_env())
     assert out.returncode == 2
     assert "--console must be a port number" in out.stderr
+
+
+def test_groups_view_of_a_kip848_group(broker, topic):
+    from confluent_kafka import Consumer, TopicPartition
+
+    produce(broker.bootstrap, topic, [b"a", b"b", b"c"], **{"enable.idempotence": False})
+    group = f"console-848-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment()
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        _, view = get(f"{broker.console_url}api/groups")
+        entry = next(g for g in view["groups"] if g["group_id"] == group)
+        assert entry["type"] == "consumer" and entry["state"] == "Stable"
+        assert entry["generation"] >= 1 and entry["assignor"] in ("uniform", "range")
+        [member] = entry["members"]
+        assert member["assignment"] == [f"{topic}-0"] and member["member_epoch"] == entry["generation"]
+        [row] = entry["offsets"]
+        assert (row["committed_offset"], row["high_watermark"], row["lag"]) == (1, 3, 2)
+        assert row["pending_offset"] is None
+    finally:
+        consumer.close()
+
+
+def test_pending_transactional_offsets_until_the_commit(broker, topic):
+    from confluent_kafka import Consumer, TopicPartition
+
+    produce(broker.bootstrap, topic, [b"a", b"b"], **{"enable.idempotence": False})
+    group = f"console-txn-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"console-eos-{group}"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        producer.produce(topic, value=b"out")
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 2)], consumer.consumer_group_metadata(), 15)
+        producer.flush(10)
+
+        def row():
+            _, view = get(f"{broker.console_url}api/groups")
+            entry = next(g for g in view["groups"] if g["group_id"] == group)
+            return next(r for r in entry["offsets"] if r["topic"] == topic)
+
+        pending = row()
+        assert pending["pending_offset"] == 2 and pending["pending_producer_id"] >= 0
+        assert pending["committed_offset"] is None and pending["lag"] is None
+        _, txns = get(f"{broker.console_url}api/transactions")
+        t = next(t for t in txns["transactions"] if t["transactional_id"] == f"console-eos-{group}")
+        assert t["state"] == "Ongoing" and t["producer_id"] == pending["pending_producer_id"]
+        assert f"{topic}-0" in t["partitions"] and t["open"]
+
+        producer.commit_transaction(15)
+        deadline = time.monotonic() + 5
+        while (done := row())["pending_offset"] is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert done["pending_offset"] is None and done["committed_offset"] == 2
+        assert done["lag"] == done["high_watermark"] - 2
+    finally:
+        consumer.close()
