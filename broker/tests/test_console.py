@@ -207,3 +207,19 @@ def test_pending_transactional_offsets_until_the_commit(broker, topic):
         assert done["lag"] == done["high_watermark"] - 2
     finally:
         consumer.close()
+
+
+def test_timeline_shows_the_newest_batches_and_pages_from_an_offset(broker, topic):
+    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": False, "batch.num.messages": 1,
+                  "linger.ms": 0})
+    for i in range(450):
+        p.produce(topic, value=b"%d" % i)
+    assert p.flush(30) == 0
+    _, newest = get(f"{broker.console_url}api/partition/{topic}/0")
+    offsets = [b["base_offset"] for b in newest["batches"]]
+    assert newest["truncated"] and len(offsets) == 400
+    assert offsets == list(range(50, 450))  # one record per batch: the newest 400
+    _, page = get(f"{broker.console_url}api/partition/{topic}/0?from=10")
+    assert [b["base_offset"] for b in page["batches"]] == list(range(10, 410))
+    _, tail = get(f"{broker.console_url}api/partition/{topic}/0?from=420")
+    assert [b["base_offset"] for b in tail["batches"]] == list(range(420, 450)) and not tail["truncated"]

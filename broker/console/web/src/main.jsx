@@ -180,8 +180,29 @@ function Records({ topic, partition, offset }) {
   );
 }
 
+function Paging({ data, from, setFrom }) {
+  const b = data.batches;
+  if (!data.truncated && from == null) return null;
+  const first = b.length ? b[0].base_offset : data.log_start_offset;
+  const span = b.length ? b[b.length - 1].last_offset - first + 1 : 1;
+  const later = b.length ? b[b.length - 1].last_offset + 1 : data.high_watermark;
+  const link = (label, value, testid) => (
+    <a href="javascript:void 0" data-testid={testid} onClick={(e) => { e.preventDefault(); setFrom(value); }}>{label}</a>
+  );
+  return (
+    <p class="paging small">
+      showing offsets {first}–{first + span - 1} ({b.length} batches){" "}
+      {first > data.log_start_offset && link("earliest", data.log_start_offset, "page-earliest")}{" "}
+      {first > data.log_start_offset && link("earlier", Math.max(data.log_start_offset, first - span), "page-earlier")}{" "}
+      {from != null && later < data.high_watermark && link("later", later, "page-later")}{" "}
+      {from != null && link("newest (live)", null, "page-newest")}
+    </p>
+  );
+}
+
 function Partition({ topic, partition }) {
-  const [data, error] = useStream(`/api/stream/partition?topic=${enc(topic)}&partition=${partition}`);
+  const [from, setFrom] = useState(null);
+  const [data, error] = useStream(`/api/stream/partition?topic=${enc(topic)}&partition=${partition}` + (from == null ? "" : `&from=${from}`));
   const [selected, setSelected] = useState(null);
   const now = useNow();
   if (!data) return <Loading error={error} />;
@@ -205,7 +226,7 @@ function Partition({ topic, partition }) {
       <div class="legend">{Object.entries(KINDS).filter(([k]) => k !== "control").map(([k, v]) => (
         <span key={k}><i class={`swatch kind-${k}`} /> {v}</span>
       ))}</div>
-      {data.truncated && <p class="muted small">showing the newest {data.batches.length} batches</p>}
+      <Paging data={data} from={from} setFrom={setFrom} />
       <Timeline data={data} selected={selected} onSelect={setSelected} />
       {selected != null && <Records topic={topic} partition={partition} offset={selected} />}
       <h3>Producers</h3>
