@@ -214,7 +214,13 @@ function Partition({ topic, partition }) {
         <div><b>log start</b> {data.log_start_offset}</div>
         <div><b>last stable offset</b> <span data-testid="lso">{data.last_stable_offset}</span></div>
         <div><b>high watermark</b> <span data-testid="hw">{data.high_watermark}</span></div>
-        <div><b>size</b> {fmtBytes(data.size_bytes)} in {data.segments.length} segment{data.segments.length === 1 ? "" : "s"}</div>
+        <div><b>size</b> {fmtBytes(data.size_bytes)} in{" "}
+          <details class="segments"><summary>{data.segments.length} segment{data.segments.length === 1 ? "" : "s"}</summary>
+            <table><thead><tr><th>base offset</th><th>next offset</th><th>size</th></tr></thead><tbody>
+              {data.segments.map((sg) => <tr key={sg.base_offset}><td>{sg.base_offset}</td><td>{sg.next_offset}</td><td>{fmtBytes(sg.size_bytes)}</td></tr>)}
+            </tbody></table>
+          </details>
+        </div>
       </div>
       {holder && (
         <p class="holder" data-testid="lso-holder">
@@ -295,7 +301,7 @@ function Groups() {
       {data.groups.length === 0 && <p class="muted">no groups yet</p>}
       {data.groups.map((g) => (
         <div class="card" key={g.group_id} data-testid="group" data-id={g.group_id}>
-          <h3>{g.group_id} <span class="tag">{g.type === "consumer" ? "consumer (KIP-848)" : g.type}</span>
+          <h3>{g.group_id} <span class="tag">{{ consumer: "consumer (KIP-848)", classic: "classic", none: "offsets only" }[g.type]}</span>
             {" "}<span class={`state state-${g.state}`} data-testid="group-state">{g.state}</span>
             {g.generation != null && <span class="muted small"> {g.type === "consumer" ? "group epoch" : "generation"} {g.generation}</span>}
             {g.protocol && <span class="muted small"> protocol {g.protocol}</span>}
