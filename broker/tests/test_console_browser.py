@@ -157,9 +157,9 @@ def test_partition_timeline_draws_each_kind_and_names_the_open_transaction(broke
     records.get_by_test_id("record").first.wait_for()
     text = records.inner_text()
     assert '"state": "paid"' in text and "order-0" in text and "source" in text and "console-test" in text
+    _shot(page, "partition-records")
     records.get_by_label("hex").check()
     assert "6f 72 64 65 72 2d 30" in records.inner_text()  # "order-0"
-    _shot(page, "partition-records")
 
 
 def test_transactions_page_shows_state_age_and_history(broker, scene, page):
