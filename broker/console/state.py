@@ -104,7 +104,16 @@ def _transactional_ids_by_producer(broker) -> dict[int, str]:
     core = _txn_core(broker)
     if core is None:
         return {}
-    return {md.producer_id: tid for tid, md in core.txns.items() if md.producer_id >= 0}
+    out: dict[int, str] = {}
+    for tid, md in core.txns.items():
+        # a transaction open under the previous producer id (KIP-890 rotates it at the end of a
+        # transaction) still belongs to this transactional id
+        if md.prev_producer_id >= 0:
+            out.setdefault(md.prev_producer_id, tid)
+    for tid, md in core.txns.items():
+        if md.producer_id >= 0:
+            out[md.producer_id] = tid
+    return out
 
 
 def producers(broker, part) -> list[dict[str, Any]]:
