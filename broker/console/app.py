@@ -24,7 +24,7 @@ log = logging.getLogger("kafkalite.console")
 
 STATIC = Path(__file__).resolve().parent / "static"
 # a stream re-reads its view at most this often (a busy partition wakes it on every append)
-MIN_INTERVAL_S = 0.25
+MIN_INTERVAL_S = 0.5
 # ...and at least this often (ages, timeouts and group changes wake nothing)
 POLL_INTERVAL_S = 0.5
 # a comment line keeps proxies and the browser from giving up on a quiet stream
