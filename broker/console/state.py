@@ -184,7 +184,7 @@ def _batches(part, start: int | None, limit: int) -> tuple[list, bool]:
             seen += 1
         if seen >= limit or scan_from <= plog.log_start_offset or lookback >= TIMELINE_SCAN_OFFSETS:
             return list(window), seen > limit or scan_from > plog.log_start_offset
-        lookback *= 4
+        lookback = min(lookback * 4, TIMELINE_SCAN_OFFSETS)
 
 
 def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCHES) -> dict[str, Any]:
