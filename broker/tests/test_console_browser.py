@@ -9,6 +9,7 @@ artifacts/console/ (gitignored; CI keeps it as an artifact).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -91,12 +92,17 @@ def scene(broker):
     # read_uncommitted: the high watermark (read_committed would report the LSO); lag is counted
     # from the high watermark, as kafka-consumer-groups.sh does
     _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-    yield {"topic": topic, "ids": ids, "open_producer": still_open, "group": group, "lag": high - 2, "high": high}
+    found = {"topic": topic, "ids": ids, "open_producer": still_open, "group": group, "lag": high - 2, "high": high}
+    yield found
     consumer.close()
     try:
         still_open.abort_transaction(10)
     except Exception:
         pass  # the test may have committed it
+    # destroy the producers while the broker still runs (else they log refused reconnects)
+    found.clear()
+    del plain, p, still_open
+    gc.collect()
 
 
 @pytest.fixture(scope="module")
