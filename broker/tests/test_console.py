@@ -223,3 +223,25 @@ def test_timeline_shows_the_newest_batches_and_pages_from_an_offset(broker, topi
     assert [b["base_offset"] for b in page["batches"]] == list(range(10, 410))
     _, tail = get(f"{broker.console_url}api/partition/{topic}/0?from=420")
     assert [b["base_offset"] for b in tail["batches"]] == list(range(420, 450)) and not tail["truncated"]
+
+
+def test_transaction_history_newest_first(broker, topic):
+    tid = f"console-history-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid})
+    p.init_transactions(15)
+    for outcome in ("commit", "commit", "abort", "commit"):
+        p.begin_transaction()
+        p.produce(topic, value=outcome.encode())
+        p.flush(10)
+        p.commit_transaction(15) if outcome == "commit" else p.abort_transaction(15)
+    deadline = time.monotonic() + 5
+    while True:
+        _, view = get(f"{broker.console_url}api/transactions")
+        t = next(t for t in view["transactions"] if t["transactional_id"] == tid)
+        if len(t["history"]) == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert [h["outcome"] for h in t["history"]] == ["commit", "abort", "commit", "commit"]
+    assert all(h["partitions"] == [f"{topic}-0"] for h in t["history"])
+    assert all(h["end_ms"] >= h["start_ms"] > 0 for h in t["history"])
+    assert t["state"] == "CompleteCommit" and not t["open"]

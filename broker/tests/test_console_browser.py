@@ -4,7 +4,7 @@ consumer group holds committed offsets behind the high watermark.
 
 Chromium is Debian's package (/usr/bin/chromium, installed by scripts/install-test-deps.sh);
 Playwright never downloads a browser here. A screenshot of every page is written to
-artifacts/console/ (gitignored; CI keeps it as an artifact).
+artifacts/console/ (gitignored; CI keeps it as an artifact), or under $KL_ARTIFACTS_DIR/console/.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 pytestmark = [pytest.mark.browser, pytest.mark.transactions, pytest.mark.librdkafka]
 
 CHROMIUM = os.environ.get("KAFKALITE_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
+ARTIFACTS = Path(os.environ.get("KL_ARTIFACTS_DIR") or Path(__file__).resolve().parents[2] / "artifacts") / "console"
 # what each batch kind is drawn with (broker/console/web/src/style.css)
 COLOURS = {"committed": "rgb(46, 158, 91)", "aborted": "rgb(214, 69, 69)", "open": "rgb(240, 162, 2)"}
 
