@@ -40,13 +40,19 @@ def _cluster(broker):
     return broker.cluster
 
 
+def _service(broker, name: str):
+    # the coordinators, by name: a dict of services, or an object with one attribute per service
+    services = broker.services
+    return services.get(name) if isinstance(services, dict) else getattr(services, name, None)
+
+
 def _txn_core(broker):
-    svc = broker.services.get("transactions")
+    svc = _service(broker, "transactions")
     return None if svc is None else svc.core
 
 
 def _group_coordinator(broker):
-    return broker.services.get("groups")
+    return _service(broker, "groups")
 
 
 def find_partition(broker, topic: str, index: int):
@@ -448,14 +454,14 @@ def groups(broker) -> list[dict[str, Any]]:
             entry.update(type="none", state="Empty", members=[])
         elif isinstance(group, ClassicGroup):
             consumer = group.protocol_type == "consumer"
-            entry.update(type="classic", state=group.state, generation=group.generation_id,
+            entry.update(type="classic", state=str(group.state), generation=group.generation_id,
                          protocol_type=group.protocol_type, protocol=group.protocol_name, leader=group.leader_id,
                          members=[{"member_id": m.member_id, "instance_id": m.group_instance_id,
                                    "client_id": m.client_id, "client_host": m.client_host,
                                    "assignment": _decode_classic_assignment(m.assignment) if consumer else []}
                                   for m in group.members.values()])
         else:
-            entry.update(type="consumer", state=group.state, generation=group.group_epoch,
+            entry.update(type="consumer", state=str(group.state), generation=group.group_epoch,
                          assignment_epoch=group.assignment_epoch, assignor=group.preferred_assignor(),
                          members=[{"member_id": m.member_id, "instance_id": m.instance_id,
                                    "client_id": m.client_id, "client_host": m.client_host,
