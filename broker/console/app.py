@@ -93,7 +93,11 @@ def make_app(broker) -> Starlette:
             offset = _int(params.get("offset"), "offset")
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
-        found = state.batch_records(part, offset if offset is not None else 0)
+        try:
+            found = state.batch_records(part, offset if offset is not None else 0)
+        except (ValueError, RuntimeError) as exc:  # a codec that is not installed, a corrupt batch
+            log.warning("cannot decode the batch at offset %s of %s-%s: %s", offset, part.topic.name, part.index, exc)
+            return JSONResponse({"error": f"cannot decode the batch: {exc}"}, status_code=422)
         if found is None:
             return JSONResponse({"error": f"no batch holds offset {offset}"}, status_code=404)
         return JSONResponse(found)

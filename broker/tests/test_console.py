@@ -245,3 +245,19 @@ def test_transaction_history_newest_first(broker, topic):
     assert all(h["partitions"] == [f"{topic}-0"] for h in t["history"])
     assert all(h["end_ms"] >= h["start_ms"] > 0 for h in t["history"])
     assert t["state"] == "CompleteCommit" and not t["open"]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_records_of_a_compressed_batch(broker, topic, codec):
+    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 50})
+    for i in range(5):
+        p.produce(topic, key=b"k%d" % i, value=b"value %d " % i * 20, headers=[("h", None)])
+    assert p.flush(10) == 0
+    _, view = get(f"{broker.console_url}api/partition/{topic}/0")
+    [batch] = view["batches"]
+    assert batch["compression"] == codec and batch["record_count"] == 5
+    _, records = get(f"{broker.console_url}api/records/{topic}/0/3")
+    assert [r["offset"] for r in records["records"]] == [0, 1, 2, 3, 4]
+    assert records["records"][3]["key"]["text"] == "k3"
+    assert records["records"][3]["value"]["text"] == "value 3 " * 20
+    assert records["records"][3]["headers"] == [{"key": "h", "value": None}]
