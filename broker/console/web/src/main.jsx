@@ -1,6 +1,6 @@
 // The kafkalite console: topics, a partition's timeline, transactions and groups, live.
 // Every page subscribes to /api/stream/VIEW (server-sent events) and redraws on each snapshot.
-import { render } from "preact";
+import { Fragment, render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import "./style.css";
 
@@ -54,6 +54,15 @@ const fmtBytes = (n) => (n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFix
 const fmtTime = (ms) => (ms > 0 ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "–");
 const fmtAge = (ms) => (ms == null ? "–" : ms < 1000 ? `${ms} ms` : ms < 120000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60000)} min`);
 const enc = encodeURIComponent;
+
+// "topic-3" -> a link to that partition's timeline
+function TpLink({ tp }) {
+  const i = tp.lastIndexOf("-");
+  if (i < 0) return <span>{tp}</span>;
+  return <a href={`#/partition/${enc(tp.slice(0, i))}/${tp.slice(i + 1)}`}>{tp}</a>;
+}
+
+const tpLinks = (tps) => (tps.length ? tps.map((tp, i) => <Fragment key={tp}>{i > 0 && ", "}<TpLink tp={tp} /></Fragment>) : "–");
 
 function Loading({ error }) {
   return <p class={error ? "error" : "muted"}>{error || "loading…"}</p>;
@@ -273,7 +282,7 @@ function Transactions() {
                 <td><b>{t.transactional_id}</b></td>
                 <td><span class={`state state-${t.state}`}>{t.state}</span>{t.pending_state && <span class="muted small"> → {t.pending_state}</span>}</td>
                 <td>{t.producer_id} / {t.producer_epoch}</td>
-                <td>{t.partitions.join(", ") || "–"}</td>
+                <td>{tpLinks(t.partitions)}</td>
                 <td class="nowrap">{t.open ? fmtTime(t.start_ms) : "–"}</td>
                 <td>{age == null ? `– / ${fmtAge(t.timeout_ms)}` : (
                   <div class="age"><div class="bar" style={{ width: `${frac * 100}%` }} /><span>{fmtAge(age)} / {fmtAge(t.timeout_ms)}</span></div>
@@ -316,7 +325,7 @@ function Groups() {
                     <td>{m.member_id}{m.member_id === g.leader ? " (leader)" : ""}{m.instance_id ? ` [${m.instance_id}]` : ""}</td>
                     <td>{m.client_id}</td><td>{m.client_host}</td>
                     {g.type === "consumer" && <td>{m.member_epoch}</td>}
-                    <td>{m.assignment.join(", ") || "–"}</td>
+                    <td>{tpLinks(m.assignment)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -327,7 +336,7 @@ function Groups() {
             <tbody>
               {g.offsets.map((o) => (
                 <tr key={`${o.topic}-${o.partition}`} data-testid="group-offset" data-tp={`${o.topic}-${o.partition}`}>
-                  <td>{o.topic}-{o.partition}</td>
+                  <td><TpLink tp={`${o.topic}-${o.partition}`} /></td>
                   <td>{o.committed_offset ?? "–"}</td>
                   <td>{o.high_watermark ?? "–"}</td>
                   <td>{o.last_stable_offset ?? "–"}</td>
