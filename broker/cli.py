@@ -408,6 +408,9 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
         console_url = None
         if console_addr is not None:
             try:
+                import hypercorn.trio  # noqa: F401 - the console's libraries, checked before anything binds
+                import starlette  # noqa: F401
+
                 from .console import serve_console
             except ImportError as exc:
                 log.error("the console needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", exc)
