@@ -132,6 +132,11 @@ def make_app(broker) -> Starlette:
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
+    # every endpoint is a coroutine: Starlette would run a plain function in a worker thread,
+    # and broker state may only be read on the trio loop
+    async def overview(_request: Request) -> Response:
+        return JSONResponse(state.overview(broker))
+
     async def index(_request: Request) -> Response:
         page = STATIC / "index.html"
         if not page.exists():
@@ -141,7 +146,7 @@ def make_app(broker) -> Starlette:
 
     routes = [
         Route("/", index),
-        Route("/api/overview", lambda r: JSONResponse(state.overview(broker))),
+        Route("/api/overview", overview),
         Route("/api/topics", json_view("topics")),
         Route("/api/partition/{topic}/{partition}", json_view("partition")),
         Route("/api/records/{topic}/{partition}/{offset}", records),
