@@ -14,7 +14,9 @@ Endpoints (all GET, all JSON unless said):
 - `/api/stream/{view}` with view one of topics, partition, transactions, groups (and the
   query of the matching endpoint): server-sent events, one `data:` JSON snapshot whenever it
   changed. A partition stream is woken by the partition's own append/LSO wake-up (the one
-  long-polling fetches use); the others look every half second, and only while connected.
+  long-polling fetches use); the transactions and groups streams by appends to
+  `__transaction_state` / `__consumer_offsets` (where the coordinators write every change, for
+  the appends that wake); each also looks at least every second, and only while connected.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 MIN_INTERVAL_S = 0.5
 # ...and at least this often (ages, timeouts and group changes wake nothing)
 POLL_INTERVAL_S = 0.5
+# views that change when the coordinators write their logs: the stream also wakes on those appends
+WATCHED_LOGS = {"transactions": "__transaction_state", "groups": "__consumer_offsets"}
 # a comment line keeps proxies and the browser from giving up on a quiet stream
 KEEPALIVE_S = 15.0
 
@@ -112,7 +114,14 @@ def make_app(broker) -> Starlette:
             first = view(params)
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
-        part = partition_of(params) if name == "partition" else None
+        # the partitions whose appends may change this view: its own, or the coordinators' logs
+        # (where every transaction and group change is written)
+        if name == "partition":
+            watched = lambda: [partition_of(params)]  # noqa: E731
+        elif name in WATCHED_LOGS:
+            watched = lambda: state.internal_partitions(broker, WATCHED_LOGS[name])  # noqa: E731
+        else:
+            watched = lambda: []  # noqa: E731
         key = (name, tuple(sorted(params.items())))
 
         def compute() -> str:
@@ -128,7 +137,7 @@ def make_app(broker) -> Starlette:
                     del shared[k]
             return text
 
-        return StreamingResponse(_events(json.dumps(first, separators=(",", ":")), compute, part),
+        return StreamingResponse(_events(json.dumps(first, separators=(",", ":")), compute, watched),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -159,23 +168,28 @@ def make_app(broker) -> Starlette:
     return Starlette(routes=routes)
 
 
-async def _events(first: str, compute: Callable[[], str], part):
-    """Server-sent events: the view now, then again whenever it changes."""
+async def _events(first: str, compute: Callable[[], str], watched: Callable[[], list]):
+    """Server-sent events: the view now, then again whenever it changes: looked at again when
+    one of the `watched` partitions is appended to, and at least every 2 x POLL_INTERVAL_S."""
     last = first
     yield f"data: {last}\n\n"
     quiet = 0.0
     while True:
         started = trio.current_time()
-        if part is not None:
-            woke = trio.Event()
+        try:
+            parts = watched()
+        except NotFound as exc:
+            yield f"event: gone\ndata: {json.dumps(str(exc))}\n\n"
+            return
+        woke = trio.Event()
+        for part in parts:
             state.watch_partition(part, woke)
-            try:
-                with trio.move_on_after(POLL_INTERVAL_S * 2):
-                    await woke.wait()
-            finally:
+        try:
+            with trio.move_on_after(POLL_INTERVAL_S * (2 if parts else 1)):
+                await woke.wait()
+        finally:
+            for part in parts:
                 state.unwatch_partition(part, woke)
-        else:
-            await trio.sleep(POLL_INTERVAL_S)
         # a busy partition wakes us on every append: look at most every MIN_INTERVAL_S
         rest = MIN_INTERVAL_S - (trio.current_time() - started)
         if rest > 0:

@@ -59,6 +59,12 @@ def find_partition(broker, topic: str, index: int):
     return _cluster(broker).partition(topic, index)
 
 
+def internal_partitions(broker, topic: str) -> list:
+    """The partitions of an internal topic (empty until it exists)."""
+    found = _cluster(broker).topics.get(topic)
+    return list(found.partitions) if found is not None else []
+
+
 def watch_partition(part, event) -> None:
     """Be woken (event.set()) by the next append or LSO change of `part`: the same wake-up a
     long-polling fetch uses, so the console adds no work to an append when nobody watches."""
