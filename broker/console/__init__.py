@@ -16,7 +16,8 @@ Endpoints (all GET, all JSON unless said):
   changed. A partition stream is woken by the partition's own append/LSO wake-up (the one
   long-polling fetches use); the transactions and groups streams by appends to
   `__transaction_state` / `__consumer_offsets` (where the coordinators write every change, for
-  the appends that wake); each also looks at least every second, and only while connected.
+  the appends that wake); each also looks at least every second (those two every half second),
+  and only while connected.
 """
 
 from __future__ import annotations

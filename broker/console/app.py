@@ -137,7 +137,10 @@ def make_app(broker) -> Starlette:
                     del shared[k]
             return text
 
-        return StreamingResponse(_events(json.dumps(first, separators=(",", ":")), compute, watched),
+        # a partition changes only by its appends; the coordinators' state also changes without
+        # one that wakes (a transaction's state record does not wake, its markers do)
+        fallback = POLL_INTERVAL_S * (2 if name == "partition" else 1)
+        return StreamingResponse(_events(json.dumps(first, separators=(",", ":")), compute, watched, fallback),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -168,9 +171,9 @@ def make_app(broker) -> Starlette:
     return Starlette(routes=routes)
 
 
-async def _events(first: str, compute: Callable[[], str], watched: Callable[[], list]):
+async def _events(first: str, compute: Callable[[], str], watched: Callable[[], list], fallback: float):
     """Server-sent events: the view now, then again whenever it changes: looked at again when
-    one of the `watched` partitions is appended to, and at least every 2 x POLL_INTERVAL_S."""
+    one of the `watched` partitions is appended to, and at least every `fallback` seconds."""
     last = first
     yield f"data: {last}\n\n"
     quiet = 0.0
@@ -185,7 +188,7 @@ async def _events(first: str, compute: Callable[[], str], watched: Callable[[], 
         for part in parts:
             state.watch_partition(part, woke)
         try:
-            with trio.move_on_after(POLL_INTERVAL_S * (2 if parts else 1)):
+            with trio.move_on_after(fallback):
                 await woke.wait()
         finally:
             for part in parts:
