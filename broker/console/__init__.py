@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Any
 
 import trio
 
@@ -44,7 +45,8 @@ async def serve_console(broker, host: str, port: int, task_status=trio.TASK_STAT
     config.errorlog = logging.getLogger("kafkalite.console.http")
     # server-sent event streams stay open; a stop must not wait for them
     config.graceful_timeout = 0.5
-    app = make_app(broker)
+    # an ASGI app; hypercorn's type for it is narrower than Starlette's signature
+    app: Any = make_app(broker)
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(functools.partial(serve, app, config))
         # hypercorn reports "http://HOST:PORT" for each bound socket

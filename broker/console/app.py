@@ -15,7 +15,7 @@ import trio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from . import state
@@ -156,7 +156,7 @@ def make_app(broker) -> Starlette:
                                      status_code=500)
         return FileResponse(page, headers={"Cache-Control": "no-store"})
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/", index),
         Route("/api/overview", overview),
         Route("/api/topics", json_view("topics")),

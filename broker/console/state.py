@@ -331,7 +331,7 @@ class TransactionHistory:
             start = max(self.next_offset.get(part.index, 0), plog.log_start_offset)
             if start >= part.high_watermark:
                 continue
-            for base, data in plog.batches_from(start):
+            for _base, data in plog.batches_from(start):
                 h = BatchHeader(data, 0)
                 if h.is_control:
                     continue
