@@ -2,7 +2,7 @@
 
 Prints one line on stdout once every listener accepts connections:
 
-    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics]
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/]
 
 (`bootstrap` is the advertised address of the first listener; `listeners` names every
 listener's advertised address, with the real port when 0 was asked for.) Logs go to stderr.
@@ -15,7 +15,7 @@ Where settings come from, a later source overriding an earlier one key by key:
 
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
-KAFKALITE_METRICS_PORT, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 """
 
@@ -65,6 +65,7 @@ FLAG_ENV = {
     "config": "KAFKALITE_CONFIG",
     "log_level": "KAFKALITE_LOG_LEVEL",
     "metrics_port": "KAFKALITE_METRICS_PORT",
+    "console": "KAFKALITE_CONSOLE",
     "ready_file": "KAFKALITE_READY_FILE",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
@@ -101,6 +102,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--metrics-port", default=None, metavar="[HOST:]PORT",
                    help="serve Prometheus metrics on http://HOST:PORT/metrics (host defaults to the first "
                         "listener's; 0 picks a free port) [KAFKALITE_METRICS_PORT]")
+    p.add_argument("--console", default=None, metavar="[HOST:]PORT",
+                   help="serve the read-only web console (partitions, transactions, groups) on "
+                        "http://HOST:PORT/ (host defaults to the first listener's; 0 picks a free port; "
+                        "needs the console extra: pip install 'kafkalite[console]') [KAFKALITE_CONSOLE]")
     p.add_argument("--ready-file", default=None, metavar="FILE",
                    help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
                         "to FILE; removed on exit [KAFKALITE_READY_FILE]")
@@ -120,6 +125,7 @@ class Settings:
     values: dict[str, str] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
     ready_file: str | None = None
+    console: tuple[str, int] | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -156,9 +162,12 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
 
     values, origins = _layered_values(args, env, flag("config"))
     listeners, advertised = _listeners(args, env, flag, values, origins)
-    level, metrics = _log_level(flag("log_level")), _metrics_address(flag("metrics_port"), listeners)
+    level = _log_level(flag("log_level"))
+    metrics = _http_address(flag("metrics_port"), listeners, "--metrics-port")
+    console = _http_address(flag("console"), listeners, "--console")
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
-                    advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"))
+                    advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
+                    console=console)
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -251,14 +260,14 @@ def _log_level(text: str | None) -> str:
     return level
 
 
-def _metrics_address(text: str | None, listeners: list[Listener]) -> tuple[str, int] | None:
-    """--metrics-port PORT or HOST:PORT; a bare port listens on the first listener's host."""
+def _http_address(text: str | None, listeners: list[Listener], what: str) -> tuple[str, int] | None:
+    """--metrics-port / --console: PORT or HOST:PORT; a bare port listens on the first listener's host."""
     if text is None:
         return None
-    mhost, sep, mport = text.rpartition(":")
+    host, sep, port = text.rpartition(":")
     if not sep:
-        mhost = listeners[0].host
-    return (mhost.strip("[]") or "0.0.0.0", _port(mport, "--metrics-port"))
+        host = listeners[0].host
+    return (host.strip("[]") or "0.0.0.0", _port(port, what))
 
 
 def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:
@@ -330,7 +339,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     code = 0
     hidden = _hide_hypothesis()
     try:
-        trio.run(_run, config, settings.metrics, settings.ready_file, wiring)
+        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -370,13 +379,21 @@ def _find_oserror(exc: BaseException) -> OSError | None:
     return None
 
 
-def ready_line(broker, metrics_url: str | None = None) -> str:
+def ready_line(broker, metrics_url: str | None = None, console_url: str | None = None) -> str:
     first = broker.listeners[0]
     parts = [f"kafkalite ready bootstrap={broker.advertised[first.name].address()}",
              "listeners=" + ",".join(f"{l.name}://{broker.advertised[l.name].address()}" for l in broker.listeners)]
     if metrics_url:
         parts.append(f"metrics={metrics_url}")
+    if console_url:
+        parts.append(f"console={console_url}")
     return " ".join(parts)
+
+
+def _shown(host: str) -> str:
+    """A host to put in a URL: a wildcard address becomes loopback, IPv6 gets brackets."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"[{shown}]" if ":" in shown else shown
 
 
 def write_ready_file(path: str, line: str, broker) -> None:
@@ -389,7 +406,8 @@ def write_ready_file(path: str, line: str, broker) -> None:
 
 
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
-               ready_file: str | None = None, wiring: Wiring | None = None) -> None:
+               ready_file: str | None = None, wiring: Wiring | None = None,
+               console_addr: tuple[str, int] | None = None) -> None:
     from .server import serve
 
     async with trio.open_nursery() as nursery:
@@ -408,15 +426,26 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
             from .metrics import serve_metrics
 
             mhost, mport = await nursery.start(serve_metrics, broker, metrics_addr[0], metrics_addr[1])
-            shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(mhost, mhost)
-            shown = f"[{shown}]" if ":" in shown else shown
-            metrics_url = f"http://{shown}:{mport}/metrics"
+            metrics_url = f"http://{_shown(mhost)}:{mport}/metrics"
             log.info("metrics on %s", metrics_url)
+        console_url = None
+        if console_addr is not None:
+            try:
+                import hypercorn.trio  # noqa: F401 - the console's libraries, checked before anything binds
+                import starlette  # noqa: F401
+
+                from .console import serve_console
+            except ImportError as exc:
+                log.error("the console needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", exc)
+                raise SystemExit(2) from None
+            chost, cport = await nursery.start(serve_console, broker, console_addr[0], console_addr[1])
+            console_url = f"http://{_shown(chost)}:{cport}/"
+            log.info("console on %s", console_url)
         log.info("listening on %s; data in %s",
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
                            for l in broker.listeners),
                  config.data_dir)
-        line = ready_line(broker, metrics_url)
+        line = ready_line(broker, metrics_url, console_url)
         if ready_file:
             try:
                 write_ready_file(ready_file, line, broker)

@@ -12,6 +12,10 @@ imported from first).
     with kafkalite.running(listeners=["HOST://127.0.0.1:0", "DOCKER://0.0.0.0:0"],
                            advertised_listeners=["DOCKER://host.docker.internal:0"]) as broker:
         broker.listeners["DOCKER"]   # "host.docker.internal:PORT"
+
+    # the web console on a free port (needs the console extra)
+    with kafkalite.running(console=0) as broker:
+        print(broker.console_url)   # "http://127.0.0.1:PORT/"
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # Variables of the broker's own CLI that start() decides through its arguments; a value left in
 # the caller's environment (say, for a container) must not move a broker started from Python.
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
-                   "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE")
+                   "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
+                   "KAFKALITE_CONSOLE")
 
 
 @dataclass
@@ -53,6 +58,7 @@ class Broker:
     # listener name -> advertised "host:port" (from the ready line)
     listeners: dict[str, str] = field(default_factory=dict)
     metrics_url: str | None = None
+    console_url: str | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
     _owned_log: bool = field(default=False, repr=False)
 
@@ -142,6 +148,7 @@ def broker_args(
     advertised_listeners: Sequence[str] = (),
     log_level: str | None = None,
     metrics_port: int | str | None = None,
+    console: int | str | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -161,6 +168,8 @@ def broker_args(
         args += ["--log-level", str(log_level)]
     if metrics_port is not None:
         args += ["--metrics-port", str(metrics_port)]
+    if console is not None:
+        args += ["--console", str(console)]
     return args + list(extra_args)
 
 
@@ -174,6 +183,7 @@ def start(
     advertised_listeners: Sequence[str] = (),
     log_level: str | None = None,
     metrics_port: int | str | None = None,
+    console: int | str | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -185,7 +195,8 @@ def start(
     ``config`` maps Kafka broker keys to values (``{"num.partitions": 3}`` becomes
     ``-c num.partitions=3``). ``listeners`` (``["NAME://host:port", ...]``) replaces ``host``/``port``.
     ``env`` adds variables to the broker's environment (which is otherwise this process's).
-    The broker's log (stderr) goes to ``log_path``, by default a temporary file.
+    The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
+    (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
@@ -202,7 +213,7 @@ def start(
     log_path = Path(log_path)
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, extra_args=extra_args)
+                       metrics_port=metrics_port, console=console, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
@@ -220,11 +231,12 @@ def start(
     info = parse_ready_line(line)
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
+                  console_url=info.get("console"),
                   _owned_data_dir=owned, _owned_log=owned_log)
 
 
 def parse_ready_line(line: str) -> dict[str, Any]:
-    """``kafkalite ready bootstrap=H:P listeners=A://H:P,B://H:P metrics=URL`` -> a dict."""
+    """``kafkalite ready bootstrap=H:P listeners=A://H:P,B://H:P metrics=URL console=URL`` -> a dict."""
     m = READY_PATTERN.match(line)
     if not m:
         raise ValueError(f"not a ready line: {line!r}")
@@ -233,8 +245,8 @@ def parse_ready_line(line: str) -> dict[str, Any]:
         key, _, value = token.partition("=")
         if key == "listeners":
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
-        elif key == "metrics":
-            info["metrics"] = value
+        elif key in ("metrics", "console"):
+            info[key] = value
     return info
 
 

@@ -19,6 +19,9 @@ Options
         broker that is already running instead of starting kafkalite.
     ``--kafkalite-log-level LEVEL`` / ini ``kafkalite_log_level``: the started broker's log level.
     ini ``kafkalite_config``: lines of ``key=value`` broker settings (``num.partitions=3``).
+    ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
+        (0 picks a free port). Its address is printed when the broker starts and in the report
+        of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
 
 The broker runs as its own process (``python -P -m broker``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -27,6 +30,7 @@ that test are attached to the report ("Captured kafkalite broker log").
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import uuid
@@ -48,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "kafkalite (default: the KAFKA_BOOTSTRAP environment variable)")
     group.addoption("--kafkalite-log-level", default=None, metavar="LEVEL",
                     help="log level of the kafkalite broker the session starts (default INFO)")
+    group.addoption("--kafka-console", default=None, metavar="[HOST:]PORT",
+                    help="serve the web console of the kafkalite broker the session starts on HOST:PORT "
+                         "(0 picks a free port); its address is printed at the start and in failing tests' reports")
+    parser.addini("kafkalite_console", default="", help="[HOST:]PORT of the kafkalite broker's web console")
     parser.addini("kafkalite_config", type="linelist", default=[],
                   help="broker settings KEY=VALUE for the kafkalite broker the session starts")
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
@@ -78,15 +86,51 @@ def kafkalite_broker(pytestconfig: pytest.Config):
     if external_bootstrap(pytestconfig):
         yield None
         return
-    import kafkalite
-
-    level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
-    broker = kafkalite.start(config=_broker_config(pytestconfig), log_level=level)
-    pytestconfig.stash[_BROKER] = broker
+    broker = _start_broker(pytestconfig)
     try:
         yield broker
     finally:
         pytestconfig.stash[_BROKER] = None
+        broker.close()
+
+
+def _console(config: pytest.Config) -> str | None:
+    return config.getoption("kafka_console", None) or config.getini("kafkalite_console") or None
+
+
+def _start_broker(config: pytest.Config):
+    """The session's broker, started on first use (or, with a console, once tests are collected)."""
+    broker = config.stash.get(_BROKER, None)
+    if broker is not None:
+        return broker
+    import kafkalite
+
+    level = config.getoption("kafkalite_log_level", None) or config.getini("kafkalite_log_level")
+    broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config))
+    config.stash[_BROKER] = broker
+    if broker.console_url:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None:
+            # to the terminal, not into a test's captured output
+            with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+                reporter.write_line(f"kafkalite console: {broker.console_url} (broker {broker.bootstrap})")
+    return broker
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With a console, start the broker before the first test, so that its address is printed at
+    the start of the session (and the page can be opened before anything runs)."""
+    config = session.config
+    if _console(config) and not external_bootstrap(config) and any(_uses_broker(i) for i in session.items):
+        _start_broker(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    broker = session.config.stash.get(_BROKER, None)
+    if broker is not None:  # started for the console, but no test asked for it
+        session.config.stash[_BROKER] = None
         broker.close()
 
 
@@ -189,6 +233,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         note = f"(last {_MAX_SECTION // 1024} KiB)\n"
     if not data.strip():
         data = b"(the broker logged nothing during this test)\n"
+    if broker.console_url:
+        report.sections.append(("kafkalite console", f"{broker.console_url} (transactions: "
+                                f"{broker.console_url}#/transactions, groups: {broker.console_url}#/groups)"))
     alive = "" if broker.process.poll() is None else f"(the broker has exited with code {broker.process.returncode})\n"
     report.sections.append(
         (f"Captured kafkalite broker log {report.when}",

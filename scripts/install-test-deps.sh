@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (Python 3.11, Java 17, Node 20):
-# the package with its test extras, kcat, the Java jar sets from Maven Central, kafkajs.
+# the package with its test extras, kcat, Chromium, the Java jar sets from Maven Central, kafkajs.
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,15 @@ if ! command -v kcat >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+fi
+
+# --- Debian: Chromium for the web console's browser tests ---
+# Playwright (a Python test dependency) drives Debian's Chromium through executable_path; it never
+# downloads a browser of its own (no `playwright install`).
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
 # --- Java: jar sets from Maven Central ---

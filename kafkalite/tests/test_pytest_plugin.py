@@ -4,6 +4,7 @@ pytest would run it)."""
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 
 import pytest
@@ -147,6 +148,32 @@ def test_failing_test_report_carries_the_broker_log(project: pytest.Pytester):
     assert out.count("Captured kafkalite broker log call") == 1
     section = out.split("Captured kafkalite broker log call", 1)[1]
     assert "connection opened from" in section
+
+
+def test_console_address_at_start_and_in_failing_reports(project: pytest.Pytester):
+    project.makepyfile(test_user=textwrap.dedent("""
+        import json, urllib.request
+
+        def test_console_serves_the_session_broker(kafkalite_broker, kafka_topic):
+            with urllib.request.urlopen(kafkalite_broker.console_url + "api/topics", timeout=10) as r:
+                names = [t["name"] for t in json.load(r)["topics"]]
+            assert kafka_topic in names
+
+        def test_fails(kafka_bootstrap):
+            assert False, "boom"
+    """))
+    # the plugin the subprocess loads by its entry point is this checkout's
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
+    result = run(project, "--kafka-console", "0",
+                 PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    url = re.search(r"kafkalite console: (http://127\.0\.0\.1:\d+/) \(broker 127\.0\.0\.1:\d+\)", out)
+    assert url, out
+    # printed once, before the first test's result
+    assert out.index(url.group(0)) < out.index("test_user.py")
+    section = out.split("kafkalite console", 2)[2]
+    assert section.lstrip(" -\n").startswith(f"{url.group(1)} (transactions: {url.group(1)}#/transactions")
 
 
 def test_broker_settings_from_ini(project: pytest.Pytester):

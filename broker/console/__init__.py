@@ -1,0 +1,54 @@
+"""The web console: a read-only view of partitions, transactions and groups, served from the
+broker process (`kafkalite --console [HOST:]PORT`).
+
+HTTP is Starlette (an ASGI app, run on trio through anyio) served by hypercorn's trio worker
+on the broker's own trio loop; the page is a small Preact app built with Vite whose assets
+ship in `broker/console/static/`. This package is imported only when the console is asked
+for, so a broker without it neither imports Starlette nor starts slower.
+
+Endpoints (all GET, all JSON unless said):
+- `/` the page; `/assets/*` its scripts and styles;
+- `/api/overview`, `/api/topics`, `/api/partition/{topic}/{partition}[?from=OFFSET]` (timeline
+  and producers), `/api/records/{topic}/{partition}/{offset}` (the batch holding that offset,
+  decoded), `/api/transactions`, `/api/groups`;
+- `/api/stream/{view}` with view one of topics, partition, transactions, groups (and the
+  query of the matching endpoint): server-sent events, one `data:` JSON snapshot whenever it
+  changed. A partition stream is woken by the partition's own append/LSO wake-up (the one
+  long-polling fetches use); the transactions and groups streams by appends to
+  `__transaction_state` / `__consumer_offsets` (where the coordinators write every change, for
+  the appends that wake); each also looks at least every second (those two every half second),
+  and only while connected.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import trio
+
+log = logging.getLogger("kafkalite.console")
+
+
+async def serve_console(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the console until cancelled; reports (host, bound port) through task_status."""
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    from .app import make_app
+
+    config = Config()
+    shown = f"[{host}]" if ":" in host else host
+    config.bind = [f"{shown}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("kafkalite.console.http")
+    # server-sent event streams stay open; a stop must not wait for them
+    config.graceful_timeout = 0.5
+    # an ASGI app; hypercorn's type for it is narrower than Starlette's signature
+    app: Any = make_app(broker)
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(functools.partial(serve, app, config))
+        # hypercorn reports "http://HOST:PORT" for each bound socket
+        bound_port = int(bound[0].rsplit(":", 1)[1].rstrip("/"))
+        task_status.started((host, bound_port))
