@@ -7,7 +7,8 @@ scripts/install-test-deps.sh runs.
 
 ``build_image()`` builds the Dockerfile on that base once per content hash (Dockerfile,
 .dockerignore and every file the build copies, plus the base image's id), tagged
-``localhost/kafkalite:<hash>``; a second run finds the tag and reuses it.
+``localhost/kafkalite:<hash>``; a second run finds the tag and reuses it. ``build_client_image()``
+makes, the same way, an image with confluent-kafka for client containers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import fcntl
 import hashlib
 import http.client
+import importlib.metadata
 import json
 import os
 import socket
@@ -29,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 PODMAN_SH = REPO / "scripts" / "podman.sh"
 BASE_IMAGE = "localhost/kafkalite-base:bookworm"
 IMAGE_REPO = "localhost/kafkalite"
+CLIENT_IMAGE_REPO = "localhost/kafkalite-test-client"
 # The files the Dockerfile copies (and .dockerignore lets through): tests and bytecode are not.
 CONTEXT = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "docker", "broker", "protocol",
            "storage", "kafkalite")
@@ -82,26 +85,44 @@ def image_exists(ref: str) -> bool:
     return subprocess.run(podman_cmd("image", "exists", ref), capture_output=True, timeout=60).returncode == 0
 
 
-def build_image(timeout: float = 900) -> str:
-    """kafkalite's image built from this checkout on the local base; returns its reference."""
-    tag = f"{IMAGE_REPO}:{context_hash()}"
+def _build(tag: str, containerfile: Path, context: Path, timeout: float) -> str:
     with open(_cache_dir() / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if image_exists(tag):
             return tag
         # --format docker: OCI image metadata has no HEALTHCHECK. --layers=false: one layer per
-        # stage, not one per instruction (each layer is a full copy with the vfs driver).
+        # stage, not one per instruction.
         podman("build", "--format", "docker", "--layers=false", "--pull=never",
                "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
                "--volume", f"{HOST_CERTS}:/etc/ssl/certs:ro",
-               "--tag", tag, "--file", str(REPO / "Dockerfile"), str(REPO), timeout=timeout)
+               "--tag", tag, "--file", str(containerfile), str(context), timeout=timeout)
         # the unnamed build stage and images of older sources are not needed again (an image
         # that a container still uses is kept: rmi without --force refuses it)
         podman("image", "prune", "--force", check=False)
-        for ref in podman("images", "--format", "{{.Repository}}:{{.Tag}}", IMAGE_REPO, check=False).split():
+        repo = tag.rsplit(":", 1)[0]
+        for ref in podman("images", "--format", "{{.Repository}}:{{.Tag}}", repo, check=False).split():
             if ref != tag:
                 podman("rmi", ref, check=False)
     return tag
+
+
+def build_image(timeout: float = 900) -> str:
+    """kafkalite's image built from this checkout on the local base; returns its reference."""
+    return _build(f"{IMAGE_REPO}:{context_hash()}", REPO / "Dockerfile", REPO, timeout)
+
+
+def build_client_image(timeout: float = 900) -> str:
+    """An image with confluent-kafka (the version the tests use on the host), for a client
+    container next to the broker's on a container network."""
+    version = importlib.metadata.version("confluent-kafka")
+    text = ("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+            "RUN python3 -m pip install --no-cache-dir --disable-pip-version-check "
+            f"confluent-kafka=={version}\n")
+    base_id = podman("image", "inspect", "--format", "{{.Id}}", BASE_IMAGE).strip()
+    tag = f"{CLIENT_IMAGE_REPO}:{hashlib.sha256((text + base_id).encode()).hexdigest()[:16]}"
+    with tempfile.TemporaryDirectory(prefix="kafkalite-client-image-") as d:
+        (Path(d) / "Containerfile").write_text(text)
+        return _build(tag, Path(d) / "Containerfile", Path(d), timeout)
 
 
 def image_size(ref: str) -> int:
