@@ -91,15 +91,16 @@ class _Build:
 _builds: dict[tuple[Path, ...], _Build] = {}
 
 
-def build(*extra_source_dirs: Path) -> _Build:
+def build(*extra_source_dirs: Path, extra_jars: tuple[Path, ...] = ()) -> _Build:
     """Compiles the driver (the .java files of this suite's java/ folder and of any extra
-    folders) once per source hash (and per process), with its CDS archive."""
-    key = tuple(extra_source_dirs)
+    folders, against the client jars and any extra jars) once per source hash (and per process),
+    with its CDS archive."""
+    key = (*extra_source_dirs, *extra_jars)
     if key in _builds:
         return _builds[key]
     if not shutil.which("javac") or not shutil.which("java"):
         raise RuntimeError("java/javac not found on PATH (a JDK 17+ is needed for the Java client tests)")
-    jars = _jars()
+    jars = [*_jars(), *extra_jars]
     sources = sorted(p for d in (Path(SOURCES), *extra_source_dirs) for p in d.glob("*.java"))
     h = hashlib.sha256()
     for src in sources:
