@@ -15,7 +15,8 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PODMAN_DIR="${KAFKALITE_PODMAN_DIR:-$REPO/.cache/podman}"
-RUN_DIR="${KAFKALITE_PODMAN_RUN_DIR:-/tmp/kafkalite-podman-$(id -u)}"
+# run state is per storage directory (two checkouts with their own .cache never share it)
+RUN_DIR="${KAFKALITE_PODMAN_RUN_DIR:-/tmp/kafkalite-podman-$(id -u)-$(printf '%s' "$PODMAN_DIR" | sha256sum | cut -c1-8)}"
 DRIVER="${KAFKALITE_PODMAN_STORAGE_DRIVER:-}"
 if [ -z "$DRIVER" ]; then
     mkdir -p "$PODMAN_DIR"
