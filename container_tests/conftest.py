@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from container_tests.podman import DockerApi, build_client_image, build_image
+from container_tests.podman import DockerApi, build_client_image, build_image, podman
 
 
 def pytest_collection_modifyitems(items):
@@ -31,6 +31,8 @@ def docker_api():
     api = DockerApi().start()
     yield api
     api.stop()
+    # testcontainers removes its containers but not their anonymous volumes (the image's VOLUME)
+    podman("volume", "prune", "--force", check=False)
 
 
 @pytest.fixture

@@ -158,7 +158,8 @@ def logs(container: str) -> str:
 
 
 def remove(container: str) -> None:
-    podman("rm", "--force", "--time", "0", container, check=False, timeout=60)
+    # --volumes: with the container, its anonymous volume (the image's VOLUME); named ones stay
+    podman("rm", "--force", "--volumes", "--time", "0", container, check=False, timeout=60)
 
 
 @contextlib.contextmanager
