@@ -13,6 +13,7 @@ from testcontainers.core.network import Network
 
 from compat_tests.clients.base import Msg
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin, LibrdkafkaClient
+from container_tests.podman import inspect
 from kafkalite.testcontainers import KafkaliteContainer
 
 # Runs in the client container: produce through the given bootstrap address, read the records
@@ -60,6 +61,10 @@ def test_bootstrap_from_the_host(kafkalite_image, docker_env):
         assert admin.describe_topics(["tc-host"])["tc-host"]["partitions"] == [0, 1]
         # the metadata this client got names the address it can reach
         assert [(n["host"], n["port"]) for n in admin.describe_cluster()["nodes"]] == [(host, int(port))]
+        # without a network alias, other containers are pointed at the container's IP
+        networks = inspect(kafka.get_wrapped_container().id)["NetworkSettings"]["Networks"]
+        ips = {n["IPAddress"] for n in networks.values()}
+        assert kafka.get_internal_bootstrap_server() in {f"{ip}:19092" for ip in ips}
 
 
 def test_a_container_on_the_same_network_uses_the_internal_listener(kafkalite_image, client_image,
