@@ -3,8 +3,6 @@ hash, on the local Debian base) and podman's Docker API for testcontainers."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from container_tests.podman import DockerApi, build_client_image, build_image, podman

@@ -8,12 +8,18 @@ import subprocess
 import time
 import uuid
 
-import pytest
-
 from compat_tests.clients.base import Msg
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin, LibrdkafkaClient
-from container_tests.podman import (container, inspect, logs, podman, podman_cmd, remove, run_detached,
-                                    wait_for_log)
+from container_tests.podman import (
+    container,
+    inspect,
+    logs,
+    podman,
+    podman_cmd,
+    remove,
+    run_detached,
+    wait_for_log,
+)
 
 READY = "kafkalite ready bootstrap="
 
