@@ -96,12 +96,14 @@ def _build(tag: str, containerfile: Path, context: Path, timeout: float) -> str:
                "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
                "--volume", f"{HOST_CERTS}:/etc/ssl/certs:ro",
                "--tag", tag, "--file", str(containerfile), str(context), timeout=timeout)
-        # the unnamed build stage and images of older sources are not needed again (an image
-        # that a container still uses is kept: rmi without --force refuses it)
+        # the unnamed build stage and images of older sources are not needed again. Only images
+        # built over a day ago go: another checkout sharing this storage may be using a recent
+        # one (and one a container still uses is kept: rmi without --force refuses it).
         podman("image", "prune", "--force", check=False)
         repo = tag.rsplit(":", 1)[0]
-        for ref in podman("images", "--format", "{{.Repository}}:{{.Tag}}", repo, check=False).split():
-            if ref != tag:
+        old = podman("images", "--filter", "until=24h", "--format", "{{.Repository}}:{{.Tag}}", check=False)
+        for ref in old.split():
+            if ref.rsplit(":", 1)[0] == repo and ref != tag:
                 podman("rmi", ref, check=False)
     return tag
 
