@@ -13,19 +13,11 @@ from compat_tests.clients import java as java_client
 from container_tests.test_testcontainers_python import CLIENT_SCRIPT
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
-TESTCONTAINERS_JARS = "testcontainers-java"
-
-
-def java_testcontainers_jars() -> tuple[Path, ...]:
-    d = Path(os.environ.get("KAFKALITE_DEPS_DIR") or java_client.REPO / ".deps") / "maven" / TESTCONTAINERS_JARS
-    jars = tuple(sorted(d.glob("*.jar")))
-    if not any(j.name.startswith("testcontainers-") for j in jars):
-        raise RuntimeError(f"testcontainers-java jars not found in {d}; run scripts/install-test-deps.sh")
-    return jars
 
 
 def test_testcontainers_java(kafkalite_image, client_image, docker_env, tmp_path):
-    build = java_client.build(JAVA_SOURCES, extra_jars=java_testcontainers_jars())
+    # the Java client's jars and testcontainers-java's (scripts/maven/testcontainers-java)
+    build = java_client.build(JAVA_SOURCES, jars=[*java_client._jars(), *java_client.jar_set("testcontainers-java")])
     script = tmp_path / "client.py"
     script.write_text(CLIENT_SCRIPT)
     env = {**os.environ, **docker_env,
