@@ -7,21 +7,26 @@
 # KAFKALITE_LISTENERS, KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_LOG_LEVEL, ...) and by
 # KAFKALITE_<KEY> for any broker key (KAFKALITE_NUM_PARTITIONS=3 is num.partitions=3).
 # See docs/ci-usage.md.
+#
+# BASE_IMAGE is any image with Python 3.11+, pip (run as `python3 -m pip`) and useradd: the
+# official python:3.11-slim by default; the project's tests build on a Debian bookworm image made
+# locally from Debian's packages (scripts/container-base.sh), so they need no outside registry.
+ARG BASE_IMAGE=python:3.11-slim
 
-FROM python:3.11-slim AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY broker ./broker
 COPY protocol ./protocol
 COPY storage ./storage
 COPY kafkalite ./kafkalite
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+RUN python3 -m pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /wheels .
 
-FROM python:3.11-slim
+FROM ${BASE_IMAGE}
 COPY --from=build /wheels /wheels
 COPY docker/entrypoint.py /usr/local/bin/kafkalite-entrypoint
 COPY docker/healthcheck.py /usr/local/bin/kafkalite-healthcheck
-RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression]" \
+RUN python3 -m pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression]" \
     && rm -rf /wheels \
     && chmod 0755 /usr/local/bin/kafkalite-entrypoint /usr/local/bin/kafkalite-healthcheck \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/kafkalite --no-create-home kafkalite \

@@ -89,8 +89,18 @@ class KafkaliteContainer(DockerContainer):
         """The name other containers reach this one by: its first network alias, else its IP."""
         if self._network is not None and self._network_aliases:
             return self._network_aliases[0]
-        client = self.get_docker_client()
-        return client.bridge_ip(self.get_container_id())
+        # From the container's own inspect data: testcontainers' bridge_ip() reads the container
+        # list, whose entries lack HostConfig under podman's Docker API.
+        container = self.get_wrapped_container()
+        container.reload()
+        settings = container.attrs.get("NetworkSettings") or {}
+        networks = settings.get("Networks") or {}
+        mode = (container.attrs.get("HostConfig") or {}).get("NetworkMode", "")
+        network = networks.get(mode) or next(iter(networks.values()), {})
+        ip = network.get("IPAddress") or settings.get("IPAddress")
+        if not ip:
+            raise RuntimeError(f"container {container.short_id} has no IP address on network {mode!r}")
+        return ip
 
     def get_internal_bootstrap_server(self) -> str:
         """``host:port`` for other containers on the same Docker network."""

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (Python 3.11, Java 17, Node 20):
-# the package with its test extras, kcat, Chromium, the Java jar sets from Maven Central, kafkajs.
+# the package with its test extras, kcat, Chromium, the Java jar sets from Maven Central, kafkajs,
+# podman and the container tests' base image.
 # Idempotent: a second run only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,7 @@ if ! command -v mvn >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
 maven_jars java-clients
+maven_jars testcontainers-java
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with
@@ -77,5 +79,8 @@ if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_lock_sha" ] || [ ! -f "$NODE_D
 fi
 node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modules/@mongodb-js/zstd')" \
     || { echo "kafkajs or its zstd codec does not load from $NODE_DIR/node_modules" >&2; exit 1; }
+
+# --- Containers: podman, runc, debootstrap and the local base image for container_tests/ ---
+bash scripts/container-base.sh
 
 echo "test dependencies ready in $DEPS"

@@ -62,8 +62,8 @@ class JavaError(Exception):
         return cls(err.get("type", "?"), err.get("message"), err.get("causes"), stderr, err.get("code"))
 
 
-def deps_dir() -> Path:
-    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "maven" / "java-clients"
+def deps_dir(jar_set: str = "java-clients") -> Path:
+    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "maven" / jar_set
 
 
 def _jars() -> list[Path]:
@@ -74,6 +74,14 @@ def _jars() -> list[Path]:
         if not found:
             raise RuntimeError(f"Java client jar {pattern} not found in {d}; run scripts/install-test-deps.sh")
         jars.append(found[-1])
+    return jars
+
+
+def jar_set(name: str) -> list[Path]:
+    """Every jar of the Maven jar set NAME (scripts/maven/NAME/pom.xml), resolved into .deps/maven/NAME."""
+    jars = sorted(deps_dir(name).glob("*.jar"))
+    if not jars:
+        raise RuntimeError(f"no jars in {deps_dir(name)} (the Maven jar set {name}); run scripts/install-test-deps.sh")
     return jars
 
 
@@ -91,15 +99,17 @@ class _Build:
 _builds: dict[tuple[Path, ...], _Build] = {}
 
 
-def build(*extra_source_dirs: Path) -> _Build:
+def build(*extra_source_dirs: Path, jars: list[Path] | None = None) -> _Build:
     """Compiles the driver (the .java files of this suite's java/ folder and of any extra
-    folders) once per source hash (and per process), with its CDS archive."""
-    key = tuple(extra_source_dirs)
+    folders) once per source hash (and per process), with its CDS archive.
+
+    `jars` replaces the Java client's jars (e.g. ``[*_jars(), *jar_set("testcontainers-java")]``)."""
+    key = (*extra_source_dirs, tuple(jars or ()))
     if key in _builds:
         return _builds[key]
     if not shutil.which("javac") or not shutil.which("java"):
         raise RuntimeError("java/javac not found on PATH (a JDK 17+ is needed for the Java client tests)")
-    jars = _jars()
+    jars = _jars() if jars is None else list(jars)
     sources = sorted(p for d in (Path(SOURCES), *extra_source_dirs) for p in d.glob("*.java"))
     h = hashlib.sha256()
     for src in sources:

@@ -26,9 +26,6 @@ class FakeDockerClient:
     def __init__(self, **kwargs):
         self.client = self
 
-    def bridge_ip(self, container_id):
-        return "172.17.0.5"
-
     def close(self):
         pass
 
@@ -37,6 +34,8 @@ class FakeContainer:
     id = "c0ffee"
     short_id = "c0ffee"
     status = "running"
+    attrs = {"HostConfig": {"NetworkMode": "bridge"},
+             "NetworkSettings": {"Networks": {"bridge": {"IPAddress": "172.17.0.5"}}}}
 
     def __init__(self):
         self.archives: list[tuple[str, bytes]] = []
