@@ -96,7 +96,7 @@ class KafkaliteContainer(DockerContainer):
         settings = container.attrs.get("NetworkSettings") or {}
         networks = settings.get("Networks") or {}
         mode = (container.attrs.get("HostConfig") or {}).get("NetworkMode", "")
-        network = networks.get(mode) or next(iter(networks.values()), {})
+        network: dict = networks.get(mode) or next(iter(networks.values()), {})
         ip = network.get("IPAddress") or settings.get("IPAddress")
         if not ip:
             raise RuntimeError(f"container {container.short_id} has no IP address on network {mode!r}")
