@@ -89,24 +89,24 @@ class AdminConnection:
 
     def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "kafkalite-pytest"):
         last: Exception | None = None
-        self.sock: socket.socket | None = None
+        sock: socket.socket | None = None
         for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
             host, _, port = address.rpartition(":")
             try:
-                self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+                sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
                 break
             except OSError as exc:
                 last = exc
-        if self.sock is None:
+        if sock is None:
             raise ConnectionError(f"cannot connect to {bootstrap}: {last}")
+        self.sock: socket.socket = sock
         _import_kio()
         self.client_id = client_id.encode()
         self.correlation_id = 0
         self.versions = self._api_versions()
 
     def close(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
+        self.sock.close()
 
     def __enter__(self) -> "AdminConnection":
         return self
@@ -242,5 +242,5 @@ class AdminConnection:
         if "topics" in {f.name for f in dataclasses.fields(cls)}:
             kw["topics"] = (_build(_nested(cls, "DeleteTopicState"), name=name, topic_id=None),)
         resp = self.request(_build(cls, **kw))
-        results = getattr(resp, "responses", ())
+        results: Any = getattr(resp, "responses", ())
         return bool(results) and _code(results[0].error_code) == 0

@@ -74,12 +74,12 @@ def peek_header(frame: bytes | memoryview) -> tuple[RequestHeader, int]:
 
 
 @lru_cache(maxsize=None)
-def request_type(api_key: int, version: int) -> type:
+def request_type(api_key: int, version: int) -> Any:
     return load_request_schema(api_key, version)
 
 
 @lru_cache(maxsize=None)
-def response_type(api_key: int, version: int) -> type:
+def response_type(api_key: int, version: int) -> Any:
     return load_response_schema(api_key, version)
 
 
@@ -139,7 +139,8 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
 
     ApiVersions responses always use header v0 so that a client that sent a version we do not
     know can still read the answer."""
-    flexible = type(body).__flexible__ and api_key != API_VERSIONS_KEY
+    entity: Any = type(body)
+    flexible = entity.__flexible__ and api_key != API_VERSIONS_KEY
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     if flexible:
@@ -147,7 +148,7 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
         buf.write(b"\0")  # no tagged fields in the header
     else:
         buf.write(struct.pack(">i", correlation_id))
-    _writer(type(body))(buf, body)
+    _writer(entity)(buf, body)
     out = buf.getbuffer()
     struct.pack_into(">i", out, 0, len(out) - 4)
     del out
