@@ -49,6 +49,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "auto.create.topics.enable": (_bool, True, "create unknown topics on Metadata"),
     "delete.topic.enable": (_bool, True, "allow DeleteTopics"),
     "message.max.bytes": (int, 1048588, "largest record batch (topic max.message.bytes default)"),
+    "max.incremental.fetch.session.cache.slots": (int, 1000, "incremental fetch sessions (KIP-227) kept at most"),
+    "min.incremental.fetch.session.eviction.ms": (int, 120_000, "a fetch session unused this long may be evicted"),
     "socket.request.max.bytes": (int, 104857600, "largest request frame; larger closes the connection"),
     "log.segment.bytes": (int, 1 << 30, "segment.bytes default"),
     "log.roll.ms": (int, 7 * 24 * 3600 * 1000, "segment.ms default"),
