@@ -97,6 +97,12 @@ class ProducePolicy:
     timestamp_before_max_ms: int = 2**63 - 1  # message.timestamp.before.max.ms
     timestamp_after_max_ms: int = 3_600_000   # message.timestamp.after.max.ms
     log_append_time: bool = False
+    # compression.type as a codec id (protocol.records.COMPRESSION_*); None for "producer"
+    compression: int | None = None
+
+
+# compression.type values -> codec ids
+TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 @dataclass
@@ -182,6 +188,7 @@ class Cluster:
             timestamp_before_max_ms=number("message.timestamp.before.max.ms"),
             timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
             log_append_time=str(eff["message.timestamp.type"]) == "LogAppendTime",
+            compression=TOPIC_CODECS.get(str(eff.get("compression.type") or "producer").lower()),
         )
 
     def _attach(self, topic: Topic) -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "set_base_offset", "set_partition_leader_epoch", "set_max_timestamp_and_log_append_time",
     "Record", "DecodedRecord", "build_batch", "encode_batch", "decode_records",
     "build_control_batch", "parse_control_record", "compress", "decompress", "increment_sequence",
+    "recompress_batch",
 ]
 
 # --- layout -------------------------------------------------------------------------------
@@ -770,3 +771,20 @@ def parse_control_record(batch, pos: int = 0) -> tuple[bool, int]:
     if vversion < 0:
         raise ValueError(f"invalid end transaction marker version {vversion}")
     return ctype == CONTROL_COMMIT, coordinator_epoch
+
+
+def recompress_batch(batch, codec: int) -> bytearray:
+    """The batch at the start of `batch` rewritten with `codec` (what Kafka's LogValidator does
+    when a topic's compression.type differs from the producer's codec): same records, offsets,
+    timestamps, headers, producer id/epoch, base sequence and transactional flag."""
+    h = BatchHeader(batch, 0)
+    f = h.fields()
+    records = decode_records(batch, 0)
+    entries = [(r.offset - f.base_offset, r.timestamp, r.key, r.value, r.headers) for r in records]
+    log_append = f.max_timestamp if f.attributes & TIMESTAMP_TYPE_MASK else None
+    return encode_batch(entries, base_offset=f.base_offset, producer_id=f.producer_id,
+                        producer_epoch=f.producer_epoch, base_sequence=f.base_sequence,
+                        transactional=bool(f.attributes & TRANSACTIONAL_MASK),
+                        partition_leader_epoch=f.partition_leader_epoch, compression=codec,
+                        last_offset_delta=f.last_offset_delta, log_append_time_ms=log_append,
+                        base_timestamp=f.base_timestamp)

@@ -22,7 +22,8 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
-from protocol.records import BatchHeader, InvalidRecord, decode_records, validate_produce_batches
+from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
+                              recompress_batch, validate_produce_batches)
 
 from ..cluster import now_ms
 from ..producers import ProduceError
@@ -33,14 +34,23 @@ log = logging.getLogger("kafkalite.produce")
 
 
 class PartitionResult:
-    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message")
+    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message", "record_errors")
 
-    def __init__(self, error=ErrorCode.none, base_offset=-1, log_append_time=-1, log_start_offset=-1, message=None):
+    def __init__(self, error=ErrorCode.none, base_offset=-1, log_append_time=-1, log_start_offset=-1, message=None,
+                 record_errors=()):
         self.error = error
         self.base_offset = base_offset
         self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.message = message
+        self.record_errors = record_errors  # ((batch index, message), ...)
+
+
+def _rejected_by_log(res: PartitionResult, plog) -> PartitionResult:
+    """Kafka answers the log start offset with errors raised while validating against the log
+    (timestamps, keys, producer state), and -1 with those found before (CRC, size, format)."""
+    res.log_start_offset = plog.log_start_offset
+    return res
 
 
 def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult:
@@ -63,7 +73,20 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
                                message="produce requests may carry exactly one record batch per partition")
     refused = check_topic_policy(part, records, h)
     if refused is not None:
-        return refused
+        return _rejected_by_log(refused, plog)
+    codec = part.topic.policy.compression
+    if codec is not None and h.compression != codec:
+        # the topic's compression.type differs from the producer's codec: Kafka's LogValidator
+        # rewrites the batch (only such topics pay for decoding and re-encoding)
+        try:
+            records = recompress_batch(records, codec)
+        except Exception as exc:  # a codec we cannot read, or a batch whose records do not decode
+            return PartitionResult(ErrorCode.corrupt_message, message=f"cannot recompress the batch: {exc}")
+        if len(records) > plog.config.max_message_bytes:
+            return PartitionResult(ErrorCode.message_too_large, message=(
+                f"batch of {len(records)} bytes after recompression exceeds "
+                f"max.message.bytes={plog.config.max_message_bytes}"))
+        h = BatchHeader(records, 0)
     txn = ctx.broker.services.get("transactions")
     if h.is_transactional:
         if txn is None:
@@ -79,13 +102,16 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
         try:
             dup = states.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence)
         except ProduceError as exc:
-            return PartitionResult(exc.code, message=exc.message)
+            return _rejected_by_log(PartitionResult(exc.code, message=exc.message), plog)
         if dup is not None:
-            return PartitionResult(base_offset=dup.first_offset, log_start_offset=plog.log_start_offset)
+            # Kafka answers a duplicate with the original batch's offset and, as its log append
+            # time, the timestamp kept for that batch
+            return PartitionResult(base_offset=dup.first_offset, log_start_offset=plog.log_start_offset,
+                                   log_append_time=dup.timestamp)
         entry = states.entries.get(pid)
         if (not h.is_transactional and entry is not None and entry.current_txn_first_offset is not None):
-            return PartitionResult(ErrorCode.invalid_txn_state,
-                                   message=f"producer {pid} has an open transaction on this partition")
+            return _rejected_by_log(PartitionResult(ErrorCode.invalid_txn_state,
+                                    message=f"producer {pid} has an open transaction on this partition"), plog)
     info = plog.append(bytearray(records), leader_epoch=part.leader_epoch, now_ms=now_ms())
     if pid >= 0:
         entry = states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence,
@@ -118,13 +144,15 @@ def check_topic_policy(part, records, h) -> PartitionResult | None:
                 f"{policy.timestamp_before_max_ms} behind the broker's time {now}"))
     if policy.compacted:
         try:
-            keyless = any(r.key is None for r in decode_records(records))
+            keyless = [i for i, r in enumerate(decode_records(records)) if r.key is None]
         except Exception as exc:  # a codec we cannot read: Kafka would fail decompression too
             return PartitionResult(ErrorCode.corrupt_message, message=f"cannot read the batch: {exc}")
         if keyless:
-            return PartitionResult(ErrorCode.invalid_record, message=(
-                f"Compacted topic cannot accept message without key in topic partition "
-                f"{part.topic.name}-{part.index}."))
+            message = (f"Compacted topic cannot accept message without key in topic partition "
+                       f"{part.topic.name}-{part.index}.")
+            # Kafka lists every keyless record by its index in the batch
+            return PartitionResult(ErrorCode.invalid_record, message=message,
+                                   record_errors=tuple((i, message) for i in keyless))
     return None
 
 
@@ -144,6 +172,10 @@ async def handle(ctx, request):
             elif topic is None or not 0 <= pdata.index < len(topic.partitions):
                 res = PartitionResult(ErrorCode.unknown_topic_id if by_id and topic is None
                                       else ErrorCode.unknown_topic_or_partition)
+            elif ctx.api_version < 7 and _codec(pdata.records) == COMPRESSION_ZSTD:
+                # zstd came with Produce v7 (KIP-110); Kafka refuses it in older requests
+                res = PartitionResult(ErrorCode.unsupported_compression_type,
+                                      message="Produce requests with version < 7 cannot use zstd compression")
             else:
                 part = topic.partitions[pdata.index]
                 res = append_to_partition(ctx, part, pdata.records, request.transactional_id)
@@ -168,11 +200,19 @@ async def handle(ctx, request):
                  partition_responses=tuple(
                      make(mod.PartitionProduceResponse, index=idx, error_code=r.error, base_offset=r.base_offset,
                           log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
-                          record_errors=(), error_message=r.message)
+                          record_errors=tuple(make(mod.BatchIndexAndErrorMessage, batch_index=i,
+                                                   batch_index_error_message=m) for i, m in r.record_errors),
+                          error_message=r.message)
                      for idx, r in prs))
             for tdata, prs in results),
         throttle_time=0,
     )
+
+
+def _codec(records) -> int | None:
+    if records is None or len(records) < BATCH_HEADER_SIZE:
+        return None
+    return BatchHeader(records, 0).compression
 
 
 def _flush(parts) -> None:

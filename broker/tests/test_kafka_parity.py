@@ -3,10 +3,18 @@ level: each test sends the request the differ sent and checks the fields Kafka a
 
 from __future__ import annotations
 
+import uuid
+
+import pytest
 from kio.schema.errors import ErrorCode
 
 from compat_tests.differ.core import request
 from protocol.records import COMPRESSION_ZSTD, Record, build_batch
+
+
+@pytest.fixture
+def topic_name():
+    return f"parity-{uuid.uuid4().hex[:10]}"
 
 
 def create(wire, name, partitions=1, configs=None):
@@ -31,3 +39,73 @@ def recs(n, keyed=True):
 def test_metadata_v0_lists_brokers_without_rack(wire):
     resp = wire.request(request(3, 0, topics=[]))
     assert [b.node_id for b in resp.brokers] == [1]
+
+
+def fetch_records(wire, name, offset=0):
+    from protocol.records import decode_records, iter_batches
+    resp = wire.request(request(1, 12, max_wait=0, min_bytes=1, isolation_level=0, session_id=0, session_epoch=-1,
+                                topics=[{"topic": name, "partitions": [
+                                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}]))
+    part = resp.responses[0].partitions[0]
+    data = part.records or b""
+    return part, [(h.compression, [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in decode_records(data, pos)])
+                  for pos, h in iter_batches(data)]
+
+
+def test_topic_compression_type_recompresses_other_codecs(wire, topic_name):
+    from protocol.records import COMPRESSION_GZIP, COMPRESSION_NONE, COMPRESSION_SNAPPY
+    create(wire, topic_name, configs={"compression.type": "gzip"})
+    assert produce(wire, topic_name, build_batch(recs(3))).error_code == ErrorCode.none
+    assert produce(wire, topic_name, build_batch(recs(2), compression=COMPRESSION_SNAPPY)).base_offset == 3
+    assert produce(wire, topic_name, build_batch(recs(1), compression=COMPRESSION_GZIP)).base_offset == 5
+    _part, batches = fetch_records(wire, topic_name)
+    assert [c for c, _ in batches] == [COMPRESSION_GZIP] * 3
+    assert [(o, k, v, t) for _c, rs in batches for o, k, v, _h, t in rs] == [
+        (0, b"k0", b"v0", 1_600_000_000), (1, b"k1", b"v1", 1_600_000_001), (2, b"k2", b"v2", 1_600_000_002),
+        (3, b"k0", b"v0", 1_600_000_000), (4, b"k1", b"v1", 1_600_000_001), (5, b"k0", b"v0", 1_600_000_000)]
+    other = topic_name + "-plain"
+    create(wire, other, configs={"compression.type": "uncompressed"})
+    assert produce(wire, other, build_batch(recs(2), compression=COMPRESSION_SNAPPY)).error_code == ErrorCode.none
+    assert [c for c, _ in fetch_records(wire, other)[1]] == [COMPRESSION_NONE]
+
+
+def test_zstd_needs_produce_v7(wire, topic_name):
+    create(wire, topic_name)
+    old = produce(wire, topic_name, build_batch(recs(1), compression=COMPRESSION_ZSTD), version=6)
+    assert (old.error_code, old.base_offset) == (ErrorCode.unsupported_compression_type, -1)
+    assert produce(wire, topic_name, build_batch(recs(1), compression=COMPRESSION_ZSTD), version=7).base_offset == 0
+
+
+def test_keyless_records_of_a_compacted_topic_are_listed(wire, topic_name):
+    create(wire, topic_name, configs={"cleanup.policy": "compact"})
+    resp = produce(wire, topic_name, build_batch([recs(1)[0], recs(2, keyed=False)[1], recs(3, keyed=False)[2]]))
+    assert resp.error_code == ErrorCode.invalid_record
+    assert [e.batch_index for e in resp.record_errors] == [1, 2]
+    assert resp.log_start_offset == 0  # a log-level rejection carries the log start offset
+
+
+def test_producer_state_errors_carry_the_log_start_offset_and_duplicates_the_batch_time(wire, topic_name):
+    create(wire, topic_name)
+    pid = wire.request(request(22, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
+                               producer_epoch=-1))
+    first = build_batch(recs(2), producer_id=pid.producer_id, producer_epoch=pid.producer_epoch, base_sequence=0)
+    assert produce(wire, topic_name, first).log_append_time is None  # -1 on the wire
+    dup = produce(wire, topic_name, first)
+    assert (dup.error_code, dup.base_offset) == (ErrorCode.none, 0)
+    assert round(dup.log_append_time.timestamp() * 1000) == 1_600_000_001
+    gap = produce(wire, topic_name, build_batch(recs(1), producer_id=pid.producer_id,
+                                                producer_epoch=pid.producer_epoch, base_sequence=9))
+    assert (gap.error_code, gap.log_start_offset) == (ErrorCode.out_of_order_sequence_number, 0)
+    bad = bytearray(build_batch(recs(1)))
+    bad[-1] ^= 0xFF
+    corrupt = produce(wire, topic_name, bad)
+    assert (corrupt.error_code, corrupt.log_start_offset) == (ErrorCode.corrupt_message, -1)
+
+
+def test_fetch_errors_answer_no_offsets(wire, topic_name):
+    create(wire, topic_name)
+    produce(wire, topic_name, build_batch(recs(2)))
+    part, _ = fetch_records(wire, topic_name, offset=9)
+    assert part.error_code == ErrorCode.offset_out_of_range
+    assert (part.high_watermark, part.last_stable_offset, part.log_start_offset) == (-1, -1, -1)
+    assert part.aborted_transactions == ()
