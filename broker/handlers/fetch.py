@@ -176,8 +176,10 @@ def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION
     for s in slots:
         hwm, lso, lso_start = _offsets(s.part, s.error)
         aborted = None
-        if s.error != ErrorCode.none:
-            aborted = ()  # Kafka's error entries carry an empty list, not null
+        if s.part is None:
+            aborted = ()  # Kafka answers an unknown topic or partition with an empty list, not null
+        elif s.error != ErrorCode.none:
+            aborted = None
         elif read_committed and s.aborted is not None:
             aborted = tuple(make(mod.AbortedTransaction, producer_id=a.producer_id, first_offset=a.first_offset)
                             for a in s.aborted)

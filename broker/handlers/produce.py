@@ -200,13 +200,19 @@ async def handle(ctx, request):
                  partition_responses=tuple(
                      make(mod.PartitionProduceResponse, index=idx, error_code=r.error, base_offset=r.base_offset,
                           log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
-                          record_errors=tuple(make(mod.BatchIndexAndErrorMessage, batch_index=i,
-                                                   batch_index_error_message=m) for i, m in r.record_errors),
+                          record_errors=_record_errors(mod, r),
                           error_message=r.message)
                      for idx, r in prs))
             for tdata, prs in results),
         throttle_time=0,
     )
+
+
+def _record_errors(mod, r: PartitionResult) -> tuple:
+    if not r.record_errors or not hasattr(mod, "BatchIndexAndErrorMessage"):  # the list came with v8
+        return ()
+    return tuple(make(mod.BatchIndexAndErrorMessage, batch_index=i, batch_index_error_message=m)
+                 for i, m in r.record_errors)
 
 
 def _codec(records) -> int | None:

@@ -82,6 +82,8 @@ def test_keyless_records_of_a_compacted_topic_are_listed(wire, topic_name):
     assert resp.error_code == ErrorCode.invalid_record
     assert [e.batch_index for e in resp.record_errors] == [1, 2]
     assert resp.log_start_offset == 0  # a log-level rejection carries the log start offset
+    old = produce(wire, topic_name, build_batch(recs(1, keyed=False)), version=7)  # no record_errors before v8
+    assert old.error_code == ErrorCode.invalid_record
 
 
 def test_producer_state_errors_carry_the_log_start_offset_and_duplicates_the_batch_time(wire, topic_name):
@@ -108,4 +110,9 @@ def test_fetch_errors_answer_no_offsets(wire, topic_name):
     part, _ = fetch_records(wire, topic_name, offset=9)
     assert part.error_code == ErrorCode.offset_out_of_range
     assert (part.high_watermark, part.last_stable_offset, part.log_start_offset) == (-1, -1, -1)
-    assert part.aborted_transactions == ()
+    assert part.aborted_transactions is None
+    resp = wire.request(request(1, 12, max_wait=0, min_bytes=1, isolation_level=0, session_id=0, session_epoch=-1,
+                                topics=[{"topic": topic_name, "partitions": [
+                                    {"partition": 5, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]))
+    unknown = resp.responses[0].partitions[0]
+    assert (unknown.error_code, unknown.aborted_transactions) == (ErrorCode.unknown_topic_or_partition, ())
