@@ -116,3 +116,11 @@ def test_fetch_errors_answer_no_offsets(wire, topic_name):
                                     {"partition": 5, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]))
     unknown = resp.responses[0].partitions[0]
     assert (unknown.error_code, unknown.aborted_transactions) == (ErrorCode.unknown_topic_or_partition, ())
+
+
+@pytest.mark.parametrize("name,version", [("!bad", "1.0"), ("ok", "1.0-"), ("", "1")])
+def test_api_versions_checks_the_client_software_name(wire, name, version):
+    resp = wire.request(request(18, 3, client_software_name=name, client_software_version=version))
+    assert (resp.error_code, resp.api_keys, resp.finalized_features_epoch) == (ErrorCode.invalid_request, (), -1)
+    fine = wire.request(request(18, 3, client_software_name="apache-kafka-java", client_software_version="4.3.0"))
+    assert fine.error_code == ErrorCode.none and fine.api_keys
