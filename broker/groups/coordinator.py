@@ -451,6 +451,9 @@ class GroupCoordinator:
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         group = self.groups.get(group_id)
+        if group is None:
+            # Kafka answers each member of a group it does not know, not the request as a whole
+            return ErrorCode.none, [ErrorCode.unknown_member_id] * len(members)
         if not isinstance(group, ClassicGroup):
             return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
         errors = group.leave(members, self.clock())
