@@ -213,6 +213,11 @@ async def consumer_group_heartbeat(ctx, request):
         assignment = make(mod.Assignment, topic_partitions=tuple(
             make(mod.TopicPartitions, topic_id=tid, partitions=tuple(sorted(ps)))
             for tid, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))))
+    if result.error != ErrorCode.none:
+        # Kafka's error answer carries only the error: no member id, epoch 0, interval 0
+        return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=result.error,
+                    error_message=result.error_message, member_id=None, member_epoch=0, heartbeat_interval=0,
+                    assignment=None)
     return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=result.error,
                 error_message=result.error_message, member_id=result.member_id,
                 member_epoch=result.member_epoch, heartbeat_interval=result.heartbeat_interval_ms,
@@ -244,7 +249,7 @@ async def consumer_group_describe(ctx, request):
             make(mod.Member, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                  member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                  subscribed_topic_names=tuple(m.subscribed_topic_names),
-                 subscribed_topic_regex=m.subscribed_topic_regex,
+                 subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka: "" when none
                  assignment=make(mod.Assignment, topic_partitions=tps(m.assigned)),
                  target_assignment=make(mod.Assignment, topic_partitions=tps(group.target.get(m.member_id, {}))),
                  member_type=1)
