@@ -124,3 +124,40 @@ def test_api_versions_checks_the_client_software_name(wire, name, version):
     assert (resp.error_code, resp.api_keys, resp.finalized_features_epoch) == (ErrorCode.invalid_request, (), -1)
     fine = wire.request(request(18, 3, client_software_name="apache-kafka-java", client_software_version="4.3.0"))
     assert fine.error_code == ErrorCode.none and fine.api_keys
+
+
+def test_leave_of_an_unknown_group_answers_each_member(wire):
+    resp = wire.request(request(13, 5, group_id=f"g-{uuid.uuid4().hex}", members=[
+        {"member_id": "m", "group_instance_id": None, "reason": None}]))
+    assert resp.error_code == ErrorCode.none
+    assert [m.error_code for m in resp.members] == [ErrorCode.unknown_member_id]
+    old = wire.request(request(13, 0, group_id=f"g-{uuid.uuid4().hex}", member_id="m"))
+    assert old.error_code == ErrorCode.unknown_member_id
+
+
+def test_consumer_group_heartbeat_errors_carry_no_member(wire, topic_name):
+    create(wire, topic_name)
+    group = f"g-{uuid.uuid4().hex}"
+
+    def hb(member_id, epoch, assignor=None):
+        return wire.request(request(68, 1, group_id=group, member_id=member_id, member_epoch=epoch, instance_id=None,
+                                    rack_id=None, rebalance_timeout=10000, subscribed_topic_names=[topic_name],
+                                    subscribed_topic_regex=None, server_assignor=assignor, topic_partitions=[]))
+
+    member = str(uuid.uuid4())
+    joined = hb(member, 0)
+    assert joined.error_code == ErrorCode.none
+    fenced = hb(member, joined.member_epoch + 10)
+    assert (fenced.error_code, fenced.member_id, fenced.member_epoch) == (ErrorCode.fenced_member_epoch, None, 0)
+    bad = hb(member, 0, assignor="nope")
+    assert (bad.error_code, bad.member_id, bad.member_epoch) == (ErrorCode.unsupported_assignor, None, 0)
+    described = wire.request(request(69, 1, group_ids=[group], include_authorized_operations=False))
+    assert described.groups[0].members[0].subscribed_topic_regex == ""
+
+
+def test_describe_transactions_of_an_unknown_id_is_all_zero(wire):
+    resp = wire.request(request(65, 0, transactional_ids=[f"x-{uuid.uuid4().hex}"]))
+    (state,) = resp.transaction_states
+    assert state.error_code == ErrorCode.transactional_id_not_found
+    assert (state.producer_id, state.producer_epoch, state.transaction_timeout.total_seconds()) == (0, 0, 0)
+    assert state.transaction_start_time.timestamp() == 0
