@@ -408,7 +408,7 @@ def offsets(c: Conversation) -> None:
     c.create_topics(("t", 2))
     c.find_coordinator(0, "g")
     c.send(8, c.v, label="simple commit", group_id=c["g"], generation_id_or_member_epoch=-1, member_id="",
-           group_instance_id=None, retention_time_ms=-1, topics=[{"name": c["t"], "partitions": [
+           group_instance_id=None, retention_time_ms=-1, topics=[{"name": c["t"], "topic_id": c.topic_id("t"), "partitions": [
                {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1, "committed_metadata": "x",
                 "commit_timestamp": -1},
                {"partition_index": 1, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": None,
@@ -596,3 +596,24 @@ def txn_timeout(c: Conversation) -> None:
     c.send(26, 3, label="commit after the timeout", transactional_id=c["x"], producer_id=pid,
            producer_epoch=epoch, committed=True)
     fetch(c, 12, [("t", 0, 0)], isolation=1, step="read_committed after the timeout")
+
+
+@conversation("incremental fetch session", 1)
+def fetch_session(c: Conversation) -> None:
+    v = max(c.v, 7)  # sessions came with Fetch v7 (KIP-227)
+    c.create_topics(("t", 3))
+    produce(c, 9, "t", batch(2))
+    full = fetch(c, v, [("t", 0, 0), ("t", 1, 0), ("t", 2, 0)], session_epoch=0, step="full fetch opens a session")
+    sid = full.session_id
+    fetch(c, v, [("t", 0, 2)], session_id=sid, session_epoch=1, step="nothing new")
+    produce(c, 9, "t", batch(3), partition=2)
+    fetch(c, v, [], session_id=sid, session_epoch=2, step="new data on a partition not named")
+    fetch(c, v, [], session_id=sid, session_epoch=3, forgotten=[("t", [2])], step="forget a partition")
+    produce(c, 9, "t", batch(1), partition=2)
+    fetch(c, v, [], session_id=sid, session_epoch=4, step="forgotten partition stays out")
+    fetch(c, v, [("t", 2, 4)], session_id=sid, session_epoch=5, step="added again")
+    fetch(c, v, [("t", 7, 0)], session_id=sid, session_epoch=6, step="unknown partition added")
+    fetch(c, v, [], session_id=sid, session_epoch=6, step="wrong epoch")
+    fetch(c, v, [], session_id=sid + 1 if sid else 1, session_epoch=1, step="unknown session")
+    fetch(c, v, [("t", 0, 0)], session_id=sid, session_epoch=-1, step="close the session")
+    fetch(c, v, [], session_id=sid, session_epoch=7, step="closed session")

@@ -111,7 +111,7 @@ def plain(value: Any, field: str = "") -> Any:
     """A kio response as dicts, lists and scalars. Record batches are decoded (see `_batches`)."""
     if dataclasses.is_dataclass(value):
         return {f.name: plain(getattr(value, f.name), f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple):
+    if isinstance(value, (tuple, list)):
         return [plain(v, field) for v in value]
     if isinstance(value, ErrorCode):
         return value.name.upper()
@@ -179,8 +179,8 @@ ALIASED = {
     "leader": "member", "session_id": "session", "member_epoch_owner": "member",
     "group_instance_id": "instance", "incarnation_id": "incarnation",
 }
-# Values that mean "none" keep their value.
-_NONE_VALUES = {None, -1, 0, "", "00000000-0000-0000-0000-000000000000"}
+# Values that mean "none" keep their value (0 is a real node or producer id).
+_NONE_VALUES = {None, -1, "", "00000000-0000-0000-0000-000000000000"}
 _WALL_CLOCK = 1_000_000_000_000  # ms since the epoch, 2001: any larger time field is a clock reading
 
 
@@ -279,9 +279,17 @@ class Conversation:
         self.reconnect()
 
     def send(self, api_key: int, version: int, *, label: str = "", record: bool = True, **fields: Any) -> Any:
-        """Send one request; record its normalised response under `label`; return the kio response."""
+        """Send one request; record its normalised response under `label`; return the kio response.
+
+        A coordinator that is still loading (a fresh Kafka loads its group and transaction
+        coordinators in the background) is retried, unrecorded, as every client does."""
         req = request(api_key, version, **fields)
-        resp = self._request(req)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            resp = self._request(req)
+            if getattr(resp, "error_code", None) not in _LOADING or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         if record:
             self.record(label or f"{type(req).__name__} v{version}", resp)
         return resp
@@ -353,7 +361,14 @@ class Conversation:
         resp = self.send(19, version, label=f"CreateTopics v{version}", topics=topics, timeout=30000,
                          validate_only=False)
         labels = [s[0] for s in specs]
-        self.wait_for_leaders(*labels)
+        found = self.wait_for_leaders(*labels)
+        # Kafka's metadata cache knows the leader a moment before its replica manager serves the
+        # partition (NOT_LEADER_OR_FOLLOWER meanwhile): wait until every partition answers
+        for lb, t in found.items():
+            self.until(2, 7, lambda r: all(p.error_code == ErrorCode.none for tt in r.topics for p in tt.partitions),
+                       record=False, replica_id=-1, isolation_level=0, timeout=1000, topics=[
+                           {"name": t.name, "partitions": [{"partition_index": p.partition_index, "timestamp": -1,
+                                                            "current_leader_epoch": -1} for p in t.partitions]}])
         return resp
 
     def wait_for_leaders(self, *labels: str) -> dict[str, Any]:
@@ -384,6 +399,9 @@ class Conversation:
         the first lookup and answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
         return self.until(10, version, lambda r: _coordinators_ready(r), record=record,
                           key=self[label], key_type=key_type, coordinator_keys=[self[label]])
+
+
+_LOADING = {ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available, ErrorCode.not_coordinator}
 
 
 def _coordinators_ready(resp) -> bool:
