@@ -26,24 +26,23 @@ def main(argv=None) -> int:
     for name, conv in CONVERSATIONS.items():
         if args.k not in name:
             continue
-        lo, hi = both[conv.api_key]
-        for version in sorted({lo, hi}):
-            def fn(c, version=version):
-                c.v = version
-                conv.fn(c)
+        for end in ("lowest", "highest"):
+            version = both[conv.api_key][0 if end == "lowest" else 1]
             t0 = time.monotonic()
             try:
-                a = run(fn, args.reference, conv.labels, f"{conv.api_key}v{version}")
-                b = run(fn, args.subject, conv.labels, f"{conv.api_key}v{version}")
+                a = run(conv.fn, args.reference, conv.labels, f"{conv.api_key}{end[0]}", api_key=conv.api_key,
+                        end=end, versions=both)
+                b = run(conv.fn, args.subject, conv.labels, f"{conv.api_key}{end[0]}", api_key=conv.api_key,
+                        end=end, versions=both)
             except Exception:
-                print(f"== {name} v{version}: ERROR")
+                print(f"== {name} {end} (v{version}): ERROR")
                 traceback.print_exc()
                 total_unexpected += 1
                 continue
             result = compare(a, b)
             runs += 1
             total_fields += result.fields
-            print(f"== {name} v{version}: {result.fields} fields, {len(result.differences)} differences "
+            print(f"== {name} {end} (v{version}): {result.fields} fields, {len(result.differences)} differences "
                   f"({time.monotonic() - t0:.1f} s)")
             for d in result.differences:
                 reason = accepted(name, d.path)

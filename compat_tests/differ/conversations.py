@@ -81,6 +81,15 @@ def list_offsets(c: Conversation, v: int, label: str, timestamps: list[tuple[int
                       for p, ts in timestamps]}])
 
 
+def fetch_offsets(c: Conversation, v: int, group: str, topics: dict[str, list[int]] | None, *, step: str,
+                 require_stable: bool = False):
+    """OffsetFetch in the v0-v7 form (one group) and the v8+ form (groups), topics by name and id."""
+    ts = None if topics is None else [{"name": c[lb], "topic_id": c.topic_id(lb), "partition_indexes": ps}
+                                      for lb, ps in topics.items()]
+    return c.send(9, v, label=step, require_stable=require_stable, group_id=c[group], topics=ts,
+                  groups=[{"group_id": c[group], "member_id": None, "member_epoch": -1, "topics": ts}])
+
+
 def metadata(c: Conversation, v: int, labels: list[str], *, auto_create: bool = False, step: str = ""):
     return c.send(3, v, label=step or f"Metadata v{v}",
                   topics=[{"name": c[lb], "topic_id": None} for lb in labels],
@@ -97,8 +106,8 @@ def produce_fetch(c: Conversation) -> None:
     produce(c, c.v, "t", batch(3))
     produce(c, c.v, "t", batch(2, 3), partition=1)
     produce(c, c.v, "t", batch(1, 5))
-    fetch(c, 12, [("t", 0, 0), ("t", 1, 0)])
-    fetch(c, 12, [("t", 0, 3)])
+    fetch(c, c.ver(1), [("t", 0, 0), ("t", 1, 0)])
+    fetch(c, c.ver(1), [("t", 0, 3)])
 
 
 @conversation("produce errors", 0)
@@ -127,8 +136,8 @@ def produce_unknown(c: Conversation) -> None:
 @conversation("fetch", 1)
 def fetch_conv(c: Conversation) -> None:
     c.create_topics(("t", 2))
-    produce(c, 9, "t", batch(3))
-    produce(c, 9, "t", batch(2, 3))
+    produce(c, c.ver(0), "t", batch(3))
+    produce(c, c.ver(0), "t", batch(2, 3))
     fetch(c, c.v, [("t", 0, 0)], step="from 0")
     fetch(c, c.v, [("t", 0, 4)], step="inside a batch")
     fetch(c, c.v, [("t", 0, 5)], step="at the end")
@@ -151,7 +160,7 @@ def compression(c: Conversation) -> None:
     c.create_topics(("t", 1))
     for codec in (COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_ZSTD):
         produce(c, c.v, "t", batch(3, compression=codec), step=f"codec {codec}")
-    fetch(c, 12, [("t", 0, 0)])
+    fetch(c, c.ver(1), [("t", 0, 0)])
 
 
 @conversation("topic compression.type", 0, labels=("t", "z"))
@@ -160,7 +169,7 @@ def topic_compression(c: Conversation) -> None:
     produce(c, c.v, "t", batch(3), step="uncompressed into gzip topic")
     produce(c, c.v, "t", batch(2, 3, compression=COMPRESSION_ZSTD), step="zstd into gzip topic")
     produce(c, c.v, "z", batch(2, compression=COMPRESSION_SNAPPY), step="snappy into uncompressed topic")
-    fetch(c, 12, [("t", 0, 0), ("z", 0, 0)])
+    fetch(c, c.ver(1), [("t", 0, 0), ("z", 0, 0)])
 
 
 @conversation("compacted topic needs keys", 0)
@@ -173,8 +182,8 @@ def compacted(c: Conversation) -> None:
 @conversation("list offsets", 2)
 def list_offsets_conv(c: Conversation) -> None:
     c.create_topics(("t", 1))
-    produce(c, 9, "t", batch(3))
-    produce(c, 9, "t", batch(3, 3))
+    produce(c, c.ver(0), "t", batch(3))
+    produce(c, c.ver(0), "t", batch(3, 3))
     list_offsets(c, c.v, "t", [(0, -2)], step="earliest")
     list_offsets(c, c.v, "t", [(0, -1)], step="latest")
     list_offsets(c, c.v, "t", [(0, TS + 4)], step="by time")
@@ -187,7 +196,7 @@ def list_offsets_conv(c: Conversation) -> None:
 @conversation("delete records", 21)
 def delete_records(c: Conversation) -> None:
     c.create_topics(("t", 1))
-    produce(c, 9, "t", batch(5))
+    produce(c, c.ver(0), "t", batch(5))
 
     def delete(offset, step, part=0):
         c.send(21, c.v, label=step, timeout=5000,
@@ -197,14 +206,14 @@ def delete_records(c: Conversation) -> None:
     delete(9, "past the high watermark")
     delete(-1, "to the high watermark")
     delete(1, "unknown partition", part=4)
-    fetch(c, 12, [("t", 0, 1)], step="fetch below the log start")
-    list_offsets(c, 9, "t", [(0, -2)], step="earliest after delete")
+    fetch(c, c.ver(1), [("t", 0, 1)], step="fetch below the log start")
+    list_offsets(c, c.ver(2), "t", [(0, -2)], step="earliest after delete")
 
 
 @conversation("offset for leader epoch", 23)
 def offset_for_leader_epoch(c: Conversation) -> None:
     c.create_topics(("t", 1))
-    produce(c, 9, "t", batch(3))
+    produce(c, c.ver(0), "t", batch(3))
     for epoch, step in ((0, "epoch 0"), (5, "future epoch")):
         c.send(23, c.v, label=step, replica_id=-1, topics=[{"topic": c["t"], "partitions": [
             {"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}]}])
@@ -246,7 +255,7 @@ def create_delete(c: Conversation) -> None:
     c.send(19, c.v, label="validate only", timeout=5000, validate_only=True,
            topics=[{"name": c["dup"], "num_partitions": 4, "replication_factor": 1,
                     "configs": [{"name": "retention.ms", "value": "1000"}]}])
-    c.send(20, 6, label="DeleteTopics", timeout=5000,
+    c.send(20, c.ver(20), label="DeleteTopics", timeout=5000,
            topics=[{"name": c["t"]}, {"name": c["dup"]}], topic_names=[c["t"], c["dup"]])
 
 
@@ -297,7 +306,7 @@ def alter_configs(c: Conversation) -> None:
     alter("t", {"retention.ms": "soon"}, "bad value")
     alter("t", {"no.such.config": "1"}, "unknown key")
     alter("missing", {"retention.ms": "5000"}, "missing topic")
-    c.send(32, 4, label="described after", include_synonyms=False, include_documentation=False, resources=[
+    c.send(32, c.ver(32), label="described after", include_synonyms=False, include_documentation=False, resources=[
         {"resource_type": 2, "resource_name": c["t"], "configuration_keys": ["retention.ms"]}])
 
 
@@ -316,7 +325,7 @@ def incremental_alter(c: Conversation) -> None:
     alter("t", [("retention.ms", 2, "1")], "append to a non-list")
     alter("t", [("min.insync.replicas", 0, "0")], "invalid value")
     alter("missing", [("retention.ms", 0, "1")], "missing topic")
-    c.send(32, 4, label="described after", include_synonyms=False, include_documentation=False, resources=[
+    c.send(32, c.ver(32), label="described after", include_synonyms=False, include_documentation=False, resources=[
         {"resource_type": 2, "resource_name": c["t"], "configuration_keys": ["retention.ms", "cleanup.policy"]}])
 
 
@@ -367,28 +376,29 @@ def classic_group(c: Conversation) -> None:
     if r.error_code == ErrorCode.member_id_required:
         r = join(c, c.v, "g", member, step="join with the member id")
     gen = r.generation_id
-    c.send(14, 5, label="sync", group_id=c["g"], generation_id=gen, member_id=member, group_instance_id=None,
+    c.send(15, c.ver(15), label="describe awaiting sync", groups=[c["g"]], include_authorized_operations=False)
+    c.send(14, c.ver(14), label="sync", group_id=c["g"], generation_id=gen, member_id=member, group_instance_id=None,
            protocol_type="consumer", protocol_name="range",
            assignments=[{"member_id": member, "assignment": b"\x00\x01\x02"}])
-    c.send(12, 4, label="heartbeat", group_id=c["g"], generation_id=gen, member_id=member, group_instance_id=None)
-    c.send(12, 4, label="heartbeat, wrong generation", group_id=c["g"], generation_id=gen + 5,
+    c.send(12, c.ver(12), label="heartbeat", group_id=c["g"], generation_id=gen, member_id=member, group_instance_id=None)
+    c.send(12, c.ver(12), label="heartbeat, wrong generation", group_id=c["g"], generation_id=gen + 5,
            member_id=member, group_instance_id=None)
-    c.send(12, 4, label="heartbeat, unknown member", group_id=c["g"], generation_id=gen,
+    c.send(12, c.ver(12), label="heartbeat, unknown member", group_id=c["g"], generation_id=gen,
            member_id="nobody", group_instance_id=None)
-    c.send(8, 9, label="commit", group_id=c["g"], generation_id_or_member_epoch=gen, member_id=member,
-           group_instance_id=None, topics=[{"name": c["t"], "partitions": [
+    c.send(8, c.ver(8), label="commit", group_id=c["g"], generation_id_or_member_epoch=gen, member_id=member,
+           group_instance_id=None, topics=[{"name": c["t"], "topic_id": c.topic_id("t"), "partitions": [
                {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
                 "committed_metadata": "m"}]}])
-    c.send(8, 9, label="commit, stale generation", group_id=c["g"], generation_id_or_member_epoch=gen - 1,
-           member_id=member, group_instance_id=None, topics=[{"name": c["t"], "partitions": [
+    c.send(8, c.ver(8), label="commit, stale generation", group_id=c["g"], generation_id_or_member_epoch=gen - 1,
+           member_id=member, group_instance_id=None, topics=[{"name": c["t"], "topic_id": c.topic_id("t"), "partitions": [
                {"partition_index": 0, "committed_offset": 8, "committed_leader_epoch": -1,
                 "committed_metadata": ""}]}])
-    c.send(15, 5, label="describe stable", groups=[c["g"]], include_authorized_operations=False)
-    c.send(13, 5, label="leave", group_id=c["g"], members=[{"member_id": member, "group_instance_id": None,
+    c.send(15, c.ver(15), label="describe stable", groups=[c["g"]], include_authorized_operations=False)
+    c.send(13, c.ver(13), label="leave", group_id=c["g"], members=[{"member_id": member, "group_instance_id": None,
                                                             "reason": None}])
-    c.send(15, 5, label="describe empty", groups=[c["g"]], include_authorized_operations=False)
-    c.send(42, 2, label="delete the group", groups_names=[c["g"]])
-    c.send(15, 5, label="describe deleted", groups=[c["g"]], include_authorized_operations=False)
+    c.send(15, c.ver(15), label="describe empty", groups=[c["g"]], include_authorized_operations=False)
+    c.send(42, c.ver(42), label="delete the group", groups_names=[c["g"]])
+    c.send(15, c.ver(15), label="describe deleted", groups=[c["g"]], include_authorized_operations=False)
 
 
 @conversation("sync and heartbeat errors", 14, labels=("g",))
@@ -396,11 +406,11 @@ def group_errors(c: Conversation) -> None:
     c.find_coordinator(0, "g")
     c.send(14, c.v, label="sync unknown group", group_id=c["g"], generation_id=1, member_id="m",
            group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=[])
-    c.send(12, 4, label="heartbeat unknown group", group_id=c["g"], generation_id=1, member_id="m",
+    c.send(12, c.ver(12), label="heartbeat unknown group", group_id=c["g"], generation_id=1, member_id="m",
            group_instance_id=None)
-    c.send(13, 5, label="leave unknown group", group_id=c["g"],
+    c.send(13, c.ver(13), label="leave unknown group", group_id=c["g"],
            members=[{"member_id": "m", "group_instance_id": None, "reason": None}])
-    c.send(42, 2, label="delete unknown group", groups_names=[c["g"]])
+    c.send(42, c.ver(42), label="delete unknown group", groups_names=[c["g"]])
 
 
 @conversation("offset commit and fetch", 8, labels=("g", "t", "missing"))
@@ -413,31 +423,27 @@ def offsets(c: Conversation) -> None:
                 "commit_timestamp": -1},
                {"partition_index": 1, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": None,
                 "commit_timestamp": -1}]}])
-    c.send(9, 8, label="fetch", require_stable=False,
-           groups=[{"group_id": c["g"], "topics": [{"name": c["t"], "partition_indexes": [0, 1, 2]}]}])
-    c.send(9, 8, label="fetch all", require_stable=False, groups=[{"group_id": c["g"], "topics": None}])
+    fetch_offsets(c, c.ver(9), "g", {"t": [0, 1, 2]}, step="fetch")
+    if c.ver(9) >= 2:  # all of a group's offsets came with v2
+        fetch_offsets(c, c.ver(9), "g", None, step="fetch all")
     c.send(47, 0, label="offset delete", group_id=c["g"],
            topics=[{"name": c["t"], "partitions": [{"partition_index": 0}]}])
-    c.send(9, 8, label="fetch after delete", require_stable=False,
-           groups=[{"group_id": c["g"], "topics": [{"name": c["t"], "partition_indexes": [0, 1]}]}])
+    fetch_offsets(c, c.ver(9), "g", {"t": [0, 1]}, step="fetch after delete")
 
 
 @conversation("offset fetch", 9, labels=("g", "t"))
 def offset_fetch(c: Conversation) -> None:
     c.create_topics(("t", 1))
     c.find_coordinator(0, "g")
-    c.send(9, c.v, label="unknown group", require_stable=False, group_id=c["g"],
-           topics=[{"name": c["t"], "partition_indexes": [0]}],
-           groups=[{"group_id": c["g"], "member_id": None, "member_epoch": -1,
-                    "topics": [{"name": c["t"], "topic_id": c.topic_id("t"), "partition_indexes": [0]}]}])
+    fetch_offsets(c, c.v, "g", {"t": [0]}, step="unknown group")
 
 
 @conversation("list groups", 16, labels=("g", "t"))
 def list_groups(c: Conversation) -> None:
     c.find_coordinator(0, "g")
     c.create_topics(("t", 1))
-    c.send(8, 9, label="create the group by committing", group_id=c["g"], generation_id_or_member_epoch=-1,
-           member_id="", group_instance_id=None, topics=[{"name": c["t"], "partitions": [
+    c.send(8, c.ver(8), label="create the group by committing", group_id=c["g"], generation_id_or_member_epoch=-1,
+           member_id="", group_instance_id=None, topics=[{"name": c["t"], "topic_id": c.topic_id("t"), "partitions": [
                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1}]}])
     resp = c.send(16, c.v, label="ListGroups", record=False, states_filter=["Empty"], types_filter=[])
     c.record("error", resp.error_code)
@@ -468,7 +474,7 @@ def consumer_group(c: Conversation) -> None:
     hb("heartbeat", epoch, subscribed_topic_names=None, topic_partitions=None, rebalance_timeout=-1)
     hb("fenced epoch", epoch + 10, subscribed_topic_names=None, topic_partitions=None, rebalance_timeout=-1)
     hb("unknown assignor", 0, server_assignor="nope")
-    c.send(69, 1, label="describe", group_ids=[c["g"]], include_authorized_operations=False)
+    c.send(69, c.ver(69), label="describe", group_ids=[c["g"]], include_authorized_operations=False)
     hb("leave", -1, subscribed_topic_names=None, topic_partitions=None, rebalance_timeout=-1)
 
 
@@ -490,7 +496,7 @@ def idempotent(c: Conversation) -> None:
     pid, epoch = r.producer_id, r.producer_epoch
 
     def send(seq, n, step, ep=epoch):
-        produce(c, 9, "t", batch(n, producer_id=pid, producer_epoch=ep, base_sequence=seq), step=step)
+        produce(c, c.ver(0), "t", batch(n, producer_id=pid, producer_epoch=ep, base_sequence=seq), step=step)
 
     send(0, 2, "first")
     send(2, 2, "next")
@@ -498,7 +504,7 @@ def idempotent(c: Conversation) -> None:
     send(9, 1, "sequence gap")
     send(4, 1, "wrong epoch", ep=epoch + 3)
     send(4, 1, "in order again")
-    fetch(c, 12, [("t", 0, 0)])
+    fetch(c, c.ver(1), [("t", 0, 0)])
 
 
 @conversation("transaction commit", 26, labels=("x", "t", "g"))
@@ -507,26 +513,26 @@ def txn_commit(c: Conversation) -> None:
     v = c.v
     r = init_pid(c, 5 if v >= 5 else 4, "x")
     pid, epoch = r.producer_id, r.producer_epoch
-    c.send(24, 3, label="add partitions", v3_and_below_transactional_id=c["x"], v3_and_below_producer_id=pid,
+    c.send(24, c.ver(24, cap=3), label="add partitions", v3_and_below_transactional_id=c["x"], v3_and_below_producer_id=pid,
            v3_and_below_producer_epoch=epoch,
            v3_and_below_topics=[{"name": c["t"], "partitions": [0]}])
-    produce(c, 9, "t", batch(2, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
+    produce(c, c.ver(0), "t", batch(2, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
             txn=c["x"], step="transactional produce")
-    list_offsets(c, 9, "t", [(0, -1)], isolation=1, step="LSO while open")
-    fetch(c, 12, [("t", 0, 0)], isolation=1, step="read_committed while open")
+    list_offsets(c, c.ver(2), "t", [(0, -1)], isolation=1, step="LSO while open")
+    fetch(c, c.ver(1), [("t", 0, 0)], isolation=1, step="read_committed while open")
     c.find_coordinator(0, "g", record=False)
-    c.send(25, 3, label="add offsets", transactional_id=c["x"], producer_id=pid, producer_epoch=epoch,
+    c.send(25, c.ver(25), label="add offsets", transactional_id=c["x"], producer_id=pid, producer_epoch=epoch,
            group_id=c["g"])
-    c.send(28, 3, label="txn offset commit", transactional_id=c["x"], group_id=c["g"], producer_id=pid,
+    c.send(28, c.ver(28), label="txn offset commit", transactional_id=c["x"], group_id=c["g"], producer_id=pid,
            producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
            topics=[{"name": c["t"], "partitions": [{"partition_index": 0, "committed_offset": 2,
                                                    "committed_leader_epoch": -1, "committed_metadata": ""}]}])
     c.send(65, 0, label="describe ongoing", transactional_ids=[c["x"]])
     c.send(26, v, label="commit", transactional_id=c["x"], producer_id=pid, producer_epoch=epoch, committed=True)
     _settle(c, "x")
-    fetch(c, 12, [("t", 0, 0)], isolation=1, step="read_committed after commit")
-    c.send(9, 8, label="committed offsets", require_stable=True,
-           groups=[{"group_id": c["g"], "topics": [{"name": c["t"], "partition_indexes": [0]}]}])
+    c.send(65, 0, label="describe complete commit", transactional_ids=[c["x"]])
+    fetch(c, c.ver(1), [("t", 0, 0)], isolation=1, step="read_committed after commit")
+    fetch_offsets(c, max(c.ver(9), 7), "g", {"t": [0]}, step="committed offsets", require_stable=True)
     c.send(26, v, label="commit again", transactional_id=c["x"], producer_id=pid,
            producer_epoch=epoch + 1 if v >= 5 else epoch, committed=True)
     c.send(26, v, label="abort after commit", transactional_id=c["x"], producer_id=pid,
@@ -542,8 +548,11 @@ def _settle(c: Conversation, txn: str) -> None:
 @conversation("transaction abort", 24, labels=("x", "t"))
 def txn_abort(c: Conversation) -> None:
     c.create_topics(("t", 1))
-    r = init_pid(c, 4, "x")
+    r = init_pid(c, c.ver(22), "x")
     pid, epoch = r.producer_id, r.producer_epoch
+    # (DescribeTransactions of an Empty transaction carries a start time of -1, which kio cannot read)
+    c.send(66, c.ver(66), label="listed as empty", state_filters=["Empty"], producer_id_filters=[pid],
+           duration_filter=-1, transactional_id_pattern=None)
     v = min(c.v, 3)
     c.send(24, v, label="add partitions", v3_and_below_transactional_id=c["x"], v3_and_below_producer_id=pid,
            v3_and_below_producer_epoch=epoch, v3_and_below_topics=[{"name": c["t"], "partitions": [0, 9]}])
@@ -552,11 +561,13 @@ def txn_abort(c: Conversation) -> None:
            v3_and_below_topics=[{"name": c["t"], "partitions": [0]}])
     c.send(24, v, label="wrong epoch", v3_and_below_transactional_id=c["x"], v3_and_below_producer_id=pid,
            v3_and_below_producer_epoch=epoch + 1, v3_and_below_topics=[{"name": c["t"], "partitions": [0]}])
-    produce(c, 9, "t", batch(2, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
+    produce(c, c.ver(0), "t", batch(2, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
             txn=c["x"], step="transactional produce")
+    c.send(65, 0, label="describe ongoing", transactional_ids=[c["x"]])
     c.send(26, 3, label="abort", transactional_id=c["x"], producer_id=pid, producer_epoch=epoch, committed=False)
     _settle(c, "x")
-    fetch(c, 12, [("t", 0, 0)], isolation=1, step="read_committed after abort")
+    c.send(65, 0, label="describe complete abort", transactional_ids=[c["x"]])
+    fetch(c, c.ver(1), [("t", 0, 0)], isolation=1, step="read_committed after abort")
     c.send(61, 0, label="describe producers", topics=[{"name": c["t"], "partition_indexes": [0]}])
 
 
@@ -574,8 +585,15 @@ def txn_fence(c: Conversation) -> None:
            producer_epoch=r2.producer_epoch, committed=True)
     c.send(26, 3, label="end txn, unknown transactional id", transactional_id=c["y"], producer_id=pid,
            producer_epoch=0, committed=True)
-    produce(c, 9, "t", batch(1, producer_id=pid, producer_epoch=r2.producer_epoch, base_sequence=0,
+    produce(c, c.ver(0), "t", batch(1, producer_id=pid, producer_epoch=r2.producer_epoch, base_sequence=0,
                              transactional=True), txn=c["x"], step="produce to a partition not added")
+    produce(c, c.ver(0), "t", batch(1, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
+            txn=c["x"], step="produce with the fenced epoch")
+    c.send(25, c.ver(25), label="add offsets with the fenced epoch", transactional_id=c["x"], producer_id=pid,
+           producer_epoch=epoch, group_id=c["y"])
+    c.send(24, c.ver(24, cap=3), label="add partitions, unknown producer id", v3_and_below_transactional_id=c["x"],
+           v3_and_below_producer_id=pid + 77, v3_and_below_producer_epoch=r2.producer_epoch,
+           v3_and_below_topics=[{"name": c["t"], "partitions": [0]}])
     init_pid(c, c.v, "y", step="bad timeout", timeout=10_000_000)
     c.send(65, 0, label="describe unknown", transactional_ids=[c["y"]])
 
@@ -583,11 +601,11 @@ def txn_fence(c: Conversation) -> None:
 @conversation("transaction timeout", 66, labels=("x", "t"))
 def txn_timeout(c: Conversation) -> None:
     c.create_topics(("t", 1))
-    r = init_pid(c, 4, "x", timeout=1000)
+    r = init_pid(c, c.ver(22), "x", timeout=1000)
     pid, epoch = r.producer_id, r.producer_epoch
-    c.send(24, 3, label="add partitions", v3_and_below_transactional_id=c["x"], v3_and_below_producer_id=pid,
+    c.send(24, c.ver(24, cap=3), label="add partitions", v3_and_below_transactional_id=c["x"], v3_and_below_producer_id=pid,
            v3_and_below_producer_epoch=epoch, v3_and_below_topics=[{"name": c["t"], "partitions": [0]}])
-    produce(c, 9, "t", batch(1, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
+    produce(c, c.ver(0), "t", batch(1, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
             txn=c["x"], step="transactional produce")
     resp = c.send(66, c.v, label="list", record=False, state_filters=["Ongoing"], producer_id_filters=[pid],
                   duration_filter=-1, transactional_id_pattern=None)
@@ -595,21 +613,21 @@ def txn_timeout(c: Conversation) -> None:
     _settle(c, "x")  # the coordinator aborts it after transaction.timeout.ms (checked every 10 s at most)
     c.send(26, 3, label="commit after the timeout", transactional_id=c["x"], producer_id=pid,
            producer_epoch=epoch, committed=True)
-    fetch(c, 12, [("t", 0, 0)], isolation=1, step="read_committed after the timeout")
+    fetch(c, c.ver(1), [("t", 0, 0)], isolation=1, step="read_committed after the timeout")
 
 
 @conversation("incremental fetch session", 1)
 def fetch_session(c: Conversation) -> None:
     v = max(c.v, 7)  # sessions came with Fetch v7 (KIP-227)
     c.create_topics(("t", 3))
-    produce(c, 9, "t", batch(2))
+    produce(c, c.ver(0), "t", batch(2))
     full = fetch(c, v, [("t", 0, 0), ("t", 1, 0), ("t", 2, 0)], session_epoch=0, step="full fetch opens a session")
     sid = full.session_id
     fetch(c, v, [("t", 0, 2)], session_id=sid, session_epoch=1, step="nothing new")
-    produce(c, 9, "t", batch(3), partition=2)
+    produce(c, c.ver(0), "t", batch(3), partition=2)
     fetch(c, v, [], session_id=sid, session_epoch=2, step="new data on a partition not named")
     fetch(c, v, [], session_id=sid, session_epoch=3, forgotten=[("t", [2])], step="forget a partition")
-    produce(c, 9, "t", batch(1), partition=2)
+    produce(c, c.ver(0), "t", batch(1), partition=2)
     fetch(c, v, [], session_id=sid, session_epoch=4, step="forgotten partition stays out")
     fetch(c, v, [("t", 2, 4)], session_id=sid, session_epoch=5, step="added again")
     fetch(c, v, [("t", 7, 0)], session_id=sid, session_epoch=6, step="unknown partition added")
@@ -617,3 +635,21 @@ def fetch_session(c: Conversation) -> None:
     fetch(c, v, [], session_id=sid + 1 if sid else 1, session_epoch=1, step="unknown session")
     fetch(c, v, [("t", 0, 0)], session_id=sid, session_epoch=-1, step="close the session")
     fetch(c, v, [], session_id=sid, session_epoch=7, step="closed session")
+
+
+@conversation("write transaction markers", 27, labels=("t", "missing"))
+def write_txn_markers(c: Conversation) -> None:
+    c.create_topics(("t", 1))
+    r = init_pid(c, c.ver(22))
+    pid, epoch = r.producer_id, r.producer_epoch
+    produce(c, c.ver(0), "t", batch(1), step="plain produce")
+
+    def marker(step, label, commit=True, partitions=(0,)):
+        c.send(27, c.v, label=step, markers=[{"producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+                                               "topics": [{"name": c[label], "partition_indexes": list(partitions)}],
+                                               "coordinator_epoch": 0, "transaction_version": 0}])
+
+    marker("marker for a missing topic", "missing")
+    marker("marker for an unknown partition", "t", partitions=(4,))
+    marker("abort marker without a transaction", "t", commit=False)
+    fetch(c, c.ver(1), [("t", 0, 0)], step="fetch after the marker")

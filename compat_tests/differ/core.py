@@ -187,7 +187,7 @@ _WALL_CLOCK = 1_000_000_000_000  # ms since the epoch, 2001: any larger time fie
 def _keyed(items: list) -> Any:
     """A list of named entries (configs, synonyms, topics, api keys) becomes a dict keyed by
     name, so that one entry more or less is one difference, not a shifted list."""
-    for key in ("name", "api_key", "partition_index"):
+    for key in ("name", "topic", "api_key", "partition_index"):
         if items and all(isinstance(x, dict) and key in x for x in items):
             names = [x[key] for x in items]
             if len(set(map(repr, names))) == len(names):
@@ -259,6 +259,17 @@ class Conversation:
         self.normalise = Normaliser(names)
         self._wire: WireClient | None = None
         self.context: dict[str, Any] = {}
+        # set by the runner: the version of the conversation's own API, which end of the common
+        # ranges this run takes ("lowest" / "highest"), and those ranges
+        self.v = 0
+        self.end = "highest"
+        self.versions: dict[int, tuple[int, int]] = {}
+
+    def ver(self, api_key: int, cap: int | None = None) -> int:
+        """The version this run sends `api_key` at: the lowest or highest both brokers serve."""
+        lo, hi = self.versions[api_key]
+        v = lo if self.end == "lowest" else hi
+        return min(v, cap) if cap is not None else v
 
     # names
     def __getitem__(self, label: str) -> str:
@@ -351,7 +362,8 @@ class Conversation:
 
     # --- helpers every conversation needs (their answers are compared too)
 
-    def create_topics(self, *specs: tuple[str, int] | tuple[str, int, dict], version: int = 7) -> Any:
+    def create_topics(self, *specs: tuple[str, int] | tuple[str, int, dict], version: int | None = None) -> Any:
+        version = self.ver(19) if version is None else version
         topics = []
         for spec in specs:
             label, parts, *rest = spec
@@ -410,10 +422,14 @@ def _coordinators_ready(resp) -> bool:
     return getattr(resp, "error_code", ErrorCode.none) == ErrorCode.none
 
 
-def run(conv: Callable[[Conversation], None], bootstrap: str, labels: tuple[str, ...], tag: str) -> list[tuple[str, Any]]:
-    """Run `conv` once against `bootstrap` with fresh names for `labels`; the normalised transcript."""
+def run(conv: Callable[[Conversation], None], bootstrap: str, labels: tuple[str, ...], tag: str, *,
+        api_key: int, end: str, versions: dict[int, tuple[int, int]]) -> list[tuple[str, Any]]:
+    """Run `conv` once against `bootstrap` with fresh names for `labels`, every API at the `end`
+    ("lowest" / "highest") of its common range; the normalised transcript."""
     names = {lb: f"d-{tag}-{lb}-{uuid.uuid4().hex[:10]}" for lb in labels}
     c = Conversation(bootstrap, names)
+    c.versions, c.end = versions, end
+    c.v = c.ver(api_key)
     try:
         conv(c)
     finally:

@@ -1,5 +1,6 @@
-"""One test per conversation and version: the conversation runs against Apache Kafka and
-kafkalite, each with fresh resource names, and the normalised answers must be equal field by
+"""One test per conversation and end of the version ranges: the conversation runs against
+Apache Kafka and kafkalite, each with fresh resource names and every API at the lowest (or the
+highest) version both brokers serve, and the normalised answers must be equal field by
 field, except for the differences compat_tests/differ/known.py accepts with a reason."""
 
 from __future__ import annotations
@@ -22,16 +23,9 @@ def versions(reference_bootstrap, subject_bootstrap) -> dict[int, tuple[int, int
 @pytest.mark.parametrize("name,end", CASES)
 def test_conversation(name, end, reference_bootstrap, subject_bootstrap, versions):
     conv = CONVERSATIONS[name]
-    lo, hi = versions[conv.api_key]
-    version = lo if end == "lowest" else hi
-
-    def fn(c):
-        c.v = version
-        conv.fn(c)
-
-    tag = f"{conv.api_key}v{version}"
-    kafka = run(fn, reference_bootstrap, conv.labels, tag)
-    ours = run(fn, subject_bootstrap, conv.labels, tag)
+    tag = f"{conv.api_key}{end[0]}"
+    kafka = run(conv.fn, reference_bootstrap, conv.labels, tag, api_key=conv.api_key, end=end, versions=versions)
+    ours = run(conv.fn, subject_bootstrap, conv.labels, tag, api_key=conv.api_key, end=end, versions=versions)
     result = compare(kafka, ours)
     unexpected = [d for d in result.differences if accepted(name, d.path) is None]
     assert result.fields > 0
