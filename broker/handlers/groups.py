@@ -163,7 +163,8 @@ async def describe_groups(ctx, request):
             make(mod.DescribedGroupMember, member_id=m.member_id, group_instance_id=m.group_instance_id,
                  client_id=m.client_id, client_host=m.client_host,
                  member_metadata=m.metadata(group.protocol_name) if stable else b"",
-                 member_assignment=m.assignment if stable else b"")
+                 # Kafka's describeNoMetadata: outside Stable a member keeps showing its last assignment
+                 member_assignment=m.assignment)
             for m in group.members.values())
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, protocol_type=group.protocol_type or "",

@@ -161,3 +161,42 @@ def test_describe_transactions_of_an_unknown_id_is_all_zero(wire):
     assert state.error_code == ErrorCode.transactional_id_not_found
     assert (state.producer_id, state.producer_epoch, state.transaction_timeout.total_seconds()) == (0, 0, 0)
     assert state.transaction_start_time.timestamp() == 0
+
+
+def test_describe_groups_shows_the_last_assignment_during_a_rebalance(wire):
+    """Kafka's DescribeGroups outside Stable leaves out member metadata but keeps each member's
+    last assignment, until the next SyncGroup replaces it."""
+    import threading
+
+    from protocol.client import WireClient
+
+    group = f"g-{uuid.uuid4().hex}"
+
+    def join_req(member):
+        return request(11, 5, group_id=group, session_timeout=10000, rebalance_timeout=10000, member_id=member,
+                       group_instance_id=None, protocol_type="consumer",
+                       protocols=[{"name": "range", "metadata": b"\x00"}])
+
+    wire.request(request(10, 3, key=group, key_type=0))
+    a = wire.request(join_req(""))
+    a = wire.request(join_req(a.member_id))
+    wire.request(request(14, 5, group_id=group, generation_id=a.generation_id, member_id=a.member_id,
+                         group_instance_id=None, assignments=[{"member_id": a.member_id, "assignment": b"A"}]))
+    host = wire.sock.getpeername()
+    other = WireClient(f"{host[0]}:{host[1]}")
+    b = other.request(join_req(""))
+    parked = threading.Thread(target=other.request, args=(join_req(b.member_id),), daemon=True)
+    parked.start()
+    import time
+    deadline = time.monotonic() + 5
+    while True:
+        (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
+        if g.group_state == "PreparingRebalance" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert g.group_state == "PreparingRebalance"
+    assignments = {m.member_id: (m.member_assignment, m.member_metadata) for m in g.members}
+    assert assignments[a.member_id] == (b"A", b"")
+    wire.request(join_req(a.member_id))  # lets the parked join finish
+    parked.join(5)
+    other.close()
