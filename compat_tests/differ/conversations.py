@@ -401,6 +401,57 @@ def classic_group(c: Conversation) -> None:
     c.send(15, c.ver(15), label="describe deleted", groups=[c["g"]], include_authorized_operations=False)
 
 
+@conversation("classic group rebalance", 12, labels=("g", "t"))
+def classic_rebalance(c: Conversation) -> None:
+    """Two members: Stable, PreparingRebalance while the second waits, CompletingRebalance, Stable."""
+    c.create_topics(("t", 1))
+    c.find_coordinator(0, "g", record=False)
+    jv = c.ver(11)
+
+    def join_fields(member):
+        return dict(group_id=c["g"], session_timeout=10000, rebalance_timeout=10000, member_id=member,
+                    group_instance_id=None, protocol_type="consumer",
+                    protocols=[{"name": "range", "metadata": b"\x00\x01"}], reason=None)
+
+    def sync(member, gen, step, assignments=()):
+        return c.send(14, c.ver(14), label=step, group_id=c["g"], generation_id=gen, member_id=member,
+                      group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                      assignments=[{"member_id": m, "assignment": a} for m, a in assignments])
+
+    def describe(step):
+        c.send(15, c.ver(15), label=step, groups=[c["g"]], include_authorized_operations=False)
+
+    a = join(c, jv, "g", step="A joins")
+    if a.error_code == ErrorCode.member_id_required:
+        a = join(c, jv, "g", a.member_id, step="A joins with its member id")
+    sync(a.member_id, a.generation_id, "A syncs", [(a.member_id, b"a")])
+    b_id = ""
+    if jv >= 4:
+        b = join(c, jv, "g", step="B asks to join")
+        b_id = b.member_id
+    pending = c.begin(11, jv, **join_fields(b_id))
+    time.sleep(0.5)  # B's join is parked until A rejoins
+    describe("preparing rebalance")
+    c.send(12, c.v, label="A's heartbeat during the rebalance", group_id=c["g"], generation_id=a.generation_id,
+           member_id=a.member_id, group_instance_id=None)
+    a2 = join(c, jv, "g", a.member_id, step="A rejoins")
+    b2 = c.finish(pending, "B's join completes")
+    describe("completing rebalance")
+    leader, follower = (a2, b2) if a2.member_id == a2.leader else (b2, a2)
+    c.send(12, c.v, label="heartbeat before sync", group_id=c["g"], generation_id=a2.generation_id,
+           member_id=a2.member_id, group_instance_id=None)
+    sync(leader.member_id, leader.generation_id, "leader syncs",
+         [(a2.member_id, b"a"), (b2.member_id, b"b")])
+    sync(follower.member_id, follower.generation_id, "follower syncs")
+    describe("stable with two members")
+    c.send(12, c.v, label="heartbeat when stable", group_id=c["g"], generation_id=a2.generation_id,
+           member_id=a2.member_id, group_instance_id=None)
+    c.send(13, c.ver(13), label="both leave", group_id=c["g"], member_id=a2.member_id,
+           members=[{"member_id": a2.member_id, "group_instance_id": None, "reason": None},
+                    {"member_id": b2.member_id, "group_instance_id": None, "reason": None}])
+    describe("empty again")
+
+
 @conversation("sync and heartbeat errors", 14, labels=("g",))
 def group_errors(c: Conversation) -> None:
     c.find_coordinator(0, "g")

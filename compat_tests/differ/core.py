@@ -187,7 +187,7 @@ _WALL_CLOCK = 1_000_000_000_000  # ms since the epoch, 2001: any larger time fie
 def _keyed(items: list) -> Any:
     """A list of named entries (configs, synonyms, topics, api keys) becomes a dict keyed by
     name, so that one entry more or less is one difference, not a shifted list."""
-    for key in ("name", "topic", "api_key", "partition_index"):
+    for key in ("name", "topic", "api_key", "partition_index", "member_id"):
         if items and all(isinstance(x, dict) and key in x for x in items):
             names = [x[key] for x in items]
             if len(set(map(repr, names))) == len(names):
@@ -316,6 +316,24 @@ class Conversation:
             return decode_response(type(req).__api_key__, type(req).__version__, frame, w.correlation_id)
         except Exception as exc:  # noqa: BLE001
             return Undecodable(type(exc).__name__, frame[4:].hex())
+
+    def begin(self, api_key: int, version: int, **fields: Any) -> tuple[WireClient, Any]:
+        """Send a request that will wait (a JoinGroup during a rebalance) on a connection of its
+        own; `finish` reads and records its answer."""
+        w = WireClient(self.bootstrap, timeout=self.timeout, client_id="differ")
+        req = request(api_key, version, **fields)
+        w.correlation_id += 1
+        w.send_raw(w.encode(req, w.correlation_id))
+        return w, req
+
+    def finish(self, pending: tuple[WireClient, Any], label: str) -> Any:
+        w, req = pending
+        try:
+            resp = decode_response(type(req).__api_key__, type(req).__version__, w.recv_frame(), w.correlation_id)
+        finally:
+            w.close()
+        self.record(label, resp)
+        return resp
 
     def send_expect_close(self, api_key: int, version: int, *, label: str = "", **fields: Any) -> None:
         """Send a request after which the broker may close the connection (acks=0 errors, bad frames):

@@ -34,7 +34,7 @@ KNOWN: dict[str, list[tuple[str, str]]] = {
         ("*heartbeat.member_epoch", GROUP_EPOCH),
         ("*describe.groups[[]0].group_epoch", GROUP_EPOCH),
         ("*describe.groups[[]0].assignment_epoch", GROUP_EPOCH),
-        ("*describe.groups[[]0].members[[]0].member_epoch", GROUP_EPOCH),
+        ("*describe.groups[[]0].members*.member_epoch", GROUP_EPOCH),
     ],
 }
 
