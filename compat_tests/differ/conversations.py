@@ -145,6 +145,13 @@ def fetch_conv(c: Conversation) -> None:
     fetch(c, c.v, [("t", 0, -3)], step="negative offset")
     fetch(c, c.v, [("t", 1, 0)], step="empty partition")
     fetch(c, c.v, [("t", 7, 0)], step="unknown partition")
+    if c.v >= 9:  # current_leader_epoch came with v9 (KIP-320)
+        for epoch, step in ((5, "future leader epoch"), (0, "current leader epoch")):
+            c.send(1, c.v, label=step, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                   session_id=0, session_epoch=-1, rack_id="",
+                   topics=[{"topic": c["t"], "topic_id": c.topic_id("t"), "partitions": [
+                       {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                        "current_leader_epoch": epoch}]}])
 
 
 @conversation("fetch waits for max_wait", 1)
@@ -579,6 +586,8 @@ def txn_commit(c: Conversation) -> None:
            topics=[{"name": c["t"], "partitions": [{"partition_index": 0, "committed_offset": 2,
                                                    "committed_leader_epoch": -1, "committed_metadata": ""}]}])
     c.send(65, 0, label="describe ongoing", transactional_ids=[c["x"]])
+    fetch_offsets(c, max(c.ver(9), 7), "g", {"t": [0]}, step="require_stable while the commit is pending",
+                  require_stable=True)
     c.send(26, v, label="commit", transactional_id=c["x"], producer_id=pid, producer_epoch=epoch, committed=True)
     _settle(c, "x")
     c.send(65, 0, label="describe complete commit", transactional_ids=[c["x"]])
@@ -704,3 +713,31 @@ def write_txn_markers(c: Conversation) -> None:
     marker("marker for an unknown partition", "t", partitions=(4,))
     marker("abort marker without a transaction", "t", commit=False)
     fetch(c, c.ver(1), [("t", 0, 0)], step="fetch after the marker")
+
+
+@conversation("metadata auto-creation", 3, labels=("auto", "bad"))
+def metadata_auto_create(c: Conversation) -> None:
+    if c.v < 4:
+        c.v = 4  # allow_auto_topic_creation came with v4
+    # Kafka creates the topic in the background; the settled answer is what is compared
+    c.until(3, c.v, lambda r: all(t.error_code == ErrorCode.none and t.partitions for t in r.topics),
+            label="auto-created", topics=[{"name": c["auto"], "topic_id": None}], allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False)
+    metadata(c, c.v, ["bad"], step="unknown, auto-creation off")
+    c.send(3, c.v, label="invalid name, auto-creation on", topics=[{"name": "bad name!", "topic_id": None}],
+           allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+
+
+@conversation("acks=0 and bad frames", 0)
+def acks_zero(c: Conversation) -> None:
+    c.create_topics(("t", 1))
+    c.send_expect_close(0, c.v, label="acks=0, unknown partition", transactional_id=None, acks=0, timeout=1000,
+                        topic_data=[{"name": c["t"], "topic_id": c.topic_id("t"),
+                                     "partition_data": [{"index": 3, "records": batch(1)}]}])
+    c.send_expect_close(0, c.v, label="acks=0, fine", transactional_id=None, acks=0, timeout=1000,
+                        topic_data=[{"name": c["t"], "topic_id": c.topic_id("t"),
+                                     "partition_data": [{"index": 0, "records": batch(1)}]}])
+    list_offsets(c, c.ver(2), "t", [(0, -1)], step="the acks=0 record landed")
+    import struct
+    c.send_raw(struct.pack(">hhih", 999, 0, 1, 0), label="unknown api key")
+    c.send_raw(struct.pack(">hhih", 0, 2, 1, 0), label="Produce v2 (advertised, refused)")

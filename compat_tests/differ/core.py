@@ -201,7 +201,7 @@ class Normaliser:
         self.aliases: dict[str, dict[Any, str]] = {}
 
     def alias(self, kind: str, value: Any) -> Any:
-        if value in _NONE_VALUES:
+        if value in _NONE_VALUES or (kind == "session" and value == 0):  # session id 0: no session
             return value
         table = self.aliases.setdefault(kind, {})
         if value not in table:
