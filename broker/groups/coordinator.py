@@ -549,7 +549,10 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:
-                self._new_classic(group_id)  # a "simple" group, as Kafka creates
+                if transactional:
+                    self._new_classic(group_id)  # a "simple" group, as Kafka creates
+                # a plain commit creates the simple group only with the first offset it writes
+                # (commit_offsets): a commit whose every partition fails leaves no group, as in Kafka
                 return ErrorCode.none
             if transactional or api_version < 9:
                 return ErrorCode.illegal_generation
@@ -593,6 +596,8 @@ class GroupCoordinator:
                                          now + retention_ms if retention_ms >= 0 else -1)
             errors[tp] = ErrorCode.none
         if values:
+            if group_id not in self.groups:
+                self._new_classic(group_id)  # a "simple" group, as Kafka creates
             self._drop_offsets_of_deleted_topics()
             self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
                                     for (t, p), v in values.items()])

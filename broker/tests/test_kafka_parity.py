@@ -200,3 +200,21 @@ def test_describe_groups_shows_the_last_assignment_during_a_rebalance(wire):
     wire.request(join_req(a.member_id))  # lets the parked join finish
     parked.join(5)
     other.close()
+
+
+def test_a_commit_whose_every_partition_fails_creates_no_group(wire, topic_name):
+    create(wire, topic_name)
+    group = f"g-{uuid.uuid4().hex}"
+    resp = wire.request(request(8, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                group_instance_id=None, topics=[{"name": topic_name, "partitions": [
+                                    {"partition_index": 5, "committed_offset": 1, "committed_leader_epoch": -1}]}]))
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
+    (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
+    assert g.group_state == "Dead"
+    assert wire.request(request(47, 0, group_id=group, topics=[])).error_code == ErrorCode.group_id_not_found
+    ok = wire.request(request(8, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                              group_instance_id=None, topics=[{"name": topic_name, "partitions": [
+                                  {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1}]}]))
+    assert ok.topics[0].partitions[0].error_code == ErrorCode.none
+    (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
+    assert g.group_state == "Empty"
