@@ -489,6 +489,28 @@ def offsets(c: Conversation) -> None:
     fetch_offsets(c, c.ver(9), "g", {"t": [0, 1]}, step="fetch after delete")
 
 
+@conversation("offset commit errors", 8, labels=("g", "t", "missing"))
+def offset_commit_errors(c: Conversation) -> None:
+    c.create_topics(("t", 1))
+    c.find_coordinator(0, "g", record=False)
+
+    def commit(step, label, partition, generation=-1, member=""):
+        c.send(8, c.v, label=step, group_id=c["g"], generation_id_or_member_epoch=generation, member_id=member,
+               group_instance_id=None, retention_time_ms=-1,
+               topics=[{"name": c[label], "topic_id": c.topic_id(label) if label == "t" else None,
+                        "partitions": [{"partition_index": partition, "committed_offset": 1,
+                                        "committed_leader_epoch": -1, "commit_timestamp": -1}]}])
+
+    commit("unknown partition", "t", 5)
+    c.send(15, c.ver(15), label="no group after a failed commit", groups=[c["g"]],
+           include_authorized_operations=False)
+    c.send(47, 0, label="offset delete, no group", group_id=c["g"], topics=[])
+    commit("generation without a group", "t", 0, generation=3, member="m")
+    commit("simple commit", "t", 0)
+    commit("member of an empty group", "t", 0, generation=1, member="m")
+    c.send(15, c.ver(15), label="the simple group", groups=[c["g"]], include_authorized_operations=False)
+
+
 @conversation("offset fetch", 9, labels=("g", "t"))
 def offset_fetch(c: Conversation) -> None:
     c.create_topics(("t", 1))
