@@ -126,6 +126,18 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
                            log_start_offset=info.log_start_offset)
 
 
+def _timestamps_refused(records, policy, now: int, message: str) -> PartitionResult:
+    """INVALID_TIMESTAMP listing every record out of range by its index, as Kafka's LogValidator
+    does (the records are decoded only on this error path)."""
+    try:
+        bad = tuple((i, message) for i, r in enumerate(decode_records(records))
+                    if r.timestamp >= 0 and not now - policy.timestamp_before_max_ms <= r.timestamp
+                    <= now + policy.timestamp_after_max_ms)
+    except Exception:  # noqa: BLE001 - a codec we cannot read: the batch-level error stands
+        bad = ()
+    return PartitionResult(ErrorCode.invalid_timestamp, message=message, record_errors=bad)
+
+
 def check_topic_policy(part, records, h) -> PartitionResult | None:
     """The topic-config checks of Kafka's LogValidator: CreateTime within
     message.timestamp.before/after.max.ms of now (KIP-937), and a key on every record of a
@@ -135,11 +147,11 @@ def check_topic_policy(part, records, h) -> PartitionResult | None:
     if not policy.log_append_time:
         now = now_ms()
         if h.max_timestamp >= 0 and h.max_timestamp > now + policy.timestamp_after_max_ms:
-            return PartitionResult(ErrorCode.invalid_timestamp, message=(
+            return _timestamps_refused(records, policy, now, (
                 f"timestamp {h.max_timestamp} is more than message.timestamp.after.max.ms="
                 f"{policy.timestamp_after_max_ms} ahead of the broker's time {now}"))
         if 0 <= h.base_timestamp < now - policy.timestamp_before_max_ms:
-            return PartitionResult(ErrorCode.invalid_timestamp, message=(
+            return _timestamps_refused(records, policy, now, (
                 f"timestamp {h.base_timestamp} is more than message.timestamp.before.max.ms="
                 f"{policy.timestamp_before_max_ms} behind the broker's time {now}"))
     if policy.compacted:
