@@ -482,8 +482,8 @@ class GroupCoordinator:
                                        member_id=member_id or None, member_epoch=member_epoch)
         if group is None:
             if member_epoch != 0:
-                return HeartbeatResult(ErrorCode.unknown_member_id,
-                                       f"Member {member_id} is not a member of group {group_id}.",
+                # only a member joining (epoch 0) creates a group; Kafka's answer otherwise
+                return HeartbeatResult(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.",
                                        member_id=member_id or None, member_epoch=member_epoch)
             group = self._new_consumer(group_id)
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, instance_id=instance_id,

@@ -242,8 +242,9 @@ async def consumer_group_describe(ctx, request):
         group = coord.groups.get(gid)
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
+            # Kafka's error entry leaves the state empty and the epochs at 0
             out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_id_not_found, error_message=msg,
-                            group_id=gid, group_state="Dead", group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                             members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
         members = tuple(

@@ -218,3 +218,26 @@ def test_a_commit_whose_every_partition_fails_creates_no_group(wire, topic_name)
     assert ok.topics[0].partitions[0].error_code == ErrorCode.none
     (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
     assert g.group_state == "Empty"
+
+
+def test_invalid_timestamps_list_the_records(wire, topic_name):
+    import time
+    create(wire, topic_name, configs={"message.timestamp.before.max.ms": "60000"})
+    now = int(time.time() * 1000)
+    batch = build_batch([Record(value=b"a", timestamp_ms=now - 3_600_000), Record(value=b"b", timestamp_ms=now),
+                         Record(value=b"c", timestamp_ms=now - 7_200_000)])
+    resp = produce(wire, topic_name, batch)
+    assert resp.error_code == ErrorCode.invalid_timestamp
+    assert [e.batch_index for e in resp.record_errors] == [0, 2]
+    assert resp.log_start_offset == 0
+
+
+def test_consumer_group_errors_for_unknown_groups(wire, topic_name):
+    create(wire, topic_name)
+    group = f"g-{uuid.uuid4().hex}"
+    (g,) = wire.request(request(69, 1, group_ids=[group], include_authorized_operations=False)).groups
+    assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch) == (ErrorCode.group_id_not_found, "", 0, 0)
+    hb = wire.request(request(68, 1, group_id=group, member_id=str(uuid.uuid4()), member_epoch=3, instance_id=None,
+                              rack_id=None, rebalance_timeout=-1, subscribed_topic_names=None,
+                              subscribed_topic_regex=None, server_assignor=None, topic_partitions=None))
+    assert hb.error_code == ErrorCode.group_id_not_found
