@@ -763,3 +763,82 @@ def acks_zero(c: Conversation) -> None:
     import struct
     c.send_raw(struct.pack(">hhih", 999, 0, 1, 0), label="unknown api key")
     c.send_raw(struct.pack(">hhih", 0, 2, 1, 0), label="Produce v2 (advertised, refused)")
+
+
+@conversation("produce topic policies", 0, labels=("small", "append", "strict"))
+def produce_policies(c: Conversation) -> None:
+    c.create_topics(("small", 1, {"max.message.bytes": "200"}),
+                    ("append", 1, {"message.timestamp.type": "LogAppendTime"}),
+                    ("strict", 1, {"message.timestamp.after.max.ms": "60000",
+                                   "message.timestamp.before.max.ms": "60000"}))
+    produce(c, c.v, "small", batch(1), step="small batch")
+    produce(c, c.v, "small", bytes(build_batch([Record(value=b"x" * 400, timestamp_ms=TS)])), step="too large")
+    produce(c, c.v, "append", batch(2), step="LogAppendTime topic")
+    fetch(c, c.ver(1), [("append", 0, 0)], step="LogAppendTime batch")
+    now = int(time.time() * 1000)
+    produce(c, c.v, "strict", bytes(build_batch([Record(value=b"old", timestamp_ms=TS)])), step="too old")
+    produce(c, c.v, "strict", bytes(build_batch([Record(value=b"future", timestamp_ms=now + 3_600_000)])),
+            step="too far ahead")
+    produce(c, c.v, "strict", bytes(build_batch([Record(value=b"now", timestamp_ms=now)])), step="on time")
+    list_offsets(c, c.ver(2), "strict", [(0, -1)], step="one record kept")
+
+
+@conversation("join group errors", 11, labels=("g", "h"))
+def join_errors(c: Conversation) -> None:
+    c.find_coordinator(0, "g", record=False)
+
+    def send(step, group="g", member="", session=10000, protocol_type="consumer", protocols=None):
+        return c.send(11, c.v, label=step, group_id=c[group], session_timeout=session, rebalance_timeout=10000,
+                      member_id=member, group_instance_id=None, protocol_type=protocol_type,
+                      protocols=protocols if protocols is not None else [{"name": "range", "metadata": b"\x00"}],
+                      reason=None)
+
+    send("session timeout too small", session=1)
+    send("session timeout too large", session=10_000_000)
+    send("unknown member id", member="nobody")
+    send("no protocols", protocols=[])
+    r = send("first member")
+    if r.error_code == ErrorCode.member_id_required:
+        r = send("first member with its id", member=r.member_id)
+    c.send(14, c.ver(14), label="sync", group_id=c["g"], generation_id=r.generation_id, member_id=r.member_id,
+           group_instance_id=None, protocol_type="consumer", protocol_name="range",
+           assignments=[{"member_id": r.member_id, "assignment": b""}])
+    send("another protocol type", protocol_type="connect", member="")
+    send("no common protocol", protocols=[{"name": "roundrobin-x", "metadata": b""}], member="")
+    c.send(13, c.ver(13), label="leave", group_id=c["g"], member_id=r.member_id,
+           members=[{"member_id": r.member_id, "group_instance_id": None, "reason": None}])
+
+
+@conversation("consumer group errors", 69, labels=("g", "classic", "t"))
+def consumer_group_errors(c: Conversation) -> None:
+    c.create_topics(("t", 1))
+    c.find_coordinator(0, "g", record=False)
+    c.send(69, c.v, label="describe unknown group", group_ids=[c["g"]], include_authorized_operations=False)
+    c.send(8, c.ver(8), label="a classic group by commit", group_id=c["classic"], generation_id_or_member_epoch=-1,
+           member_id="", group_instance_id=None, topics=[{"name": c["t"], "topic_id": c.topic_id("t"), "partitions": [
+               {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1}]}])
+    c.send(69, c.v, label="describe a classic group", group_ids=[c["classic"]], include_authorized_operations=False)
+
+    def hb(step, **kw):
+        fields = dict(group_id=c["g"], member_id="", member_epoch=0, instance_id=None, rack_id=None,
+                      rebalance_timeout=10000, subscribed_topic_names=[c["t"]], subscribed_topic_regex=None,
+                      server_assignor=None, topic_partitions=[])
+        fields.update(kw)
+        return c.send(68, c.ver(68), label=step, **fields)
+
+    hb("no rebalance timeout", rebalance_timeout=-1)
+    hb("no subscription", subscribed_topic_names=None)
+    hb("unknown member, epoch 3", member_id="00000000-0000-0000-0000-00000000abcd", member_epoch=3)
+    hb("join a classic group", group_id=c["classic"], member_id="00000000-0000-0000-0000-00000000abce")
+    c.send(15, c.ver(15), label="describe groups of both kinds", groups=[c["g"], c["classic"]],
+           include_authorized_operations=False)
+
+
+@conversation("describe broker configs", 32, labels=())
+def broker_configs(c: Conversation) -> None:
+    keys = ["num.partitions", "log.retention.ms", "auto.create.topics.enable", "message.max.bytes",
+            "offsets.topic.num.partitions", "group.initial.rebalance.delay.ms", "no.such.key"]
+    c.send(32, c.v, label="some broker configs", include_synonyms=True, include_documentation=False,
+           resources=[{"resource_type": 4, "resource_name": "1", "configuration_keys": keys}])
+    c.send(32, c.v, label="another broker", include_synonyms=False, include_documentation=False,
+           resources=[{"resource_type": 4, "resource_name": "7", "configuration_keys": keys}])
