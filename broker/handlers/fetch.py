@@ -26,7 +26,6 @@ from storage import OffsetOutOfRange
 
 from ..cluster import now_ms
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
-
 from . import api
 from .common import response_module
 
