@@ -351,7 +351,7 @@ class Conversation:
 
     def _closed_state(self) -> str:
         sock = self.wire.sock
-        sock.settimeout(3.0)
+        sock.settimeout(1.5)
         try:
             data = sock.recv(4)
         except socket.timeout:
