@@ -842,3 +842,34 @@ def broker_configs(c: Conversation) -> None:
            resources=[{"resource_type": 4, "resource_name": "1", "configuration_keys": keys}])
     c.send(32, c.v, label="another broker", include_synonyms=False, include_documentation=False,
            resources=[{"resource_type": 4, "resource_name": "7", "configuration_keys": keys}])
+
+
+@conversation("admin calls on missing resources", 37, labels=("t", "missing", "gone"))
+def missing_resources(c: Conversation) -> None:
+    import uuid as _uuid
+    c.create_topics(("t", 2), ("gone", 1))
+    c.send(20, c.ver(20), label="delete by name", timeout=5000, topics=[{"name": c["gone"]}], topic_names=[c["gone"]])
+    c.send(20, c.ver(20), label="delete an unknown id", timeout=5000,
+           topics=[{"name": None, "topic_id": _uuid.UUID(int=77)}], topic_names=[c["missing"]])
+    c.send(21, c.ver(21), label="delete records of a missing topic", timeout=5000,
+           topics=[{"name": c["missing"], "partitions": [{"partition_index": 0, "offset": 1}]}])
+    c.send(23, c.ver(23), label="leader epochs of a missing topic", replica_id=-1,
+           topics=[{"topic": c["missing"], "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                           "leader_epoch": 0}]},
+                   {"topic": c["t"], "partitions": [{"partition": 9, "current_leader_epoch": -1, "leader_epoch": 0}]}])
+    list_offsets(c, c.ver(2), "missing", [(0, -1)], step="list offsets of a missing topic")
+    list_offsets(c, c.ver(2), "t", [(7, -1)], step="list offsets of a missing partition")
+    c.send(61, 0, label="producers of missing partitions",
+           topics=[{"name": c["missing"], "partition_indexes": [0]}, {"name": c["t"], "partition_indexes": [5]}])
+    c.send(37, c.v, label="grow a deleted topic", timeout=5000, validate_only=False,
+           topics=[{"name": c["gone"], "count": 3, "assignments": None}])
+    c.send(37, c.v, label="grow with a bad assignment", timeout=5000, validate_only=False,
+           topics=[{"name": c["t"], "count": 3, "assignments": [{"broker_ids": [42]}]}])
+    c.send(37, c.v, label="the same topic twice", timeout=5000, validate_only=False,
+           topics=[{"name": c["t"], "count": 4, "assignments": None}, {"name": c["t"], "count": 5, "assignments": None}])
+    c.send(32, c.ver(32), label="configs of a deleted topic", include_synonyms=False, include_documentation=False,
+           resources=[{"resource_type": 2, "resource_name": c["gone"], "configuration_keys": ["retention.ms"]}])
+    c.send(75, 0, label="describe partitions, cursor", topics=[{"name": c["t"]}], response_partition_limit=1,
+           cursor={"topic_name": c["t"], "partition_index": 1})
+    c.send(66, c.ver(66), label="list transactions, nothing matches", state_filters=["Ongoing"],
+           producer_id_filters=[123456789], duration_filter=-1, transactional_id_pattern=None)
