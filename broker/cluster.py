@@ -99,10 +99,21 @@ class ProducePolicy:
     log_append_time: bool = False
     # compression.type as a codec id (protocol.records.COMPRESSION_*); None for "producer"
     compression: int | None = None
+    # that codec's compression.<codec>.level (KIP-390); None: the codec's default
+    compression_level: int | None = None
 
 
 # compression.type values -> codec ids
 TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+_LEVEL_KEYS = {1: "compression.gzip.level", 3: "compression.lz4.level", 4: "compression.zstd.level"}
+
+
+def _level(configs: dict[str, Any], codec: int | None) -> int | None:
+    key = _LEVEL_KEYS.get(codec)
+    value = configs.get(key) if key is not None else None
+    return None if value in (None, "") else int(value)
 
 
 @dataclass
@@ -183,12 +194,14 @@ class Cluster:
         def number(key: str) -> int:
             return int(eff.get(key) or topic_config_default(key))
 
+        codec = TOPIC_CODECS.get(str(eff.get("compression.type") or "producer").lower())
         return ProducePolicy(
             compacted="compact" in str(eff["cleanup.policy"]),
             timestamp_before_max_ms=number("message.timestamp.before.max.ms"),
             timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
             log_append_time=str(eff["message.timestamp.type"]) == "LogAppendTime",
-            compression=TOPIC_CODECS.get(str(eff.get("compression.type") or "producer").lower()),
+            compression=codec,
+            compression_level=_level(eff, codec),
         )
 
     def _attach(self, topic: Topic) -> None:

@@ -79,7 +79,7 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
         # the topic's compression.type differs from the producer's codec: Kafka's LogValidator
         # rewrites the batch (only such topics pay for decoding and re-encoding)
         try:
-            records = recompress_batch(records, codec)
+            records = recompress_batch(records, codec, part.topic.policy.compression_level)
         except Exception as exc:  # a codec we cannot read, or a batch whose records do not decode
             return PartitionResult(ErrorCode.corrupt_message, message=f"cannot recompress the batch: {exc}")
         if len(records) > plog.config.max_message_bytes:

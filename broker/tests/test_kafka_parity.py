@@ -241,3 +241,25 @@ def test_consumer_group_errors_for_unknown_groups(wire, topic_name):
                               rack_id=None, rebalance_timeout=-1, subscribed_topic_names=None,
                               subscribed_topic_regex=None, server_assignor=None, topic_partitions=None))
     assert hb.error_code == ErrorCode.group_id_not_found
+
+
+def test_recompression_uses_the_topic_compression_level(wire, topic_name):
+    import random
+
+    from protocol.records import COMPRESSION_ZSTD as ZSTD
+    rng = random.Random(7)
+    text = b" ".join(rng.choice([b"alpha", b"beta", b"gamma", b"delta", b"epsilon"]) for _ in range(4000))
+    sizes = {}
+    for level in ("1", "9"):
+        name = f"{topic_name}-{level}"
+        create(wire, name, configs={"compression.type": "gzip", "compression.gzip.level": level})
+        assert produce(wire, name, build_batch([Record(value=text, timestamp_ms=1_600_000_000)])).error_code == \
+            ErrorCode.none
+        part, batches = fetch_records(wire, name)
+        assert [c for c, _ in batches] == [1] and batches[0][1][0][2] == text
+        sizes[level] = len(part.records)
+    assert sizes["9"] < sizes["1"]
+    zname = f"{topic_name}-z"
+    create(wire, zname, configs={"compression.type": "zstd", "compression.zstd.level": "19"})
+    assert produce(wire, zname, build_batch([Record(value=text)])).error_code == ErrorCode.none
+    assert [c for c, _ in fetch_records(wire, zname)[1]] == [ZSTD]
