@@ -62,7 +62,7 @@ class Appended:
 
     base_offset: int
     last_offset: int
-    log_append_time_ms: int  # -1 with CreateTime, and for a duplicate
+    log_append_time_ms: int  # -1 with CreateTime; for a duplicate, the timestamp kept for its batch
     log_start_offset: int
     duplicate: bool = False  # a repeat of one of the producer's last five batches: not written again
 
@@ -113,7 +113,10 @@ class Partition:
         if pid >= 0 and origin is AppendOrigin.CLIENT:
             dup = states.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence)
             if dup is not None:
-                return Appended(dup.first_offset, dup.last_offset, -1, self.log.log_start_offset, duplicate=True)
+                # Kafka answers a duplicate with the original batch's offset and, as its log
+                # append time, the timestamp kept for that batch
+                return Appended(dup.first_offset, dup.last_offset, dup.timestamp, self.log.log_start_offset,
+                                duplicate=True)
             if not h.is_transactional and states.in_transaction(pid):
                 raise ProduceError(ErrorCode.invalid_txn_state,
                                    f"producer {pid} has an open transaction on this partition")
@@ -184,6 +187,23 @@ class ProducePolicy:
     timestamp_before_max_ms: int = 2**63 - 1  # message.timestamp.before.max.ms
     timestamp_after_max_ms: int = 3_600_000   # message.timestamp.after.max.ms
     log_append_time: bool = False
+    # compression.type as a codec id (protocol.records.COMPRESSION_*); None for "producer"
+    compression: int | None = None
+    # that codec's compression.<codec>.level (KIP-390); None: the codec's default
+    compression_level: int | None = None
+
+
+# compression.type values -> codec ids
+TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+_LEVEL_KEYS = {1: "compression.gzip.level", 3: "compression.lz4.level", 4: "compression.zstd.level"}
+
+
+def _level(configs: dict[str, Any], codec: int | None) -> int | None:
+    key = _LEVEL_KEYS.get(codec) if codec is not None else None
+    value = configs.get(key) if key is not None else None
+    return None if value in (None, "") else int(value)
 
 
 @dataclass
@@ -264,11 +284,14 @@ class Cluster:
         def number(key: str) -> int:
             return int(eff.get(key) or str(topic_config_default(key)))
 
+        codec = TOPIC_CODECS.get(str(eff.get("compression.type") or "producer").lower())
         return ProducePolicy(
             compacted="compact" in str(eff["cleanup.policy"]),
             timestamp_before_max_ms=number("message.timestamp.before.max.ms"),
             timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
             log_append_time=str(eff["message.timestamp.type"]) == "LogAppendTime",
+            compression=codec,
+            compression_level=_level(eff, codec),
         )
 
     def _attach(self, topic: Topic) -> None:

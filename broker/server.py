@@ -29,6 +29,7 @@ from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .metrics import Metrics
 from .services import Services, Wiring, build_services
+from .fetch_sessions import FetchSessionCache
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -47,6 +48,12 @@ class Broker:
     services: Services = field(init=False)
     started_ms: int = field(default_factory=now_ms)
     metrics: Metrics = field(default_factory=Metrics)
+    # incremental fetch sessions (KIP-227); made from the config in __post_init__
+    fetch_sessions: FetchSessionCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
+                                                self.config["min.incremental.fetch.session.eviction.ms"])
 
 
 class RequestContext:

@@ -165,7 +165,8 @@ def test_kafka_python_admin(bootstrap, topic_name):
 @pytest.mark.produce_fetch
 def test_kafka_python_incremental_fetch_session(bootstrap, topic_name):
     """kafka-python 3 keeps one incremental fetch session (KIP-227) per broker: partitions with
-    nothing new drop out of the requests, pause/resume and seeks change the session's set."""
+    nothing new drop out of the requests, pause/resume and seeks change the session's set, and
+    the session lasts the whole test."""
     from kafka import TopicPartition
 
     c = KafkaPythonClient(bootstrap)
@@ -202,6 +203,11 @@ def test_kafka_python_incremental_fetch_session(bootstrap, topic_name):
         # seek back on one partition: the session must serve the old offset again
         consumer.seek(tps[0], 1)
         assert poll_until(1) == [(0, 1, b"r0-1")]
+        # all of this on the session path: the broker kept the session the first fetch opened,
+        # and the consumer is many incremental epochs into it (not falling back to full fetches)
+        handlers = list(consumer._fetcher._session_handlers.values())
+        assert handlers and all(h.next_metadata.session_id != 0 and h.next_metadata.epoch > 5 for h in handlers), \
+            [(h.next_metadata.session_id, h.next_metadata.epoch) for h in handlers]
     finally:
         consumer.close()
 

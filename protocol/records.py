@@ -47,6 +47,7 @@ __all__ = [
     "set_base_offset", "set_partition_leader_epoch", "set_max_timestamp_and_log_append_time",
     "Record", "DecodedRecord", "build_batch", "encode_batch", "decode_records",
     "build_control_batch", "parse_control_record", "compress", "decompress", "increment_sequence",
+    "recompress_batch",
 ]
 
 # --- layout -------------------------------------------------------------------------------
@@ -497,12 +498,13 @@ def decompress(codec: int, data) -> bytes:
     raise UnsupportedCompression(f"unknown compression codec id {codec}")
 
 
-def compress(codec: int, data: bytes) -> bytes:
-    """Deflate a records section the way Kafka's clients frame each codec."""
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """Deflate a records section the way Kafka's clients frame each codec. `level` is a topic's
+    compression.gzip/lz4/zstd.level (KIP-390); None or gzip's -1 take the codec's default."""
     if codec == COMPRESSION_NONE:
         return bytes(data)
     if codec == COMPRESSION_GZIP:
-        return gzip.compress(bytes(data), compresslevel=6)
+        return gzip.compress(bytes(data), compresslevel=6 if level is None or level < 0 else level)
     if codec == COMPRESSION_SNAPPY:
         cj = _need_cramjam(codec)
         parts = [_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1)]
@@ -513,11 +515,14 @@ def compress(codec: int, data: bytes) -> bytes:
         return b"".join(parts)
     if codec == COMPRESSION_LZ4:
         # Kafka's KafkaLZ4BlockInputStream decodes each block on its own: independent blocks.
-        c = _need_cramjam(codec).lz4.Compressor(content_checksum=False, block_linked=False)
+        c = _need_cramjam(codec).lz4.Compressor(content_checksum=False, block_linked=False,
+                                                **({} if level is None else {"level": level}))
         c.compress(bytes(data))
         return bytes(c.finish())
     if codec == COMPRESSION_ZSTD:
-        return bytes(_need_cramjam(codec).zstd.compress(bytes(data)))
+        if level is None:
+            return bytes(_need_cramjam(codec).zstd.compress(bytes(data)))
+        return bytes(_need_cramjam(codec).zstd.compress(bytes(data), level=level))
     raise UnsupportedCompression(f"unknown compression codec id {codec}")
 
 
@@ -598,7 +603,8 @@ def encode_batch(entries: Iterable[tuple[int, int, bytes | None, bytes | None, t
                  producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
                  transactional: bool = False, control: bool = False, partition_leader_epoch: int = 0,
                  compression: int = COMPRESSION_NONE, last_offset_delta: int | None = None,
-                 log_append_time_ms: int | None = None, base_timestamp: int | None = None) -> bytearray:
+                 log_append_time_ms: int | None = None, base_timestamp: int | None = None,
+                 compression_level: int | None = None) -> bytearray:
     """Build a batch from (offset_delta, timestamp, key, value, headers) entries.
 
     Offset deltas are kept as given (a compacted batch keeps its records' offsets);
@@ -616,7 +622,7 @@ def encode_batch(entries: Iterable[tuple[int, int, bytes | None, bytes | None, t
     if last_offset_delta is None:
         last_offset_delta = entries[-1][0] if entries else 0
     if compression != COMPRESSION_NONE:
-        body = compress(compression, bytes(body))
+        body = compress(compression, bytes(body), compression_level)
     attrs = compression & COMPRESSION_MASK
     if transactional:
         attrs |= TRANSACTIONAL_MASK
@@ -777,3 +783,20 @@ def parse_control_record(batch, pos: int = 0) -> tuple[bool, int]:
     if vversion < 0:
         raise ValueError(f"invalid end transaction marker version {vversion}")
     return ctype == CONTROL_COMMIT, coordinator_epoch
+
+
+def recompress_batch(batch, codec: int, level: int | None = None) -> bytearray:
+    """The batch at the start of `batch` rewritten with `codec` (what Kafka's LogValidator does
+    when a topic's compression.type differs from the producer's codec): same records, offsets,
+    timestamps, headers, producer id/epoch, base sequence and transactional flag."""
+    h = BatchHeader(batch, 0)
+    f = h.fields()
+    records = decode_records(batch, 0)
+    entries = [(r.offset - f.base_offset, r.timestamp, r.key, r.value, r.headers) for r in records]
+    log_append = f.max_timestamp if f.attributes & TIMESTAMP_TYPE_MASK else None
+    return encode_batch(entries, base_offset=f.base_offset, producer_id=f.producer_id,
+                        producer_epoch=f.producer_epoch, base_sequence=f.base_sequence,
+                        transactional=bool(f.attributes & TRANSACTIONAL_MASK),
+                        partition_leader_epoch=f.partition_leader_epoch, compression=codec,
+                        last_offset_delta=f.last_offset_delta, log_append_time_ms=log_append,
+                        base_timestamp=f.base_timestamp, compression_level=level)

@@ -345,6 +345,9 @@ class GroupCoordinator:
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         group = self.groups.get(group_id)
+        if group is None:
+            # Kafka answers each member of a group it does not know, not the request as a whole
+            return ErrorCode.none, [ErrorCode.unknown_member_id] * len(members)
         if not isinstance(group, ClassicGroup):
             return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
         errors = group.leave(members, self.clock())
@@ -373,8 +376,8 @@ class GroupCoordinator:
                                        member_id=member_id or None, member_epoch=member_epoch)
         if group is None:
             if member_epoch != 0:
-                return HeartbeatResult(ErrorCode.unknown_member_id,
-                                       f"Member {member_id} is not a member of group {group_id}.",
+                # only a member joining (epoch 0) creates a group; Kafka's answer otherwise
+                return HeartbeatResult(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.",
                                        member_id=member_id or None, member_epoch=member_epoch)
             group = self._new_consumer(group_id)
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, instance_id=instance_id,
@@ -440,7 +443,10 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:
-                self._new_classic(group_id)  # a "simple" group, as Kafka creates
+                if transactional:
+                    self._new_classic(group_id)  # a "simple" group, as Kafka creates
+                # a plain commit creates the simple group only with the first offset it writes
+                # (commit_offsets): a commit whose every partition fails leaves no group, as in Kafka
                 return ErrorCode.none
             if transactional or api_version < 9:
                 return ErrorCode.illegal_generation
@@ -484,6 +490,8 @@ class GroupCoordinator:
                                          now + retention_ms if retention_ms >= 0 else -1)
             errors[tp] = ErrorCode.none
         if values:
+            if group_id not in self.groups:
+                self._new_classic(group_id)  # a "simple" group, as Kafka creates
             self._drop_offsets_of_deleted_topics()
             self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
                                     for (t, p), v in values.items()])

@@ -6,10 +6,14 @@ v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890
 use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
 finalized level is 2. A request with a version we do not know is answered in the v0 format
 with UNSUPPORTED_VERSION and our ranges (see broker.server), so the client can retry with
-a version we serve.
+a version we serve. From v3 the client's software name and version must match Kafka's
+pattern (letters, digits, '-' and '.', starting and ending with a letter or digit);
+otherwise the answer is INVALID_REQUEST with no versions, as Kafka's.
 """
 
 from __future__ import annotations
+
+import re
 
 from kio.schema.errors import ErrorCode
 
@@ -48,6 +52,15 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     return make(rt, **kwargs)
 
 
+# ApiVersionsRequest.isValid in Kafka's clients
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
 @api(18, 0, 4)
 async def handle(ctx, request):
-    return build(ctx.api_version, ctx)
+    version = ctx.api_version
+    if version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name or "")
+                             and _SOFTWARE.fullmatch(request.client_software_version or "")):
+        return make(response_type(18, version), error_code=ErrorCode.invalid_request, api_keys=(),
+                    throttle_time=0, supported_features=(), finalized_features_epoch=-1, finalized_features=())
+    return build(version, ctx)

@@ -7,9 +7,13 @@ watermark with a null aborted-transaction list; read_committed reads up to the l
 offset and lists the aborted transactions in range. v13+ names topics by id (UNKNOWN_TOPIC_ID
 for an id we do not know). A fetch with less than min_bytes available waits up to max_wait for
 an append (or LSO move) on any of its partitions; waiting never blocks other connections.
-Fetch sessions (KIP-227) are declined by answering session id 0, which every client treats as
-"keep sending full fetch requests"; an unknown non-zero session id gets
-FETCH_SESSION_ID_NOT_FOUND so the client starts over.
+Incremental fetch sessions (KIP-227, v7+; broker.fetch_sessions): a full fetch with epoch 0
+opens a session and answers its id; an incremental fetch (session id, epoch > 0) updates the
+session's partitions, drops its forgotten topics, reads every partition of the session and
+answers only those with records, a new high watermark or log start offset, or an error. An
+unknown session id gets FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH
+(top-level errors, session id 0, no partitions); epoch -1 closes the session; a full cache
+answers session id 0 and the client keeps sending full fetches.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from kio.schema.errors import ErrorCode
 from protocol.messages import make
 from storage import OffsetOutOfRange
 
+from ..clock import now_ms
+from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
 from . import api
 from .common import response_module
 
@@ -41,25 +47,33 @@ class _Slot:
         self.aborted = None
 
 
-def _resolve(ctx, request, by_id: bool) -> list[_Slot]:
+def _requested(request, by_id: bool) -> list[tuple[tuple, object]]:
+    """((topic id or name, partition), FetchPartition) for every partition the request names."""
+    return [((t.topic_id if by_id else t.topic, p.partition), p) for t in request.topics for p in t.partitions]
+
+
+def _forgotten(request, by_id: bool) -> list[tuple]:
+    return [(t.topic_id if by_id else t.topic, p)
+            for t in getattr(request, "forgotten_topics_data", ()) for p in t.partitions]
+
+
+def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     cluster = ctx.cluster
     slots = []
-    for t in request.topics:
-        topic = cluster.topics_by_id.get(t.topic_id) if by_id else cluster.topics.get(t.topic)
-        key = t.topic_id if by_id else t.topic
-        for p in t.partitions:
-            if topic is None:
-                err = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
-                slots.append(_Slot(key, p.partition, None, p, err))
-            elif not 0 <= p.partition < len(topic.partitions):
-                slots.append(_Slot(key, p.partition, None, p, ErrorCode.unknown_topic_or_partition))
-            else:
-                part = topic.partitions[p.partition]
-                err = ErrorCode.none
-                epoch = getattr(p, "current_leader_epoch", -1)
-                if epoch >= 0 and epoch != part.leader_epoch:
-                    err = ErrorCode.fenced_leader_epoch if epoch < part.leader_epoch else ErrorCode.unknown_leader_epoch
-                slots.append(_Slot(key, p.partition, part, p, err))
+    for (key, index), p in partitions:
+        topic = cluster.topics_by_id.get(key) if by_id else cluster.topics.get(key)
+        if topic is None:
+            err = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
+            slots.append(_Slot(key, index, None, p, err))
+        elif not 0 <= index < len(topic.partitions):
+            slots.append(_Slot(key, index, None, p, ErrorCode.unknown_topic_or_partition))
+        else:
+            part = topic.partitions[index]
+            err = ErrorCode.none
+            epoch = getattr(p, "current_leader_epoch", -1)
+            if epoch >= 0 and epoch != part.leader_epoch:
+                err = ErrorCode.fenced_leader_epoch if epoch < part.leader_epoch else ErrorCode.unknown_leader_epoch
+            slots.append(_Slot(key, index, part, p, err))
     return slots
 
 
@@ -94,12 +108,24 @@ async def handle(ctx, request):
     mod = response_module(ctx)
     version = ctx.api_version
     by_id = version >= 13
-    session_id = getattr(request, "session_id", 0)
-    if session_id != 0:
-        return make(mod.FetchResponse, throttle_time=0, error_code=ErrorCode.fetch_session_id_not_found,
-                    session_id=0, responses=())
+    session_id = getattr(request, "session_id", INVALID_SESSION_ID)
+    epoch = getattr(request, "session_epoch", FINAL_EPOCH)  # v4-v6 have no sessions
+    sessions = ctx.broker.fetch_sessions
+    session = None
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        # a full fetch; naming a session closes it
+        if session_id != INVALID_SESSION_ID:
+            sessions.remove(session_id)
+        slots = _resolve(ctx, _requested(request, by_id), by_id)
+    else:
+        try:
+            session = sessions.get(session_id, epoch, by_id, now_ms())
+        except SessionError as exc:
+            return make(mod.FetchResponse, throttle_time=0, error_code=exc.code, session_id=INVALID_SESSION_ID,
+                        responses=())
+        session.update(_requested(request, by_id), _forgotten(request, by_id))
+        slots = _resolve(ctx, [(key, c.req) for key, c in session.partitions.items()], by_id)
     read_committed = request.isolation_level == READ_COMMITTED
-    slots = _resolve(ctx, request, by_id)
     max_bytes = getattr(request, "max_bytes", 2**31 - 1)
     max_wait_s = request.max_wait.total_seconds()
     deadline = trio.current_time() + max_wait_s
@@ -120,22 +146,43 @@ async def handle(ctx, request):
         if not woken.is_set():
             gathered = _read_all(slots, max_bytes, read_committed)
             break
-    return _response(ctx, mod, slots, read_committed, by_id)
+    answered_id = INVALID_SESSION_ID
+    if session is not None:
+        slots = [s for s in slots if session.partitions[(s.topic_key, s.index)].must_respond(
+            s.error, len(s.records), *_offsets(s.part, s.error)[::2])]
+        session.rotate([(s.topic_key, s.index) for s in slots])
+        answered_id = session.id
+    elif epoch == INITIAL_EPOCH and version >= 7:
+        created = sessions.create(by_id, [((s.topic_key, s.index), s.req) for s in slots], now_ms())
+        if created is not None:
+            answered_id = created.id
+            for s in slots:
+                created.partitions[(s.topic_key, s.index)].must_respond(
+                    s.error, len(s.records), *_offsets(s.part, s.error)[::2])
+    return _response(ctx, mod, slots, read_committed, by_id, answered_id)
 
 
-def _response(ctx, mod, slots, read_committed, by_id):
+def _offsets(part, error) -> tuple[int, int, int]:
+    """(high watermark, last stable offset, log start offset) as answered; -1 for a partition
+    in error, as Kafka answers."""
+    if part is None or error not in (ErrorCode.none,):
+        return -1, -1, -1
+    return part.high_watermark, part.last_stable_offset, part.log.log_start_offset
+
+
+def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION_ID):
     topics: dict = {}
     for s in slots:
-        part = s.part
-        if part is not None:
-            hwm, lso, log_start_offset = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
-        else:
-            hwm = lso = log_start_offset = -1
+        hwm, lso, log_start_offset = _offsets(s.part, s.error)
         aborted = None
-        if read_committed and s.aborted is not None:
+        if s.part is None:
+            aborted = ()  # Kafka answers an unknown topic or partition with an empty list, not null
+        elif s.error != ErrorCode.none:
+            aborted = None
+        elif read_committed and s.aborted is not None:
             aborted = tuple(make(mod.AbortedTransaction, producer_id=a.producer_id, first_offset=a.first_offset)
                             for a in s.aborted)
-        elif read_committed and part is not None:
+        elif read_committed:
             aborted = ()
         pd = make(mod.PartitionData, partition_index=s.index, error_code=s.error, high_watermark=hwm,
                   last_stable_offset=lso, log_start_offset=log_start_offset, aborted_transactions=aborted,
@@ -145,4 +192,5 @@ def _response(ctx, mod, slots, read_committed, by_id):
         make(mod.FetchableTopicResponse, topic=None if by_id else key, topic_id=key if by_id else None,
              partitions=tuple(parts))
         for key, parts in topics.items())
-    return make(mod.FetchResponse, throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=responses)
+    return make(mod.FetchResponse, throttle_time=0, error_code=ErrorCode.none, session_id=session_id,
+                responses=responses)

@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
-from ..groups.states import ClassicGroupState, ConsumerGroupState
+from ..groups.states import ClassicGroupState
 
 from . import api
 from .common import response_module
@@ -165,7 +165,8 @@ async def describe_groups(ctx, request):
             make(mod.DescribedGroupMember, member_id=m.member_id, group_instance_id=m.group_instance_id,
                  client_id=m.client_id, client_host=m.client_host,
                  member_metadata=m.metadata(group.protocol_name) if stable else b"",
-                 member_assignment=m.assignment if stable else b"")
+                 # Kafka's describeNoMetadata: outside Stable a member keeps showing its last assignment
+                 member_assignment=m.assignment)
             for m in group.members.values())
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, protocol_type=group.protocol_type or "",
@@ -215,6 +216,11 @@ async def consumer_group_heartbeat(ctx, request):
         assignment = make(mod.Assignment, topic_partitions=tuple(
             make(mod.TopicPartitions, topic_id=tid, partitions=tuple(sorted(ps)))
             for tid, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))))
+    if result.error != ErrorCode.none:
+        # Kafka's error answer carries only the error: no member id, epoch 0, interval 0
+        return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=result.error,
+                    error_message=result.error_message, member_id=None, member_epoch=0, heartbeat_interval=0,
+                    assignment=None)
     return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=result.error,
                 error_message=result.error_message, member_id=result.member_id,
                 member_epoch=result.member_epoch, heartbeat_interval=result.heartbeat_interval_ms,
@@ -238,15 +244,16 @@ async def consumer_group_describe(ctx, request):
         group = coord.groups.get(gid)
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
+            # Kafka's error entry leaves the state empty and the epochs at 0
             out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_id_not_found, error_message=msg,
-                            group_id=gid, group_state=ConsumerGroupState.DEAD, group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                             members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
         members = tuple(
             make(mod.Member, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                  member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                  subscribed_topic_names=tuple(m.subscribed_topic_names),
-                 subscribed_topic_regex=m.subscribed_topic_regex,
+                 subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka: "" when none
                  assignment=make(mod.Assignment, topic_partitions=tps(m.assigned)),
                  target_assignment=make(mod.Assignment, topic_partitions=tps(group.target.get(m.member_id, {}))),
                  member_type=1)

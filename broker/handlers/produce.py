@@ -20,7 +20,8 @@ import logging
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
-from protocol.records import BatchHeader, InvalidRecord, decode_records, validate_produce_batches
+from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
+                              recompress_batch, validate_produce_batches)
 
 from ..clock import now_ms
 from ..cluster import flush_appended
@@ -32,14 +33,23 @@ log = logging.getLogger("kafkalite.produce")
 
 
 class PartitionResult:
-    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message")
+    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message", "record_errors")
 
-    def __init__(self, error=ErrorCode.none, base_offset=-1, log_append_time=-1, log_start_offset=-1, message=None):
+    def __init__(self, error=ErrorCode.none, base_offset=-1, log_append_time=-1, log_start_offset=-1, message=None,
+                 record_errors=()):
         self.error = error
         self.base_offset = base_offset
         self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.message = message
+        self.record_errors = record_errors  # ((batch index, message), ...)
+
+
+def _rejected_by_log(res: PartitionResult, plog) -> PartitionResult:
+    """Kafka answers the log start offset with errors raised while validating against the log
+    (timestamps, keys, producer state), and -1 with those found before (CRC, size, format)."""
+    res.log_start_offset = plog.log_start_offset
+    return res
 
 
 def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult:
@@ -48,7 +58,8 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
         return PartitionResult(ErrorCode.invalid_topic_exception, message=f"cannot write to internal topic {part.topic.name}")
     if not records:
         return PartitionResult(ErrorCode.invalid_record, message="a produce request needs one record batch per partition")
-    max_bytes = part.log.config.max_message_bytes
+    plog = part.log
+    max_bytes = plog.config.max_message_bytes
     if len(records) > max_bytes:
         return PartitionResult(ErrorCode.message_too_large,
                                message=f"batch of {len(records)} bytes exceeds max.message.bytes={max_bytes}")
@@ -62,7 +73,20 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
                                message="produce requests may carry exactly one record batch per partition")
     refused = check_topic_policy(part, records, h)
     if refused is not None:
-        return refused
+        return _rejected_by_log(refused, plog)
+    codec = part.topic.policy.compression
+    if codec is not None and h.compression != codec:
+        # the topic's compression.type differs from the producer's codec: Kafka's LogValidator
+        # rewrites the batch (only such topics pay for decoding and re-encoding)
+        try:
+            records = recompress_batch(records, codec, part.topic.policy.compression_level)
+        except Exception as exc:  # a codec we cannot read, or a batch whose records do not decode
+            return PartitionResult(ErrorCode.corrupt_message, message=f"cannot recompress the batch: {exc}")
+        if len(records) > plog.config.max_message_bytes:
+            return PartitionResult(ErrorCode.message_too_large, message=(
+                f"batch of {len(records)} bytes after recompression exceeds "
+                f"max.message.bytes={plog.config.max_message_bytes}"))
+        h = BatchHeader(records, 0)
     if h.is_transactional:
         err = ctx.broker.services.transactions.check_produce(ctx, transactional_id, part, h)
         if err is not None:
@@ -72,9 +96,21 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
     try:
         done = part.append(records, now_ms=now_ms(), header=h)
     except ProduceError as exc:
-        return PartitionResult(exc.code, message=exc.message)
+        return _rejected_by_log(PartitionResult(exc.code, message=exc.message), plog)
     return PartitionResult(base_offset=done.base_offset, log_append_time=done.log_append_time_ms,
                            log_start_offset=done.log_start_offset)
+
+
+def _timestamps_refused(records, policy, now: int, message: str) -> PartitionResult:
+    """INVALID_TIMESTAMP listing every record out of range by its index, as Kafka's LogValidator
+    does (the records are decoded only on this error path)."""
+    try:
+        bad = tuple((i, message) for i, r in enumerate(decode_records(records))
+                    if r.timestamp >= 0 and not now - policy.timestamp_before_max_ms <= r.timestamp
+                    <= now + policy.timestamp_after_max_ms)
+    except Exception:  # noqa: BLE001 - a codec we cannot read: the batch-level error stands
+        bad = ()
+    return PartitionResult(ErrorCode.invalid_timestamp, message=message, record_errors=bad)
 
 
 def check_topic_policy(part, records, h) -> PartitionResult | None:
@@ -86,22 +122,24 @@ def check_topic_policy(part, records, h) -> PartitionResult | None:
     if not policy.log_append_time:
         now = now_ms()
         if h.max_timestamp >= 0 and h.max_timestamp > now + policy.timestamp_after_max_ms:
-            return PartitionResult(ErrorCode.invalid_timestamp, message=(
+            return _timestamps_refused(records, policy, now, (
                 f"timestamp {h.max_timestamp} is more than message.timestamp.after.max.ms="
                 f"{policy.timestamp_after_max_ms} ahead of the broker's time {now}"))
         if 0 <= h.base_timestamp < now - policy.timestamp_before_max_ms:
-            return PartitionResult(ErrorCode.invalid_timestamp, message=(
+            return _timestamps_refused(records, policy, now, (
                 f"timestamp {h.base_timestamp} is more than message.timestamp.before.max.ms="
                 f"{policy.timestamp_before_max_ms} behind the broker's time {now}"))
     if policy.compacted:
         try:
-            keyless = any(r.key is None for r in decode_records(records))
+            keyless = [i for i, r in enumerate(decode_records(records)) if r.key is None]
         except Exception as exc:  # a codec we cannot read: Kafka would fail decompression too
             return PartitionResult(ErrorCode.corrupt_message, message=f"cannot read the batch: {exc}")
         if keyless:
-            return PartitionResult(ErrorCode.invalid_record, message=(
-                f"Compacted topic cannot accept message without key in topic partition "
-                f"{part.topic.name}-{part.index}."))
+            message = (f"Compacted topic cannot accept message without key in topic partition "
+                       f"{part.topic.name}-{part.index}.")
+            # Kafka lists every keyless record by its index in the batch
+            return PartitionResult(ErrorCode.invalid_record, message=message,
+                                   record_errors=tuple((i, message) for i in keyless))
     return None
 
 
@@ -121,6 +159,10 @@ async def handle(ctx, request):
             elif topic is None or not 0 <= pdata.index < len(topic.partitions):
                 res = PartitionResult(ErrorCode.unknown_topic_id if by_id and topic is None
                                       else ErrorCode.unknown_topic_or_partition)
+            elif ctx.api_version < 7 and _codec(pdata.records) == COMPRESSION_ZSTD:
+                # zstd came with Produce v7 (KIP-110); Kafka refuses it in older requests
+                res = PartitionResult(ErrorCode.unsupported_compression_type,
+                                      message="Produce requests with version < 7 cannot use zstd compression")
             else:
                 part = topic.partitions[pdata.index]
                 res = append_to_partition(ctx, part, pdata.records, request.transactional_id)
@@ -144,9 +186,23 @@ async def handle(ctx, request):
                  partition_responses=tuple(
                      make(mod.PartitionProduceResponse, index=idx, error_code=r.error, base_offset=r.base_offset,
                           log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
-                          record_errors=(), error_message=r.message)
+                          record_errors=_record_errors(mod, r),
+                          error_message=r.message)
                      for idx, r in prs))
             for tdata, prs in results),
         throttle_time=0,
     )
+
+
+def _record_errors(mod, r: PartitionResult) -> tuple:
+    if not r.record_errors or not hasattr(mod, "BatchIndexAndErrorMessage"):  # the list came with v8
+        return ()
+    return tuple(make(mod.BatchIndexAndErrorMessage, batch_index=i, batch_index_error_message=m)
+                 for i, m in r.record_errors)
+
+
+def _codec(records) -> int | None:
+    if records is None or len(records) < BATCH_HEADER_SIZE:
+        return None
+    return BatchHeader(records, 0).compression
 

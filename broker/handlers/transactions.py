@@ -253,9 +253,10 @@ async def describe_transactions(ctx, request):
     for tid in request.transactional_ids:
         err, md = txn.core.describe(tid)
         if md is None:
+            # Kafka leaves every other field at zero (a start time of 0, producer id 0)
             states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",
-                               transaction_timeout=0, transaction_start_time=_time(-1), producer_id=-1,
-                               producer_epoch=-1, topics=()))
+                               transaction_timeout=0, transaction_start_time=_time(0), producer_id=0,
+                               producer_epoch=0, topics=()))
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(md.partitions):

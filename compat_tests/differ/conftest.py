@@ -1,0 +1,41 @@
+"""Both brokers of the differ, started once per run with the same settings: Apache Kafka
+(compat_tests.reference, jars from `maven_jars kafka-broker`) and kafkalite, or the broker
+named by KAFKA_BOOTSTRAP in kafkalite's place."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import kafkalite
+
+# Settings both brokers run with, so that timing-driven answers can be compared: the timed-out
+# transaction scan runs every second instead of every ten, and the internal topics have one
+# partition (Kafka's 50 would only slow its first coordinator lookup).
+SHARED_CONFIG = {
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+@pytest.fixture(scope="session")
+def reference_bootstrap():
+    """Apache Kafka. A missing jar set is an error here, never a skip."""
+    from compat_tests.reference import ReferenceBroker
+
+    with ReferenceBroker(config=SHARED_CONFIG) as kafka:
+        yield kafka.start(timeout=120)
+
+
+@pytest.fixture(scope="session")
+def subject_bootstrap():
+    """kafkalite (or KAFKA_BOOTSTRAP: any broker to hold against Apache Kafka)."""
+    external = os.environ.get("KAFKA_BOOTSTRAP")
+    if external:
+        yield external
+        return
+    with kafkalite.running(config=SHARED_CONFIG) as b:
+        yield b.bootstrap
