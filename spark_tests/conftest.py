@@ -75,7 +75,11 @@ def spark(tmp_path_factory):
                .config("spark.ui.enabled", "false")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.extraJavaOptions", "-Djava.net.preferIPv4Stack=true")
+               # the C1 compiler only: these short jobs finish before C2 would pay off, and 2 shared cores
+               .config("spark.driver.extraJavaOptions", "-Djava.net.preferIPv4Stack=true -XX:TieredStopAtLevel=1")
+               # tiny data: interpreting expressions beats compiling code for every new query shape
+               .config("spark.sql.codegen.wholeStage", "false")
+               .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
