@@ -6,9 +6,9 @@ session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap (Apache Kafk
 One Spark session serves every test (local[2], two shuffle partitions, no UI). Spark's jars come
 with PySpark; the connector (spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10 with
 kafka-clients and commons-pool2) is only on Maven Central, so scripts/install-test-deps.sh resolves
-it into .deps/maven/spark-kafka (the ``spark-kafka`` jar set), and the session gets those jars as
-``spark.jars``. ``SPARK_KAFKA_JARS`` (colon-separated jar paths) overrides that set. Without the
-jars every test fails with that reason.
+it into .deps/maven/spark-kafka (the ``spark-kafka`` jar set; .deps is $KAFKALITE_DEPS_DIR when
+set), and the session gets those jars as ``spark.jars``. ``SPARK_KAFKA_JARS`` (colon-separated jar
+paths) overrides that set. Without the jars every test fails with that reason.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:  # compat_tests and examples are imported from the checkout
     sys.path.insert(0, str(_ROOT))
 
-JAR_SET = _ROOT / ".deps" / "maven" / "spark-kafka"
+# where scripts/install-test-deps.sh puts the jar set (KAFKALITE_DEPS_DIR moves .deps)
+JAR_SET = Path(os.environ.get("KAFKALITE_DEPS_DIR") or _ROOT / ".deps") / "maven" / "spark-kafka"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 
 
