@@ -6,7 +6,14 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from compat_tests.clients.base import Msg
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin, LibrdkafkaClient

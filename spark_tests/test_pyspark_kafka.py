@@ -9,7 +9,6 @@ confluent-kafka (other_client.py), never only through Spark itself.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 import uuid
