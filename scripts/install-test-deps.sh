@@ -11,11 +11,13 @@ mkdir -p "$DEPS"
 # --- Python: the package and the Python clients ---
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-# --- Spark: PySpark for spark_tests/ ---
-# PySpark 4.3.0 (a ~400 MB sdist, built once). Spark's Kafka connector is not on PyPI: the PySpark
-# tests take its jars from SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES and skip without them.
-if [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "4.3.0" ]; then
-    python3 -m pip install --quiet --disable-pip-version-check 'pyspark==4.3.0'
+# --- Spark: PySpark for spark_tests/ and examples/spark_pipeline.py ---
+# PySpark (a ~400 MB sdist, built once) at the newest version whose Kafka connector is on Maven
+# Central: 4.3.0 has none, 4.2.0 has. The connector itself is the `spark-kafka` jar set below, pinned
+# to the same version in scripts/maven/spark-kafka/pom.xml.
+PYSPARK_VERSION=4.2.0
+if [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "$PYSPARK_VERSION" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check "pyspark==$PYSPARK_VERSION"
 fi
 
 # --- Debian: kcat (librdkafka) ---
@@ -60,6 +62,9 @@ fi
 maven_jars java-clients
 maven_jars testcontainers-java
 maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
+maven_jars spark-kafka  # spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10, passed to Spark as spark.jars
+grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-kafka/pom.xml \
+    || { echo "scripts/maven/spark-kafka/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with

@@ -1,30 +1,35 @@
-"""Spark's Kafka connector against the broker under test.
-
-Two kinds of tests:
-
-* test_connector_calls.py — always runs: a Java program (java/SparkConnectorCalls.java) makes the
-  Kafka client calls the connector makes, with the configs it sets, and every answer is checked.
-* test_pyspark_kafka.py — PySpark (local[2]) with the connector itself; needs the connector's jars
-  (SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES, see there) and skips without them.
+"""PySpark with Spark's own Kafka connector against the broker under test.
 
 The broker is the kafkalite pytest plugin's (``kafka_bootstrap``): kafkalite started for the
-session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap.
+session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap (Apache Kafka, for instance).
+
+One Spark session serves every test (local[2], two shuffle partitions, no UI). Spark's jars come
+with PySpark; the connector (spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10 with
+kafka-clients and commons-pool2) is only on Maven Central, so scripts/install-test-deps.sh resolves
+it into .deps/maven/spark-kafka (the ``spark-kafka`` jar set; .deps is $KAFKALITE_DEPS_DIR when
+set), and the session gets those jars as ``spark.jars``. ``SPARK_KAFKA_JARS`` (colon-separated jar
+paths) overrides that set. Without the jars every test fails with that reason.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 _ROOT = Path(__file__).resolve().parent.parent
-if str(_ROOT) not in sys.path:  # compat_tests is imported from the checkout
+if str(_ROOT) not in sys.path:  # compat_tests and examples are imported from the checkout
     sys.path.insert(0, str(_ROOT))
+
+# where scripts/install-test-deps.sh puts the jar set (KAFKALITE_DEPS_DIR moves .deps)
+JAR_SET = Path(os.environ.get("KAFKALITE_DEPS_DIR") or _ROOT / ".deps") / "maven" / "spark-kafka"
+CONNECTOR = "spark-sql-kafka-0-10_2.13"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: Spark's Kafka connector, or the Kafka client calls it makes")
+    config.addinivalue_line("markers", "spark: PySpark with Spark's Kafka connector")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,6 +39,58 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
 
 
+def connector_jars(spark_version: str) -> list[Path]:
+    """The connector's jars for this PySpark; raises RuntimeError saying what is missing."""
+    override = [p for p in os.environ.get("SPARK_KAFKA_JARS", "").split(":") if p.strip()]
+    if override:
+        jars = [Path(p).resolve() for p in override]
+        missing = [str(p) for p in jars if not p.is_file()]
+        if missing:
+            raise RuntimeError(f"SPARK_KAFKA_JARS names files that do not exist: {missing}")
+        where = "SPARK_KAFKA_JARS"
+    else:
+        jars = sorted(JAR_SET.glob("*.jar"))
+        where = str(JAR_SET)
+    if not any(p.name.startswith(CONNECTOR) for p in jars):
+        raise RuntimeError(f"Spark's Kafka connector ({CONNECTOR}) is not in {where}: run "
+                           f"scripts/install-test-deps.sh (the spark-kafka jar set), or set SPARK_KAFKA_JARS")
+    wanted = f"{CONNECTOR}-{spark_version}.jar"
+    if not any(p.name == wanted for p in jars):
+        raise RuntimeError(f"{where} has no {wanted}: the connector must be PySpark's version ({spark_version})")
+    return jars
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """The Spark session shared by every test, with the connector on its classpath."""
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    try:
+        jars = connector_jars(pyspark.__version__)
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[2]").appName("kafkalite-spark-tests")
+               .config("spark.jars", ",".join(map(str, jars)))
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               # the C1 compiler only: these short jobs finish before C2 would pay off, and 2 shared cores
+               .config("spark.driver.extraJavaOptions", "-Djava.net.preferIPv4Stack=true -XX:TieredStopAtLevel=1")
+               # tiny data: interpreting expressions beats compiling code for every new query shape
+               .config("spark.sql.codegen.wholeStage", "false")
+               .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+               .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("WARN")
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def bootstrap(kafka_bootstrap: str) -> str:
     return kafka_bootstrap
@@ -41,5 +98,5 @@ def bootstrap(kafka_bootstrap: str) -> str:
 
 @pytest.fixture
 def topic(kafka_topic_factory):
-    """topic(partitions=1, configs=None) -> name of a fresh topic (deleted after the test)."""
+    """topic(partitions=1, configs=None, name=None) -> name of a fresh topic (deleted after the test)."""
     return lambda partitions=1, configs=None, name=None: kafka_topic_factory(partitions, configs, name)
