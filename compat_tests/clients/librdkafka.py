@@ -189,7 +189,9 @@ class LibrdkafkaAdmin(Admin):
                       config=configs or {})],
             validate_only=validate_only, request_timeout=20, operation_timeout=20)
         _result(fs[name])
-        return {"partitions": partitions, "topic_id": None}
+        # confluent-kafka's future resolves to None: the CreateTopics answer (partitions, topic id,
+        # configs) is not exposed, so nothing is reported rather than the caller's own arguments
+        return {"partitions": None, "topic_id": None}
 
     def delete_topics(self, names):
         fs = self.admin.delete_topics(list(names), request_timeout=20, operation_timeout=20)
