@@ -53,7 +53,7 @@ def test_kafka_python_infers_a_kafka_4_broker(bootstrap):
     from compat_tests.clients.kafka_python import kafka_python_version
 
     if kafka_python_version() < (3,):
-        pytest.skip("kafka-python 2.x knows no release after 2.6/3.x")
+        pytest.fail("kafka-python 3 is needed (scripts/install-test-deps.sh installs it); 2.x knows no Kafka 4")
     version = _kafka_python_inferred_version(bootstrap)
     assert version >= (4, 0), f"kafka-python inferred broker version {version}, not a Kafka 4.x broker"
 
@@ -108,7 +108,7 @@ def test_kafka_python_admin(bootstrap, topic_name):
     from compat_tests.clients.kafka_python import kafka_python_version
 
     if kafka_python_version() < (3,):
-        pytest.skip("written against kafka-python 3's admin API")
+        pytest.fail("kafka-python 3 is needed (scripts/install-test-deps.sh installs it): written against its admin API")
     from kafka import TopicPartition
     from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 

@@ -385,7 +385,7 @@ def test_admin_aiokafka(gbootstrap, members):
 @pytest.mark.kcat
 def test_kcat_balanced_consumer_commits_and_resumes(gbootstrap):
     if not shutil.which("kcat"):
-        pytest.skip("kcat is not installed")
+        pytest.fail("kcat is not installed (scripts/install-test-deps.sh installs it)")
     topic = new_topic(gbootstrap, 2)
     produce(gbootstrap, topic, {0: ["a0", "a1"], 1: ["b0", "b1"]})
     group = group_id()

@@ -140,10 +140,7 @@ class LibrdkafkaClient(Client):
                                    timestamp_ms=ts, partition=m.partition(), offset=m.offset()))
         finally:
             consumer.close()
-        if len(out) < count:
-            raise TimeoutError(f"librdkafka consumer got {len(out)} of {count} records from {topic} {partitions} "
-                               f"in {timeout_s}s: {out[:5]!r}")
-        return out
+        return out  # fewer than count: base.Client raises ShortConsume
 
 
 def kafka_error_name(err: KafkaError) -> str:
