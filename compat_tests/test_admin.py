@@ -9,12 +9,11 @@ both clients. Test data is produced with librdkafka (fixture ``admin_client``).
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from compat_tests.clients.admin import BrokerError
 from compat_tests.clients.base import Msg
+from compat_tests.waiting import wait_until
 
 pytestmark = [pytest.mark.admin, pytest.mark.timeout(120)]
 
@@ -31,16 +30,9 @@ def admin(request, bootstrap):
     return LibrdkafkaAdmin(bootstrap)
 
 
-def eventually(check, timeout=10.0, interval=0.2):
-    """Metadata may take a moment to reflect a change; retry `check` until it holds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(interval)
+def eventually(check, timeout=10.0):
+    """Metadata may take a moment to reflect a change: wait until the assert-style `check` holds."""
+    return wait_until(lambda: check() or True, timeout)
 
 
 def test_create_describe_delete_topics(admin, topic_name):

@@ -254,6 +254,7 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("client", [pytest.param("librdkafka", marks=pytest.mark.librdkafka),
                                     pytest.param("java", marks=pytest.mark.java)])
 def test_copier_killed_and_restarted(client, tmp_path):
@@ -274,6 +275,7 @@ def test_copier_killed_and_restarted(client, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.restart
 def test_broker_killed_and_restarted_under_a_copier(tmp_path):
     _external()
@@ -304,6 +306,7 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.groups
 @pytest.mark.librdkafka
 def test_copiers_in_a_group_killed_and_restarted(tmp_path):

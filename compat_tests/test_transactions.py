@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 import kafkalite
+from compat_tests.waiting import wait_until
 from compat_tests.txn import rdkafka_txn as reader
 
 pytestmark = pytest.mark.transactions
@@ -166,36 +167,48 @@ def test_read_committed_consumer_waits_at_the_lso(bootstrap, create_topic, topic
 
 
 def test_waiting_read_committed_fetch_wakes_on_commit(bootstrap, create_topic, topic_name):
+    """A read_committed fetch held at the LSO by an open transaction is answered when the
+    transaction commits, not when its max wait runs out."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     topic = create_topic(topic_name, 1)
+    plain = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "linger.ms": 0})
+    plain.produce(topic, value=b"before", partition=0)
+    assert plain.flush(10) == 0
     txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
                     "transactional.id": _tid("wake"), "linger.ms": 0})
     txp.init_transactions(30)
     txp.begin_transaction()
     txp.produce(topic, value=b"held", partition=0)
     txp.flush(10)
+    max_wait_s = 20.0
     c = Consumer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "group.id": "w",
-                  "isolation.level": "read_committed", "fetch.wait.max.ms": 5000})
+                  "isolation.level": "read_committed", "fetch.wait.max.ms": int(max_wait_s * 1000)})
     c.assign([TopicPartition(topic, 0, 0)])
     got = []
+    stop = threading.Event()
 
     def consume():
-        end = time.monotonic() + 20
-        while not got and time.monotonic() < end:
+        while not stop.is_set():
             m = c.poll(0.2)
             if m is not None and m.error() is None:
                 got.append((time.monotonic(), m.value()))
 
     t = threading.Thread(target=consume)
     t.start()
-    time.sleep(1.5)
-    assert not got
-    committed_at = time.monotonic()
-    txp.commit_transaction(30)
-    t.join()
-    c.close()
-    assert got and got[0][1] == b"held"
-    assert got[0][0] - committed_at < 2.0
+    try:
+        # "before" arrived: the consumer's next fetch starts at the LSO, where "held" keeps it waiting
+        wait_until(lambda: got, 30, what="the record before the transaction")
+        assert [v for _, v in got] == [b"before"]
+        committed_at = time.monotonic()
+        txp.commit_transaction(30)
+        wait_until(lambda: len(got) > 1, max_wait_s + 10, what="the held record after the commit")
+    finally:
+        stop.set()
+        t.join()
+        c.close()
+    assert [v for _, v in got] == [b"before", b"held"]
+    # answered by the commit, well before the fetch's 20 s max wait
+    assert got[1][0] - committed_at < max_wait_s / 2
 
 
 # --- admin: list/describe transactions, describe producers ------------------------------------------
