@@ -37,6 +37,9 @@ KINDS = [
     pytest.param(("kafkajs", "classic"), marks=pytest.mark.kafkajs, id="kafkajs"),
     pytest.param(("java", "classic"), marks=pytest.mark.java, id="java-classic"),
     pytest.param(("java", "consumer"), marks=pytest.mark.java, id="java-consumer"),
+    pytest.param(("franz", "classic"), marks=pytest.mark.franz, id="franz-classic"),
+    pytest.param(("franz", "consumer"), marks=pytest.mark.franz, id="franz-consumer"),
+    pytest.param(("sarama", "classic"), marks=pytest.mark.sarama, id="sarama"),
 ]
 
 
@@ -139,6 +142,8 @@ COOPERATIVE = [
     pytest.param(("confluent", "classic", "cooperative-sticky"), marks=pytest.mark.librdkafka, id="confluent"),
     pytest.param(("java", "classic", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),
                  marks=pytest.mark.java, id="java"),
+    pytest.param(("franz", "classic", "cooperative-sticky"), marks=pytest.mark.franz, id="franz"),
+    pytest.param(("sarama", "classic", "cooperative-sticky"), marks=pytest.mark.sarama, id="sarama"),
 ]
 
 

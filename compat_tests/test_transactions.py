@@ -29,6 +29,8 @@ TXN_CLIENTS = {
     "aiokafka": "compat_tests.txn.aiokafka_txn",
     "kafkajs": "compat_tests.txn.kafkajs_txn",
     "kafka_python": "compat_tests.txn.kafka_python_txn",
+    "franz": "compat_tests.txn.franz_txn",
+    "sarama": "compat_tests.txn.sarama_txn",
 }
 
 

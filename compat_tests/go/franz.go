@@ -97,7 +97,7 @@ func (franzDriver) produce(r *Request) (any, error) {
 		kgo.AllowAutoTopicCreation(),
 		// Room for a 1 MiB record on a topic whose max.message.bytes allows it (like the Java
 		// client's max.request.size raised); the broker's limit still applies per topic.
-		kgo.ProducerBatchMaxBytes(2<<20),
+		kgo.ProducerBatchMaxBytes(2 << 20),
 		kgo.ProducerLinger(5 * time.Millisecond),
 	}
 	switch orDefault(r.Acks, "all") {

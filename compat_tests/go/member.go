@@ -210,17 +210,42 @@ type saramaMember struct {
 	mu     sync.Mutex
 	sess   sarama.ConsumerGroupSession
 	topic  string
+	owned  map[int32]bool
+}
+
+// The member's assignment is the set of partitions whose claim is running: with the
+// cooperative-sticky strategy sarama keeps one session and starts or stops single claims.
+func (m *saramaMember) setOwned(change func(map[int32]bool)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before := fmt.Sprint(sortedKeys(m.owned))
+	change(m.owned)
+	if fmt.Sprint(sortedKeys(m.owned)) != before {
+		emitAssigned(m.owned)
+	}
+}
+
+func sortedKeys(set map[int32]bool) []int {
+	out := []int{}
+	for p := range set {
+		out = append(out, int(p))
+	}
+	sort.Ints(out)
+	return out
 }
 
 func (m *saramaMember) Setup(sess sarama.ConsumerGroupSession) error {
 	m.mu.Lock()
 	m.sess = sess
 	m.mu.Unlock()
-	owned := map[int32]bool{}
-	for _, p := range sess.Claims()[m.topic] {
-		owned[p] = true
-	}
-	emitAssigned(owned)
+	m.setOwned(func(owned map[int32]bool) {
+		for p := range owned {
+			delete(owned, p)
+		}
+		for _, p := range sess.Claims()[m.topic] {
+			owned[p] = true
+		}
+	})
 	return nil
 }
 
@@ -232,6 +257,9 @@ func (m *saramaMember) Cleanup(sarama.ConsumerGroupSession) error {
 }
 
 func (m *saramaMember) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	p := claim.Partition()
+	m.setOwned(func(owned map[int32]bool) { owned[p] = true })
+	defer m.setOwned(func(owned map[int32]bool) { delete(owned, p) })
 	for msg := range claim.Messages() {
 		emit(map[string]any{"event": "record", "partition": msg.Partition, "offset": msg.Offset, "value": string(msg.Value)})
 		sess.MarkMessage(msg, "")
@@ -275,7 +303,7 @@ func startSaramaMember(cfg memberConfig) (member, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &saramaMember{group: group, cancel: cancel, done: make(chan struct{}), topic: cfg.Topic}
+	m := &saramaMember{group: group, cancel: cancel, done: make(chan struct{}), topic: cfg.Topic, owned: map[int32]bool{}}
 	go func() {
 		for err := range group.Errors() {
 			debugf("sarama group error: %v", err)
