@@ -11,7 +11,7 @@ CLIENT = "franz"
 # Produce carries the old epoch (INVALID_PRODUCER_EPOCH, which the client does not translate as the
 # Java client does); committing after the broker aborted a timed-out transaction is PRODUCER_FENCED.
 FENCED_ERRORS = {"INVALID_PRODUCER_EPOCH"}
-TIMEOUT_ERRORS = {"PRODUCER_FENCED"}
+TIMEOUT_ERRORS = {"INVALID_TXN_STATE"}
 
 run_plan = partial(go_txn.run_plan, CLIENT)
 fence = partial(go_txn.fence, CLIENT)

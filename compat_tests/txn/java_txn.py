@@ -9,8 +9,10 @@ from typing import Any
 
 from compat_tests.clients.java import JVM_FLAGS, JavaError, build
 
-FENCED_ERRORS = {"ProducerFencedException", "InvalidProducerEpochException"}
-TIMEOUT_ERRORS = FENCED_ERRORS | {"InvalidTxnStateException", "TransactionAbortableException"}
+# What this client surfaces on Apache Kafka 4.4 (and kafkalite) for the fenced producer's next
+# write, and for a commit after the broker aborted the transaction for its timeout.
+FENCED_ERRORS = {"InvalidProducerEpochException"}
+TIMEOUT_ERRORS = {"InvalidTxnStateException"}
 
 
 def command(bootstrap: str, cmd: str, config: dict | None = None) -> list[str]:

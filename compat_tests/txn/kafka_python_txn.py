@@ -9,8 +9,10 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.consumer.fetcher import OffsetAndMetadata
 from kafka.errors import KafkaError
 
-FENCED_ERRORS = {"ProducerFencedError", "InvalidProducerEpochError"}
-TIMEOUT_ERRORS = FENCED_ERRORS | {"InvalidTxnStateError", "KafkaError"}
+# What this client surfaces on Apache Kafka 4.4 (and kafkalite) for the fenced producer's next
+# write, and for a commit after the broker aborted the transaction for its timeout.
+FENCED_ERRORS = {"InvalidProducerEpochError"}
+TIMEOUT_ERRORS = {"ProducerFencedError"}
 
 
 def _producer(bootstrap: str, transactional_id: str, **extra) -> KafkaProducer:
