@@ -99,11 +99,32 @@ def kafkalite_external() -> bool:
     return bool(os.environ.get("KAFKA_BOOTSTRAP"))
 
 
-def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker):
+def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker, tmp_path):
     bs = fast_timeout_broker.bootstrap
     topic = "timeout-" + uuid.uuid4().hex[:8]
     reader_admin_create(bs, topic)
-    err = txn_client.time_out(bs, _tid("timeout"), topic, 1000, 3000)
+    until = tmp_path / "aborted"
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(txn_client.time_out(bs, _tid("timeout"), topic, 1000, str(until)))
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    producer = threading.Thread(target=run)
+    producer.start()
+    try:
+        # the broker aborts the transaction after its 1 s timeout: the abort marker after "late"
+        # moves the last stable offset to 2; only then does the producer try to commit
+        wait_until(lambda: reader.end_offsets(bs, topic, [0], "read_committed")[0] == 2, 60, 0.1,
+                   "the broker's abort of the timed-out transaction")
+    finally:
+        until.touch()
+        producer.join(120)
+    (err,) = outcome
+    if isinstance(err, BaseException):
+        raise err
     assert err in txn_client.TIMEOUT_ERRORS, err
     assert reader.values(reader.read(bs, topic, [0], "read_committed"))[0] == []
     assert reader.values(reader.read(bs, topic, [0], "read_uncommitted"))[0] == ["late"]

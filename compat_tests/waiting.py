@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, TypeVar
 
@@ -26,3 +27,9 @@ def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: floa
                 raise failure
             raise AssertionError(f"not within {timeout}s: {what or condition}")
         time.sleep(interval)
+
+
+def wait_for_path(path: str, timeout: float = 60.0) -> None:
+    """Block until `path` exists: how a test tells a client driver that a condition it checked
+    from outside (say, the broker aborted a transaction) now holds."""
+    wait_until(lambda: os.path.exists(path), timeout, what=f"{path} to appear")

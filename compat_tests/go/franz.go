@@ -332,7 +332,9 @@ func (franzDriver) timeOut(r *Request) (any, error) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Value: []byte("late")}).FirstErr(); err != nil {
 		return nil, err
 	}
-	time.Sleep(time.Duration(r.WaitMs) * time.Millisecond)
+	if err := waitForPath(r.Until); err != nil {
+		return nil, err
+	}
 	return errorName(cl.EndTransaction(ctx, kgo.TryCommit)), nil
 }
 

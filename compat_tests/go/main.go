@@ -61,7 +61,7 @@ type Request struct {
 	TransactionalID string `json:"transactional_id"`
 	Txns            []Txn  `json:"txns"`
 	TxnTimeoutMs    int    `json:"timeout_ms"`
-	WaitMs          int    `json:"wait_ms"`
+	Until           string `json:"until"`
 	Group           string `json:"group"`
 	Source          string `json:"source"`
 	Sink            string `json:"sink"`
@@ -71,6 +71,21 @@ type Request struct {
 type Txn struct {
 	Records [][3]any `json:"records"`
 	End     string   `json:"end"`
+}
+
+// waitForPath blocks until the file exists: the test creates it once the condition it watches
+// from outside (the broker aborted a transaction) holds.
+func waitForPath(path string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within 60s", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // unsupported is a thing the client has no API for; the adapter turns it into Unsupported.

@@ -323,7 +323,9 @@ func (saramaDriver) timeOut(r *Request) (any, error) {
 	if err := saramaSend(p, r.Topic, 0, []byte("late")); err != nil {
 		return nil, err
 	}
-	time.Sleep(time.Duration(r.WaitMs) * time.Millisecond)
+	if err := waitForPath(r.Until); err != nil {
+		return nil, err
+	}
 	return errorName(p.CommitTxn()), nil
 }
 

@@ -17,10 +17,9 @@ def fence(client: str, bootstrap: str, transactional_id: str, topic: str) -> str
                                "topic": topic}, 60.0)
 
 
-def time_out(client: str, bootstrap: str, transactional_id: str, topic: str, timeout_ms: int, wait_ms: int) -> str:
+def time_out(client: str, bootstrap: str, transactional_id: str, topic: str, timeout_ms: int, until: str) -> str:
     return run_driver(client, {"cmd": "time_out", "bootstrap": bootstrap, "transactional_id": transactional_id,
-                               "topic": topic, "timeout_ms": timeout_ms, "wait_ms": wait_ms},
-                      60.0 + wait_ms / 1000)
+                               "topic": topic, "timeout_ms": timeout_ms, "until": until}, 120.0)
 
 
 def copy(client: str, bootstrap: str, transactional_id: str, group: str, source: str, sink: str, count: int,

@@ -42,9 +42,9 @@ def fence(bootstrap: str, transactional_id: str, topic: str) -> str:
     return run(bootstrap, "fence", transactional_id=transactional_id, topic=topic)
 
 
-def time_out(bootstrap: str, transactional_id: str, topic: str, timeout_ms: int, wait_ms: int) -> str:
+def time_out(bootstrap: str, transactional_id: str, topic: str, timeout_ms: int, until: str) -> str:
     return run(bootstrap, "time_out", transactional_id=transactional_id, topic=topic, timeout_ms=timeout_ms,
-               wait_ms=wait_ms)
+               until=until)
 
 
 def copy(bootstrap: str, transactional_id: str, group: str, source: str, sink: str, count: int,
