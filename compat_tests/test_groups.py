@@ -64,8 +64,9 @@ def new_topic(bootstrap: str, partitions: int) -> str:
     except KafkaException as e:  # a retried request whose first try created it; any other error fails
         if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
-    md = admin.list_topics(name, timeout=20)
-    assert len(md.topics[name].partitions) == partitions, f"topic {name} was not created"
+    # Kafka's metadata shows a created topic a moment later: wait for it, with every partition
+    wait_until(lambda: len(admin.list_topics(name, timeout=20).topics[name].partitions) == partitions, 20, 0.1,
+               f"topic {name} with {partitions} partitions in the metadata")
     return name
 
 

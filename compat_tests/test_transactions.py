@@ -148,6 +148,10 @@ def test_send_offsets_to_transaction(txn_client, bootstrap, create_topic, topic_
     group = "g-" + uuid.uuid4().hex[:8]
     copied = txn_client.copy(bootstrap, _tid("copy"), group, source, sink, 40)
     assert copied >= 40
+    # Kafka writes the last commit's markers after EndTxn answered: wait until nothing is open
+    wait_until(lambda: reader.end_offsets(bootstrap, sink, [0, 1], "read_committed")
+               == reader.end_offsets(bootstrap, sink, [0, 1], "read_uncommitted"), 20, 0.1,
+               "the sink's last transaction completed")
     out = reader.values(reader.read(bootstrap, sink, [0, 1], "read_committed"))
     for p in (0, 1):
         assert out[p] == [f"copied:v{p}-{i}" for i in range(20)]
