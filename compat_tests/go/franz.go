@@ -95,6 +95,9 @@ func (franzDriver) produce(r *Request) (any, error) {
 	opts := []kgo.Opt{
 		kgo.ProducerBatchCompression(codec),
 		kgo.AllowAutoTopicCreation(),
+		// A topic just created may be missing from Kafka's metadata for a moment: wait for it
+		// (bounded by the request's deadline), as the Java producer does for max.block.ms.
+		kgo.UnknownTopicRetries(-1),
 		// Room for a 1 MiB record on a topic whose max.message.bytes allows it (like the Java
 		// client's max.request.size raised); the broker's limit still applies per topic.
 		kgo.ProducerBatchMaxBytes(2 << 20),
