@@ -1,10 +1,10 @@
-"""Admin APIs through the Java Admin client and confluent-kafka's AdminClient: CreateTopics (also
+"""Admin APIs through the Java Admin client, confluent-kafka's AdminClient and franz-go (kadm): CreateTopics (also
 validate_only), DeleteTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
 CreatePartitions, ListOffsets (earliest, latest, by timestamp, max timestamp, read_committed),
 DeleteRecords, DescribeCluster, DescribeTopicPartitions / Metadata with topic ids.
 
 Written once against compat_tests.clients.admin.Admin; the fixture ``admin`` runs each test with
-both clients. Test data is produced with librdkafka (fixture ``admin_client``).
+each client. Test data is produced with librdkafka (fixture ``admin_client``).
 """
 
 from __future__ import annotations
@@ -19,12 +19,17 @@ pytestmark = [pytest.mark.admin, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(params=[pytest.param("java", marks=pytest.mark.java),
-                        pytest.param("librdkafka", marks=pytest.mark.librdkafka)])
+                        pytest.param("librdkafka", marks=pytest.mark.librdkafka),
+                        pytest.param("franz", marks=pytest.mark.franz)])
 def admin(request, bootstrap):
     if request.param == "java":
         from compat_tests.clients.java import JavaAdmin
 
         return JavaAdmin(bootstrap)
+    if request.param == "franz":
+        from compat_tests.clients.franz import FranzAdmin
+
+        return FranzAdmin(bootstrap)
     from compat_tests.clients.librdkafka import LibrdkafkaAdmin
 
     return LibrdkafkaAdmin(bootstrap)
@@ -68,7 +73,7 @@ def test_create_describe_delete_topics(admin, topic_name):
 
 def test_create_topic_returns_partitions_and_configs(admin, topic_name):
     res = admin.create_topic(topic_name, 4, {"cleanup.policy": "compact"})
-    if admin.name == "java":  # only the Java client exposes the CreateTopics v5+ answer
+    if admin.name in ("java", "franz"):  # these clients expose the CreateTopics v5+ answer
         assert res["partitions"] == 4
         assert res["topic_id"] not in (None, "AAAAAAAAAAAAAAAAAAAAAA")
         assert res["configs"]["cleanup.policy"] == "compact"

@@ -58,13 +58,15 @@ type Request struct {
 	Isolation   string            `json:"isolation"`
 	TimeoutMs   int               `json:"timeoutMs"`
 
-	TransactionalID string `json:"transactional_id"`
-	Txns            []Txn  `json:"txns"`
-	TxnTimeoutMs    int    `json:"timeout_ms"`
-	Until           string `json:"until"`
-	Group           string `json:"group"`
-	Source          string `json:"source"`
-	Sink            string `json:"sink"`
+	TransactionalID string    `json:"transactional_id"`
+	Txns            []Txn     `json:"txns"`
+	TxnTimeoutMs    int       `json:"timeout_ms"`
+	Until           string    `json:"until"`
+	Op              string    `json:"op"`
+	Args            AdminArgs `json:"args"`
+	Group           string    `json:"group"`
+	Source          string    `json:"source"`
+	Sink            string    `json:"sink"`
 }
 
 // Txn is one transaction of a plan: records [topic, partition, value] and its end.
@@ -308,6 +310,9 @@ func main() {
 	commands := map[string]func(*Request) (any, error){
 		"create_topic": d.createTopic, "produce": d.produce, "consume": d.consume,
 		"plan": d.plan, "fence": d.fence, "time_out": d.timeOut, "copy": d.copy,
+	}
+	if f, isFranz := d.(franzDriver); isFranz {
+		commands["admin"] = f.admin
 	}
 	cmd, ok := commands[req.Cmd]
 	if !ok {
