@@ -352,7 +352,9 @@ func (franzDriver) copy(r *Request) (any, error) {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
-		kgo.SessionTimeout(10*time.Second),
+		kgo.SessionTimeout(time.Duration(orDefaultInt(r.SessionMs, 10000))*time.Millisecond),
+		kgo.HeartbeatInterval(time.Duration(orDefaultInt(r.SessionMs, 10000)/6)*time.Millisecond),
+		kgo.TransactionTimeout(10*time.Second),
 		kgo.FetchMaxWait(200*time.Millisecond),
 	)...)
 	if err != nil {
@@ -362,7 +364,12 @@ func (franzDriver) copy(r *Request) (any, error) {
 	copied := 0
 	for copied < r.Count && ctx.Err() == nil {
 		pollCtx, pollCancel := context.WithTimeout(ctx, time.Second)
-		fs := sess.PollFetches(pollCtx)
+		var fs kgo.Fetches
+		if r.Batch > 0 {
+			fs = sess.PollRecords(pollCtx, r.Batch)
+		} else {
+			fs = sess.PollFetches(pollCtx)
+		}
 		pollCancel()
 		for _, fe := range fs.Errors() {
 			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
@@ -394,9 +401,19 @@ func (franzDriver) copy(r *Request) (any, error) {
 		}
 		if committed {
 			copied += len(recs)
+			if r.Progress { // one line per transaction, for a test that kills this process
+				fmt.Printf("{\"progress\": %d}\n", copied)
+			}
 		}
 	}
 	return copied, nil
+}
+
+func orDefaultInt(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
 }
 
 func orDefault(s, d string) string {

@@ -63,6 +63,9 @@ type Request struct {
 	TxnTimeoutMs    int       `json:"timeout_ms"`
 	Until           string    `json:"until"`
 	Op              string    `json:"op"`
+	Batch           int       `json:"batch"`
+	SessionMs       int       `json:"session_timeout_ms"`
+	Progress        bool      `json:"progress"`
 	Args            AdminArgs `json:"args"`
 	Group           string    `json:"group"`
 	Source          string    `json:"source"`
