@@ -1,4 +1,4 @@
-"""Admin APIs through the Java Admin client, confluent-kafka's AdminClient and franz-go (kadm): CreateTopics (also
+"""Admin APIs through the Java Admin client, confluent-kafka's AdminClient, franz-go (kadm) and sarama: CreateTopics (also
 validate_only), DeleteTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
 CreatePartitions, ListOffsets (earliest, latest, by timestamp, max timestamp, read_committed),
 DeleteRecords, DescribeCluster, DescribeTopicPartitions / Metadata with topic ids.
@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.admin, pytest.mark.timeout(120)]
 
 @pytest.fixture(params=[pytest.param("java", marks=pytest.mark.java),
                         pytest.param("librdkafka", marks=pytest.mark.librdkafka),
-                        pytest.param("franz", marks=pytest.mark.franz)])
+                        pytest.param("franz", marks=pytest.mark.franz),
+                        pytest.param("sarama", marks=pytest.mark.sarama)])
 def admin(request, bootstrap):
     if request.param == "java":
         from compat_tests.clients.java import JavaAdmin
@@ -30,6 +31,10 @@ def admin(request, bootstrap):
         from compat_tests.clients.franz import FranzAdmin
 
         return FranzAdmin(bootstrap)
+    if request.param == "sarama":
+        from compat_tests.clients.sarama import SaramaAdmin
+
+        return SaramaAdmin(bootstrap)
     from compat_tests.clients.librdkafka import LibrdkafkaAdmin
 
     return LibrdkafkaAdmin(bootstrap)
@@ -77,7 +82,7 @@ def test_create_topic_returns_partitions_and_configs(admin, topic_name):
         assert res["partitions"] == 4
         assert res["topic_id"] not in (None, "AAAAAAAAAAAAAAAAAAAAAA")
         assert res["configs"]["cleanup.policy"] == "compact"
-    else:  # confluent-kafka's create_topics future carries no answer: nothing to echo
+    else:  # confluent-kafka's and sarama's CreateTopics calls return no answer: nothing to echo
         assert res["partitions"] is None
     # what the broker holds, for every client
     eventually(lambda: _assert_eq(admin.describe_topics([topic_name])[topic_name]["partitions"], [0, 1, 2, 3]))

@@ -38,6 +38,10 @@ CLIENT_LIMITS: dict[str, str] = {
         "confluent-kafka's AdminClient.describe_topics takes a TopicCollection of names; no TopicId lookup",
     "librdkafka: delete_topics_by_id":
         "confluent-kafka's AdminClient.delete_topics takes names only",
+    "sarama: describe_topics_by_id":
+        "sarama's ClusterAdmin.DescribeTopics takes names; its MetadataRequest has no topic ids",
+    "sarama: delete_topics_by_id":
+        "sarama's ClusterAdmin.DeleteTopic takes a name; its DeleteTopicsRequest has no topic ids",
     "kafka-python: a record with neither key nor value cannot be sent":
         "KafkaProducer.send asserts that key or value is set",
     "kafka-python: header values must be bytes, a null header value cannot be sent":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .golang import GoClient
+from .golang import GoAdmin, GoClient
 
 
 @dataclass
@@ -13,3 +13,10 @@ class SaramaClient(GoClient):
 
 
 Adapter = SaramaClient
+
+
+class SaramaAdmin(GoAdmin):
+    """Admin through sarama's ClusterAdmin (and a raw OffsetRequest for ListOffsets with an
+    isolation level); go/sarama_admin.go. sarama's CreateTopic returns no answer."""
+
+    name = "sarama"

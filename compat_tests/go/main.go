@@ -314,8 +314,11 @@ func main() {
 		"create_topic": d.createTopic, "produce": d.produce, "consume": d.consume,
 		"plan": d.plan, "fence": d.fence, "time_out": d.timeOut, "copy": d.copy,
 	}
-	if f, isFranz := d.(franzDriver); isFranz {
-		commands["admin"] = f.admin
+	switch drv := d.(type) {
+	case franzDriver:
+		commands["admin"] = drv.admin
+	case saramaDriver:
+		commands["admin"] = drv.admin
 	}
 	cmd, ok := commands[req.Cmd]
 	if !ok {
