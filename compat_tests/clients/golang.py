@@ -1,7 +1,7 @@
 """The Go client families (franz-go, IBM sarama): one program, ``compat_tests/go/`` (godriver).
 
 ``godriver CLIENT`` reads one JSON request on stdin and answers one JSON line, like the kafkajs
-driver; ``godriver CLIENT member CONFIG`` is a long-lived consumer-group member speaking
+driver (GoClient for produce/consume, GoAdmin for the admin tests, compat_tests/txn/go_txn.py); ``godriver CLIENT member CONFIG`` is a long-lived consumer-group member speaking
 compat_tests/groups/members.py's line protocol. Modules are pinned by compat_tests/go/go.mod
 and go.sum and come from the Go module proxy into ``.cache/go/mod`` (a second build is offline);
 the binary is built once per source hash into ``.deps/bin/godriver-<hash>`` (by

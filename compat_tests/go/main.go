@@ -5,7 +5,7 @@
 //	godriver CLIENT member '<json config>'          (a consumer-group member, see member.go)
 //
 // A request is one JSON object {cmd, bootstrap, ...}: cmd is create_topic, produce, consume,
-// plan, fence, time_out or copy. The reply is one JSON line {"ok": true, "result": ...} or
+// plan, fence, time_out, copy or admin (op and args: franz_admin.go, sarama_admin.go). The reply is one JSON line {"ok": true, "result": ...} or
 // {"ok": false, "error": {"name", "message", "code"?}}; "code" is Kafka's error name
 // (PRODUCER_FENCED, ...) when the client surfaced a Kafka error code. Bytes travel as base64
 // (encoding/json's form of []byte), absent values as null. GODRIVER_DEBUG=1 logs to stderr.
