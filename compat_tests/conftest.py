@@ -20,7 +20,7 @@ if str(Path(__file__).resolve().parent.parent) not in sys.path:  # `pytest` run 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compat_tests.clients import ADAPTERS, load_adapter  # noqa: E402
-from compat_tests.clients.base import Unsupported  # noqa: E402
+from compat_tests.clients.base import Unsupported, documented_limit  # noqa: E402
 
 EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")
 
@@ -74,12 +74,21 @@ def client(request, bootstrap):
         close()
 
 
+def _limit_or_failure(e: Unsupported):
+    """A documented client limit (compat_tests/clients/base.py: CLIENT_LIMITS) is a skip with its
+    reason; any other Unsupported is a failure."""
+    reason = documented_limit(e)
+    if reason is None:
+        pytest.fail(f"Unsupported that is not a documented client limit (CLIENT_LIMITS): {e}", pytrace=False)
+    pytest.skip(f"unsupported by the client: {e} ({reason})")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     try:
         return (yield)
     except Unsupported as e:
-        pytest.skip(f"unsupported by the client: {e}")
+        _limit_or_failure(e)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -87,7 +96,7 @@ def pytest_runtest_call(item):
     try:
         return (yield)
     except Unsupported as e:
-        pytest.skip(f"unsupported by the client: {e}")
+        _limit_or_failure(e)
 
 
 @pytest.fixture(scope="session")

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-CLIENTS = ["java", "librdkafka", "kafka_python", "aiokafka", "kafkajs", "kcat"]
+CLIENTS = ["java", "librdkafka", "kafka_python", "aiokafka", "kafkajs", "kcat", "franz", "sarama"]
 # most specific first: a test marked exactly_once and transactions counts under exactly_once
 FEATURES = ["exactly_once", "transactions", "groups", "idempotence", "compression", "admin", "offsets",
             "produce_fetch"]

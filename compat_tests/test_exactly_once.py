@@ -22,6 +22,7 @@ moments. The full size, as in the issue (100 000 records, transactions of 750, 3
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -93,7 +94,7 @@ def _pipeline(bootstrap: str, partitions: int = PARTITIONS, records: int = RECOR
 
 
 class Copier:
-    """The copier process (librdkafka or Java), restarted whenever it is not running."""
+    """The copier process (librdkafka, Java or franz-go), restarted whenever it is not running."""
 
     def __init__(self, client: str, bootstrap: str, tid: str, group: str, source: str, sink: str, log: Path):
         self.client, self.bootstrap, self.tid, self.group = client, bootstrap, tid, group
@@ -117,6 +118,15 @@ class Copier:
             cmd = [sys.executable, "-m", "compat_tests.txn.copier", self.bootstrap, self.tid, self.group,
                    self.source, self.sink, str(BATCH)]
             self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+        elif self.client == "franz":
+            from compat_tests.clients import golang
+            req = {"cmd": "copy", "bootstrap": self.bootstrap, "transactional_id": self.tid, "group": self.group,
+                   "source": self.source, "sink": self.sink, "count": 1 << 62, "timeoutMs": 600_000,
+                   "batch": BATCH, "session_timeout_ms": 3000, "progress": True}
+            self.proc = subprocess.Popen([str(golang.build()), "franz"], cwd=REPO, stdout=self.log, stderr=self.log,
+                                         stdin=subprocess.PIPE)
+            self.proc.stdin.write(json.dumps(req).encode())
+            self.proc.stdin.close()
         else:
             from compat_tests.txn import java_txn
             cmd = java_txn.command(self.bootstrap, "copy")
@@ -254,8 +264,10 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("client", [pytest.param("librdkafka", marks=pytest.mark.librdkafka),
-                                    pytest.param("java", marks=pytest.mark.java)])
+                                    pytest.param("java", marks=pytest.mark.java),
+                                    pytest.param("franz", marks=pytest.mark.franz)])
 def test_copier_killed_and_restarted(client, tmp_path):
     _external()
     rnd = random.Random(SEED)
@@ -274,6 +286,7 @@ def test_copier_killed_and_restarted(client, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.restart
 def test_broker_killed_and_restarted_under_a_copier(tmp_path):
     _external()
@@ -304,6 +317,7 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.groups
 @pytest.mark.librdkafka
 def test_copiers_in_a_group_killed_and_restarted(tmp_path):

@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 import kafkalite
+from compat_tests.waiting import wait_until
 from compat_tests.txn import rdkafka_txn as reader
 
 pytestmark = pytest.mark.transactions
@@ -28,6 +29,8 @@ TXN_CLIENTS = {
     "aiokafka": "compat_tests.txn.aiokafka_txn",
     "kafkajs": "compat_tests.txn.kafkajs_txn",
     "kafka_python": "compat_tests.txn.kafka_python_txn",
+    "franz": "compat_tests.txn.franz_txn",
+    "sarama": "compat_tests.txn.sarama_txn",
 }
 
 
@@ -96,11 +99,32 @@ def kafkalite_external() -> bool:
     return bool(os.environ.get("KAFKA_BOOTSTRAP"))
 
 
-def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker):
+def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker, tmp_path):
     bs = fast_timeout_broker.bootstrap
     topic = "timeout-" + uuid.uuid4().hex[:8]
     reader_admin_create(bs, topic)
-    err = txn_client.time_out(bs, _tid("timeout"), topic, 1000, 3000)
+    until = tmp_path / "aborted"
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(txn_client.time_out(bs, _tid("timeout"), topic, 1000, str(until)))
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    producer = threading.Thread(target=run)
+    producer.start()
+    try:
+        # the broker aborts the transaction after its 1 s timeout: the abort marker after "late"
+        # moves the last stable offset to 2; only then does the producer try to commit
+        wait_until(lambda: reader.end_offsets(bs, topic, [0], "read_committed")[0] == 2, 60, 0.1,
+                   "the broker's abort of the timed-out transaction")
+    finally:
+        until.touch()
+        producer.join(120)
+    (err,) = outcome
+    if isinstance(err, BaseException):
+        raise err
     assert err in txn_client.TIMEOUT_ERRORS, err
     assert reader.values(reader.read(bs, topic, [0], "read_committed"))[0] == []
     assert reader.values(reader.read(bs, topic, [0], "read_uncommitted"))[0] == ["late"]
@@ -124,6 +148,10 @@ def test_send_offsets_to_transaction(txn_client, bootstrap, create_topic, topic_
     group = "g-" + uuid.uuid4().hex[:8]
     copied = txn_client.copy(bootstrap, _tid("copy"), group, source, sink, 40)
     assert copied >= 40
+    # Kafka writes the last commit's markers after EndTxn answered: wait until nothing is open
+    wait_until(lambda: reader.end_offsets(bootstrap, sink, [0, 1], "read_committed")
+               == reader.end_offsets(bootstrap, sink, [0, 1], "read_uncommitted"), 20, 0.1,
+               "the sink's last transaction completed")
     out = reader.values(reader.read(bootstrap, sink, [0, 1], "read_committed"))
     for p in (0, 1):
         assert out[p] == [f"copied:v{p}-{i}" for i in range(20)]
@@ -166,36 +194,48 @@ def test_read_committed_consumer_waits_at_the_lso(bootstrap, create_topic, topic
 
 
 def test_waiting_read_committed_fetch_wakes_on_commit(bootstrap, create_topic, topic_name):
+    """A read_committed fetch held at the LSO by an open transaction is answered when the
+    transaction commits, not when its max wait runs out."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     topic = create_topic(topic_name, 1)
+    plain = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "linger.ms": 0})
+    plain.produce(topic, value=b"before", partition=0)
+    assert plain.flush(10) == 0
     txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
                     "transactional.id": _tid("wake"), "linger.ms": 0})
     txp.init_transactions(30)
     txp.begin_transaction()
     txp.produce(topic, value=b"held", partition=0)
     txp.flush(10)
+    max_wait_s = 20.0
     c = Consumer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "group.id": "w",
-                  "isolation.level": "read_committed", "fetch.wait.max.ms": 5000})
+                  "isolation.level": "read_committed", "fetch.wait.max.ms": int(max_wait_s * 1000)})
     c.assign([TopicPartition(topic, 0, 0)])
     got = []
+    stop = threading.Event()
 
     def consume():
-        end = time.monotonic() + 20
-        while not got and time.monotonic() < end:
+        while not stop.is_set():
             m = c.poll(0.2)
             if m is not None and m.error() is None:
                 got.append((time.monotonic(), m.value()))
 
     t = threading.Thread(target=consume)
     t.start()
-    time.sleep(1.5)
-    assert not got
-    committed_at = time.monotonic()
-    txp.commit_transaction(30)
-    t.join()
-    c.close()
-    assert got and got[0][1] == b"held"
-    assert got[0][0] - committed_at < 2.0
+    try:
+        # "before" arrived: the consumer's next fetch starts at the LSO, where "held" keeps it waiting
+        wait_until(lambda: got, 30, what="the record before the transaction")
+        assert [v for _, v in got] == [b"before"]
+        committed_at = time.monotonic()
+        txp.commit_transaction(30)
+        wait_until(lambda: len(got) > 1, max_wait_s + 10, what="the held record after the commit")
+    finally:
+        stop.set()
+        t.join()
+        c.close()
+    assert [v for _, v in got] == [b"before", b"held"]
+    # answered by the commit, well before the fetch's 20 s max wait
+    assert got[1][0] - committed_at < max_wait_s / 2
 
 
 # --- admin: list/describe transactions, describe producers ------------------------------------------

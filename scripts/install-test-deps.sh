@@ -89,4 +89,12 @@ node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modu
 # --- Containers: podman, runc, debootstrap and the local base image for container_tests/ ---
 bash scripts/container-base.sh
 
+# --- Go: franz-go and sarama (compat_tests/go) ---
+# Modules pinned by compat_tests/go/go.sum, from the Go module proxy into .cache/go/mod; the
+# driver binary is built once per source hash into $DEPS/bin (compat_tests/clients/golang.py owns
+# the build; a second run finds the binary and does nothing).
+command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
+python3 -c 'from compat_tests.clients import golang; golang.build()' \
+    || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
+
 echo "test dependencies ready in $DEPS"

@@ -5,10 +5,12 @@ advertised from v0 as Kafka 4.x does (older librdkafka turns compression off oth
 v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890): clients
 use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
 finalized level is 2. A request with a version we do not know is answered in the v0 format
-with UNSUPPORTED_VERSION and our ranges (see broker.server), so the client can retry with
-a version we serve. From v3 the client's software name and version must match Kafka's
-pattern (letters, digits, '-' and '.', starting and ending with a letter or digit);
-otherwise the answer is INVALID_REQUEST with no versions, as Kafka's.
+with UNSUPPORTED_VERSION and, as Kafka does since KIP-511, only the ApiVersions key with our
+range (see broker.server): the client retries with a version we serve and so learns the
+features too (franz-go takes a full key list as the final answer, and with it no features).
+From v3 the client's software name and version must match Kafka's pattern (letters, digits,
+'-' and '.', starting and ending with a letter or digit); otherwise the answer is
+INVALID_REQUEST with no versions, as Kafka's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     keys = tuple(
         make(mod.ApiVersion, api_key=r.api_key, min_version=r.advertised_min_version, max_version=r.max_version)
         for r in sorted(API_TABLE.values(), key=lambda r: r.api_key)
+        if error != ErrorCode.unsupported_version or r.api_key == 18
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:

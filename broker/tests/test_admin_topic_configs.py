@@ -111,9 +111,19 @@ def test_list_and_double_strings():
 
 
 def test_every_definition_default_passes_its_own_validator():
+    checked = set()
     for d in TOPIC_CONFIGS.values():
         if d.default is not None and d.validator is not None:
-            d.validator(d.name, d.default)
+            d.validator(d.name, d.default)  # raises ConfigError on a bad default
+            checked.add(d.name)
+    # the loop is not vacuous: the validated configs include Kafka's ranged ones...
+    assert {"segment.bytes", "retention.ms", "max.message.bytes", "min.cleanable.dirty.ratio", "cleanup.policy",
+            "compression.type", "message.timestamp.type", "min.insync.replicas"} <= checked
+    # ...and their validators reject what Kafka rejects
+    for name, bad in [("segment.bytes", 1), ("max.message.bytes", -1), ("min.cleanable.dirty.ratio", 1.5),
+                      ("cleanup.policy", ["nope"]), ("compression.type", "brotli"), ("min.insync.replicas", 0)]:
+        with pytest.raises(ConfigError):
+            TOPIC_CONFIGS[name].validator(name, bad)
 
 
 def test_list_configs_and_static_defaults():

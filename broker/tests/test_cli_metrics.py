@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
-from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 import kafkalite
 from broker.metrics import Metrics, render
@@ -32,7 +32,7 @@ def scrape(url: str) -> dict[str, float]:
 
 
 def test_metrics_endpoint_counts_requests_bytes_and_connections():
-    with kafkalite.running(metrics_port=0) as b:
+    with kafkalite.running(metrics_port=0, config={"num.partitions": 3}) as b:
         assert b.metrics_url and b.metrics_url.endswith("/metrics")
         with WireClient(b.bootstrap) as c:
             c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
@@ -47,8 +47,14 @@ def test_metrics_endpoint_counts_requests_bytes_and_connections():
         assert m["kafkalite_received_bytes_total"] > 0 and m["kafkalite_sent_bytes_total"] > 0
         assert m["kafkalite_connections"] == 1
         assert m["kafkalite_open_transactions"] == 0
-        assert m["kafkalite_partitions"] >= 0 and m["kafkalite_topics"] >= 0
-        # the connection closed: the gauge goes back down
+        # a topic auto-created by Metadata shows in the gauges with its partitions (num.partitions=3)
+        with WireClient(b.bootstrap) as c:
+            c.request(MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="metrics-gauge"),),
+                                      allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+        after = scrape(b.metrics_url)
+        assert after["kafkalite_topics"] == m["kafkalite_topics"] + 1
+        assert after["kafkalite_partitions"] == m["kafkalite_partitions"] + 3
+        # the connections closed: the gauge goes back down
         deadline = time.monotonic() + 5
         while scrape(b.metrics_url)["kafkalite_connections"] != 0:
             assert time.monotonic() < deadline

@@ -216,14 +216,14 @@ class TxnCoordinatorCore:
         return self._end_txn(transactional_id, producer_id, producer_epoch, commit, client_tv, from_client=True)
 
     def _end_txn(self, tid: str, pid: int, epoch: int, commit: bool, client_tv: int, *,
-                 from_client: bool) -> EndTxnResult:
+                 from_client: bool, timed_out: bool = False) -> EndTxnResult:
         if not tid:
             return EndTxnResult(E.invalid_request)
         md = self.txns.get(tid)
         if md is None:
             return EndTxnResult(E.invalid_producer_id_mapping)
         if client_tv >= 2:
-            return self._end_txn_v2(md, pid, epoch, commit, client_tv, from_client)
+            return self._end_txn_v2(md, pid, epoch, commit, client_tv, from_client, timed_out)
         return self._end_txn_v1(md, pid, epoch, commit, from_client)
 
     def _end_txn_v1(self, md, pid, epoch, commit, from_client) -> EndTxnResult:
@@ -254,7 +254,7 @@ class TxnCoordinatorCore:
             return EndTxnResult(E.invalid_txn_state if commit else E.concurrent_transactions)
         return EndTxnResult(E.invalid_txn_state)
 
-    def _end_txn_v2(self, md, pid, epoch, commit, client_tv, from_client) -> EndTxnResult:
+    def _end_txn_v2(self, md, pid, epoch, commit, client_tv, from_client, timed_out=False) -> EndTxnResult:
         is_fence = md.pending_state == S.PREPARE_EPOCH_FENCE
         retry_on_overflow = (not is_fence and md.prev_producer_id == pid and epoch == SHORT_MAX - 1
                              and md.producer_epoch == 0)
@@ -282,8 +282,12 @@ class TxnCoordinatorCore:
                 next_pid = self.pids.generate()
             if nxt == S.PREPARE_ABORT and is_fence:
                 md.pending_state = None
-                md.producer_epoch = epoch
-                md.last_producer_epoch = NO_PRODUCER_EPOCH
+                if not timed_out:
+                    md.producer_epoch = epoch
+                    md.last_producer_epoch = NO_PRODUCER_EPOCH
+                # A transaction aborted for its timeout is bumped once, by the v2 abort itself, as on
+                # Kafka 4.4: the producer's EndTxn(commit) then reads as a retry after that bump and
+                # gets INVALID_TXN_STATE (measured: Java and franz-go clients), not PRODUCER_FENCED.
             transit = md.prepare_abort_or_commit(nxt, client_tv, next_pid, self.clock(), no_partition_added)
             return self._prepared(md, transit, is_fence, tv2=True)
 
@@ -363,7 +367,8 @@ class TxnCoordinatorCore:
             if md.state != S.ONGOING or md.pending_transition or md.start_ms + md.timeout_ms >= now:
                 continue
             fence = md.prepare_fence_producer_epoch()
-            res = self._end_txn(tid, fence.producer_id, fence.producer_epoch, False, self.server_tv, from_client=False)
+            res = self._end_txn(tid, fence.producer_id, fence.producer_epoch, False, self.server_tv, from_client=False,
+                                timed_out=True)
             if md.pending_state == S.PREPARE_EPOCH_FENCE:
                 md.abort_transition()
             if res.error == E.none:

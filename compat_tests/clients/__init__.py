@@ -21,6 +21,8 @@ ADAPTERS: dict[str, str] = {
     "aiokafka": "compat_tests.clients.aiokafka_client:AiokafkaClient",
     "kafkajs": "compat_tests.clients.kafkajs:KafkajsClient",
     "kcat": "compat_tests.clients.kcat:KcatClient",
+    "franz": "compat_tests.clients.franz:FranzClient",
+    "sarama": "compat_tests.clients.sarama:SaramaClient",
 }
 
 

@@ -174,11 +174,9 @@ class KcatClient(Client):
         try:
             res = subprocess.run(args, capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as e:
-            got = _parse(e.stdout or b"")
-            raise TimeoutError(f"kcat consumer got {len(got)} of {count} records from {topic} {partitions} in "
-                               f"{timeout_s}s: {got[:5]!r}; stderr: {(e.stderr or b'')[-2000:]!r}") from None
+            return _parse(e.stdout or b"")  # short: base.Client raises ShortConsume
         msgs = _parse(res.stdout)
-        if res.returncode != 0 or len(msgs) != count:
+        if res.returncode != 0 or len(msgs) > count:
             raise KcatError(f"kcat -C exited {res.returncode} with {len(msgs)} of {count} records: "
                             f"{res.stderr.decode(errors='replace')[-3000:]}")
         return msgs

@@ -2,7 +2,8 @@
 
 Each member prints JSON events ({"event": "assigned" | "record" | "committed" | "closed" |
 "error", ...}) and takes "commit" / "close" on stdin: py_member.py (confluent-kafka,
-kafka-python, aiokafka), kafkajs_member.js (kafkajs), GroupMember.java (kafka-clients).
+kafka-python, aiokafka), kafkajs_member.js (kafkajs), GroupMember.java (kafka-clients),
+compat_tests/go/member.go (franz-go, sarama).
 `kill()` is SIGKILL: a member that dies without leaving the group.
 """
 
@@ -56,6 +57,9 @@ class Member:
             return [sys.executable, str(HERE / "py_member.py"), json.dumps(self.cfg)]
         if self.client == "kafkajs":
             return ["node", str(HERE / "kafkajs_member.js"), json.dumps(self.cfg)]
+        if self.client in ("franz", "sarama"):
+            from compat_tests.clients import golang
+            return golang.member_command(self.client, self.cfg)
         if self.client == "java":
             from compat_tests.clients import java
             b = java.build()

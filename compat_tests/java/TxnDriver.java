@@ -143,7 +143,13 @@ public final class TxnDriver {
             p.initTransactions();
             p.beginTransaction();
             p.send(new ProducerRecord<>(topic, 0, null, utf8("late"))).get();
-            Thread.sleep(KafkaDriver.longArg(req, "wait_ms", 3000));
+            // the test creates this file once the broker has aborted the transaction
+            java.nio.file.Path until = java.nio.file.Path.of((String) req.get("until"));
+            long deadline = System.currentTimeMillis() + 60000;
+            while (!java.nio.file.Files.exists(until)) {
+                if (System.currentTimeMillis() > deadline) throw new IllegalStateException(until + " did not appear");
+                Thread.sleep(50);
+            }
             try {
                 p.commitTransaction();
             } catch (Exception e) {

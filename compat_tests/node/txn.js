@@ -6,6 +6,7 @@
 'use strict'
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1'
+const fs = require('fs')
 const { Kafka, logLevel } = require('kafkajs')
 
 function kafka(req) {
@@ -67,12 +68,21 @@ async function fence(req) {
   return name
 }
 
+// Polls until the file exists: the test creates it once the broker aborted the transaction.
+async function waitForPath(path, limitMs = 60000) {
+  const deadline = Date.now() + limitMs
+  while (!fs.existsSync(path)) {
+    if (Date.now() > deadline) throw new Error(`${path} did not appear within ${limitMs} ms`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
 async function timeOut(req) {
   const p = producer(kafka(req), req.transactional_id, { transactionTimeout: req.timeout_ms })
   await p.connect()
   const t = await p.transaction()
   await t.send({ topic: req.topic, messages: [{ value: 'late', partition: 0 }] })
-  await new Promise((r) => setTimeout(r, req.wait_ms))
+  await waitForPath(req.until)
   let name = 'NONE'
   try {
     await t.commit()

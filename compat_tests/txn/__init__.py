@@ -9,8 +9,9 @@ run with each client:
 - ``fence(bootstrap, transactional_id, topic)``: producer A opens a transaction and writes;
   producer B with the same transactional.id initializes (fencing A) and commits one record; A
   then tries to write and commit. Returns the name of the error A got.
-- ``time_out(bootstrap, transactional_id, topic, timeout_ms, wait_ms)``: a producer with
-  ``transaction.timeout.ms=timeout_ms`` writes, waits, then commits; returns the error name.
+- ``time_out(bootstrap, transactional_id, topic, timeout_ms, until)``: a producer with
+  ``transaction.timeout.ms=timeout_ms`` writes, waits until the file ``until`` exists (the test
+  creates it once the broker has aborted the transaction), then commits; returns the error name.
 - ``copy(bootstrap, transactional_id, group, source, sink, count)``: a consume-transform-produce
   loop with sendOffsetsToTransaction (consumer group metadata where the client has it);
   copies ``count`` records, each value prefixed with ``copied:``.

@@ -9,8 +9,10 @@ from typing import Any
 
 from compat_tests.clients.java import JVM_FLAGS, JavaError, build
 
-FENCED_ERRORS = {"ProducerFencedException", "InvalidProducerEpochException"}
-TIMEOUT_ERRORS = FENCED_ERRORS | {"InvalidTxnStateException", "TransactionAbortableException"}
+# What this client surfaces on Apache Kafka 4.4 (and kafkalite) for the fenced producer's next
+# write, and for a commit after the broker aborted the transaction for its timeout.
+FENCED_ERRORS = {"InvalidProducerEpochException"}
+TIMEOUT_ERRORS = {"InvalidTxnStateException"}
 
 
 def command(bootstrap: str, cmd: str, config: dict | None = None) -> list[str]:
@@ -46,9 +48,9 @@ def fence(bootstrap: str, transactional_id: str, topic: str) -> str:
     return run(bootstrap, "fence", transactional_id=transactional_id, topic=topic)[-1]["error_name"]
 
 
-def time_out(bootstrap: str, transactional_id: str, topic: str, timeout_ms: int, wait_ms: int) -> str:
+def time_out(bootstrap: str, transactional_id: str, topic: str, timeout_ms: int, until: str) -> str:
     return run(bootstrap, "time_out", transactional_id=transactional_id, topic=topic, timeout_ms=timeout_ms,
-               wait_ms=wait_ms)[-1]["error_name"]
+               until=until)[-1]["error_name"]
 
 
 def copy(bootstrap: str, transactional_id: str, group: str, source: str, sink: str, count: int,
