@@ -1,5 +1,5 @@
 """Runs spark_tests/java/SparkConnectorCalls.java: the Kafka client calls of Spark's Kafka
-connector, made with kafka-clients 4.3.0 the way the connector makes them.
+connector, made with kafka-clients 4.4.0 the way the connector makes them.
 
 The program is compiled by the compatibility suite's Java helper
 (``compat_tests.clients.java.build``: javac at test time, a cache keyed by the sources, the jars
