@@ -8,7 +8,8 @@ Two kinds of tests:
   (SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES, see there) and skips without them.
 
 The broker is the kafkalite pytest plugin's (``kafka_bootstrap``): kafkalite started for the
-session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap.
+session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap; with ``KAFKALITE_BROKER=kafka``
+(``--broker=kafka``, compat_tests/brokers.py) Apache Kafka started for the session instead.
 """
 
 from __future__ import annotations
@@ -32,6 +33,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> str:
+    """The plugin's broker, or Apache Kafka when the suite runs on it."""
+    from compat_tests import brokers
+    from kafkalite.pytest_plugin import external_bootstrap
+
+    external = external_bootstrap(pytestconfig)
+    if external:
+        return external
+    if not brokers.on_kafka():
+        return request.getfixturevalue("kafkalite_broker").bootstrap
+    kafka = brokers.start()
+    request.addfinalizer(kafka.close)
+    return kafka.bootstrap
 
 
 @pytest.fixture
