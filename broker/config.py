@@ -63,7 +63,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "offsets.topic.num.partitions": (int, 1, "partitions of __consumer_offsets"),
     "offsets.retention.minutes": (int, 7 * 24 * 60, "committed offsets of empty groups expire after this"),
     "group.initial.rebalance.delay.ms": (int, 0, "delay before the first rebalance of a new group"),
-    "group.min.session.timeout.ms": (int, 100, "smallest session timeout a member may ask for"),
+    "group.min.session.timeout.ms": (int, 6000, "smallest session timeout a member may ask for"),
     "group.max.session.timeout.ms": (int, 1_800_000, "largest session timeout a member may ask for"),
     "group.consumer.heartbeat.interval.ms": (int, 5000, "KIP-848 heartbeat interval"),
     "group.consumer.session.timeout.ms": (int, 45000, "KIP-848 session timeout"),
