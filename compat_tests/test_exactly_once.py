@@ -49,6 +49,9 @@ GROUP_COPIERS = 3
 GROUP_RECORDS = int(os.environ.get("EOS_RECORDS", str(RECORDS * 2)))
 GROUP_KILLS = int(os.environ.get("EOS_KILLS", str(min(KILLS, 3))))
 MIN_PROGRESS = 0.2  # no kill before the copy has reached this fraction of the input
+# The copiers' consumers ask for a 3 s session (a killed copier's partitions move on quickly);
+# Kafka refuses a session below group.min.session.timeout.ms, 6 s by default.
+BROKER_CONFIG = {"group.min.session.timeout.ms": 1000}
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -258,7 +261,7 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
 def test_copier_killed_and_restarted(client, tmp_path):
     _external()
     rnd = random.Random(SEED)
-    with brokers.start(tmp_path / "data") as b:
+    with brokers.start(tmp_path / "data", BROKER_CONFIG) as b:
         bs = b.bootstrap
         source, sink, group, suffix, expected, ends = _pipeline(bs)
         copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
@@ -277,7 +280,7 @@ def test_copier_killed_and_restarted(client, tmp_path):
 def test_broker_killed_and_restarted_under_a_copier(tmp_path):
     _external()
     rnd = random.Random(SEED + 1)
-    broker = brokers.start(tmp_path / "data")
+    broker = brokers.start(tmp_path / "data", BROKER_CONFIG)
     bs = broker.bootstrap
 
     def kill_broker():
@@ -312,7 +315,7 @@ def test_copiers_in_a_group_killed_and_restarted(tmp_path):
     killed copier's transaction (KIP-447)."""
     _external()
     rnd = random.Random(SEED + 2)
-    with brokers.start(tmp_path / "data") as b:
+    with brokers.start(tmp_path / "data", BROKER_CONFIG) as b:
         bs = b.bootstrap
         source, sink, group, suffix, expected, ends = _pipeline(bs, GROUP_PARTITIONS, GROUP_RECORDS)
         copiers = [Copier("librdkafka", bs, f"eos-copier-{suffix}-{i}", group, source, sink,
@@ -342,7 +345,7 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
     brokers.requires_kafkalite("the marker writer is slowed by kafkalite's KL_TEST_TXN_MARKER_DELAY_MS hook")
     from confluent_kafka import Producer
     delay_ms = 1500
-    b = brokers.start(tmp_path / "data", env={"KL_TEST_TXN_MARKER_DELAY_MS": str(delay_ms)})
+    b = brokers.start(tmp_path / "data", BROKER_CONFIG, env={"KL_TEST_TXN_MARKER_DELAY_MS": str(delay_ms)})
     try:
         bs = b.bootstrap
         topic = "crash-" + uuid.uuid4().hex[:6]
