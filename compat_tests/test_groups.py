@@ -62,8 +62,12 @@ def new_topic(bootstrap: str, partitions: int) -> str:
         admin.create_topics([NewTopic(name, partitions, 1)])[name].result(20)
     except Exception:  # noqa: BLE001 - a lost answer: the metadata below decides
         pass
-    md = admin.list_topics(name, timeout=20)
-    assert len(md.topics[name].partitions) == partitions, f"topic {name} was not created"
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+
+    try:  # Kafka's brokers learn of a new topic a little after CreateTopics answers
+        LibrdkafkaClient(bootstrap).wait_for_leaders(name, partitions, timeout=20)
+    except TimeoutError as exc:
+        raise AssertionError(f"topic {name} was not created") from exc
     return name
 
 
@@ -406,6 +410,25 @@ def test_kcat_balanced_consumer_commits_and_resumes(gbootstrap):
 
 # --- the broker dies -------------------------------------------------------------------------
 
+def _while_coordinator_loads(call, timeout: float = 30.0):
+    """call(), repeated while the group coordinator is not ready: on a Kafka broker just started
+    (or restarted) __consumer_offsets is created or loaded first, and until then the
+    coordinator answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. librdkafka hands these
+    to the application for commit() and committed(); the Java client retries them itself."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    retriable = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            if exc.args[0].code() not in retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 @pytest.mark.restart
 @pytest.mark.librdkafka
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
@@ -420,17 +443,21 @@ def test_offsets_and_groups_survive_kill9(protocol, start_broker):
         produce(b.bootstrap, topic, {0: ["x0", "x1", "x2"], 1: ["y0"]})
         committed_group = group_id()
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
-        c.commit(offsets=[TopicPartition(topic, 0, 2, "meta-0"), TopicPartition(topic, 1, 1)], asynchronous=False)
+        _while_coordinator_loads(lambda: c.commit(
+            offsets=[TopicPartition(topic, 0, 2, "meta-0"), TopicPartition(topic, 1, 1)], asynchronous=False))
         c.close()
         live_group = group_id()
-        m = member(("confluent", protocol), b.bootstrap, live_group, topic, session_timeout_ms=10000)
+        # librdkafka leaves and rejoins by itself when no heartbeat succeeds for session.timeout.ms,
+        # so the session outlasts the restart (a JVM broker on a busy machine takes many seconds)
+        m = member(("confluent", protocol), b.bootstrap, live_group, topic, session_timeout_ms=60000)
         ms.append(m)
         m.wait_records(4, timeout=40)
         before = m.assignments_seen
         b.kill()
         b.restart()
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
-        got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=20)
+        got = _while_coordinator_loads(
+            lambda: c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=20))
         c.close()
         assert [(tp.offset, tp.metadata) for tp in got] == [(2, "meta-0"), (1, None)] or \
             [tp.offset for tp in got] == [2, 1]
