@@ -196,7 +196,8 @@ class ReferenceBroker:
                                            "-c", str(props), "--ignore-formatted", *feature_args),
                              capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
-            raise RuntimeError(f"kafka-storage format failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+            last = (out.stderr.strip() or out.stdout.strip() or "no output").splitlines()[-1]
+            raise RuntimeError(f"kafka-storage format failed ({out.returncode}): {last}\n{out.stdout}\n{out.stderr}")
 
     def prepare(self, port: int | None = None) -> list[str]:
         """Choose the ports (``port`` for the client listener, else a free one; kept across
