@@ -1,8 +1,9 @@
 """Which broker the compatibility suite runs on, and starting one of it.
 
-The suite runs on kafkalite by default; ``KAFKALITE_BROKER=kafka`` (or ``--broker=kafka``)
+The suite runs on kafkalite by default; ``COMPAT_BROKER=kafka`` (or ``--broker=kafka``)
 runs the very same tests on Apache Kafka (compat_tests/reference.py), which is the judge of
-what they assert. ``KAFKA_BOOTSTRAP=HOST:PORT`` instead points the suite at a broker it did
+what they assert. (Not ``KAFKALITE_...``: kafkalite reads every ``KAFKALITE_<KEY>`` variable
+of its environment as a broker setting and refuses unknown ones.) ``KAFKA_BOOTSTRAP=HOST:PORT`` instead points the suite at a broker it did
 not start (tests that restart the broker, or need one with special settings, skip then).
 
 :func:`start` gives a broker of the chosen kind with the same interface for both: ``bootstrap``,
@@ -27,9 +28,9 @@ EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")
 
 def kind() -> str:
     """The broker the suite starts: "kafkalite" or "kafka" (Apache Kafka)."""
-    value = os.environ.get("KAFKALITE_BROKER", "kafkalite").strip().lower() or "kafkalite"
+    value = os.environ.get("COMPAT_BROKER", "kafkalite").strip().lower() or "kafkalite"
     if value not in KINDS:
-        raise pytest.UsageError(f"KAFKALITE_BROKER={value!r}: expected one of {', '.join(KINDS)}")
+        raise pytest.UsageError(f"COMPAT_BROKER={value!r}: expected one of {', '.join(KINDS)}")
     return value
 
 

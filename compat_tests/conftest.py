@@ -1,7 +1,7 @@
 """Shared fixtures of the compatibility suite.
 
 The suite runs against a broker it starts itself: kafkalite by default, Apache Kafka with
-``--broker=kafka`` or ``KAFKALITE_BROKER=kafka`` (compat_tests/brokers.py). Or against any
+``--broker=kafka`` or ``COMPAT_BROKER=kafka`` (compat_tests/brokers.py). Or against any
 Kafka-compatible broker named by ``KAFKA_BOOTSTRAP`` (then tests that must restart the broker
 are skipped, because the suite cannot restart a broker it did not start).
 """
@@ -27,14 +27,14 @@ from compat_tests.brokers import EXTERNAL_BOOTSTRAP  # noqa: E402
 def pytest_addoption(parser):
     parser.addoption("--broker", choices=brokers.KINDS, default=None,
                      help="the broker the compat suite starts: kafkalite (default) or kafka (Apache Kafka); "
-                          "same as KAFKALITE_BROKER")
+                          "same as COMPAT_BROKER")
 
 
 def pytest_configure(config):
     chosen = config.getoption("--broker", default=None)
     if chosen:
-        os.environ["KAFKALITE_BROKER"] = chosen  # also seen by helper processes the tests start
-    brokers.kind()  # a bad KAFKALITE_BROKER is a usage error before any test runs
+        os.environ["COMPAT_BROKER"] = chosen  # also seen by helper processes the tests start
+    brokers.kind()  # a bad COMPAT_BROKER is a usage error before any test runs
 
 
 def pytest_report_header(config):

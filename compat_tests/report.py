@@ -345,7 +345,7 @@ def run_suite(pytest_args: list[str], bootstrap: str | None, timeout: float, jso
               broker: str = "kafkalite") -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("KAFKA_BOOTSTRAP", None)
-    env["KAFKALITE_BROKER"] = broker
+    env["COMPAT_BROKER"] = broker
     if bootstrap:
         env["KAFKA_BOOTSTRAP"] = bootstrap
     cmd = [sys.executable, "-m", "pytest", "-p", "compat_tests.report", f"--compat-report-json={json_path}",

@@ -4,16 +4,16 @@
 # then the transaction, idempotence and offsets tests of the compatibility suite once more on
 # Apache Kafka (compat_tests/reference.py), the judge of what they assert.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
-# with arguments, only that one run happens. KAFKALITE_BROKER=kafka runs it on Apache Kafka.
+# with arguments, only that one run happens. COMPAT_BROKER=kafka runs it on Apache Kafka.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
 export PATH="$PWD/.deps/bin:$PATH"
-if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${KAFKALITE_BROKER:-}" ]; then
+if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     exec python3 -m pytest "$@"
 fi
 status=0
 python3 -m pytest || status=$?
-KAFKALITE_BROKER=kafka python3 -m pytest compat_tests -m "(transactions or idempotence or offsets) and not slow" \
+COMPAT_BROKER=kafka python3 -m pytest compat_tests -m "(transactions or idempotence or offsets) and not slow" \
     || status=$?
 exit "$status"

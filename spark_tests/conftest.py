@@ -8,7 +8,7 @@ Two kinds of tests:
   (SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES, see there) and skips without them.
 
 The broker is the kafkalite pytest plugin's (``kafka_bootstrap``): kafkalite started for the
-session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap; with ``KAFKALITE_BROKER=kafka``
+session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap; with ``COMPAT_BROKER=kafka``
 (``--broker=kafka``, compat_tests/brokers.py) Apache Kafka started for the session instead.
 """
 
