@@ -436,7 +436,9 @@ def test_offsets_and_groups_survive_kill9(protocol, start_broker):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    b = start_broker(BROKER_CONFIG)
+    # the KIP-848 session (broker-side) outlasts the restart as well (a JVM broker on a busy
+    # machine takes many seconds); 3 s in the rest of this module
+    b = start_broker({**BROKER_CONFIG, "group.consumer.session.timeout.ms": 30000})
     ms: list[Member] = []
     try:
         topic = new_topic(b.bootstrap, 2)
