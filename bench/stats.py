@@ -266,6 +266,12 @@ def environment() -> dict:
         env["tansu"] = tansu_version()
     except Exception:  # noqa: BLE001 - optional
         pass
+    try:
+        from bench.peers import kafka_version
+
+        env["kafka"] = kafka_version()
+    except Exception:  # noqa: BLE001 - optional
+        pass
     return env
 
 
@@ -280,7 +286,8 @@ def alternate(brokers: Sequence[str], rounds: int) -> Iterator[tuple[int, str]]:
 
 def add_common_arguments(parser, runs: int, brokers: str = "kafkalite,tansu") -> None:
     parser.add_argument("--brokers", default=brokers,
-                        help="comma-separated: kafkalite, tansu, or NAME=HOST:PORT for a running broker "
+                        help="comma-separated: kafkalite, tansu, kafka (Apache Kafka), or NAME=HOST:PORT for a "
+                             "running broker "
                              f"(default {brokers})")
     parser.add_argument("--runs", type=int, default=runs, help=f"measured runs per broker (default {runs})")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")

@@ -113,7 +113,7 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "10080"),
     "group.initial.rebalance.delay.ms": K(int, 0, "delay before the first rebalance of a new group",
              T.INT, "3000"),
-    "group.min.session.timeout.ms": K(int, 100, "smallest session timeout a member may ask for",
+    "group.min.session.timeout.ms": K(int, 6000, "smallest session timeout a member may ask for",
              T.INT, "6000"),
     "group.max.session.timeout.ms": K(int, 1_800_000, "largest session timeout a member may ask for",
              T.INT, "1800000"),
@@ -121,6 +121,12 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "5000"),
     "group.consumer.session.timeout.ms": K(int, 45000, "KIP-848 session timeout",
              T.INT, "45000"),
+    # Kafka's lower bounds of the two above; accepted so that one config starts both brokers
+    # (kafkalite does not refuse a smaller session timeout or interval)
+    "group.consumer.min.session.timeout.ms": K(int, 45000, "smallest KIP-848 session timeout (Kafka checks it)",
+             T.INT, "45000"),
+    "group.consumer.min.heartbeat.interval.ms": K(int, 5000, "smallest KIP-848 heartbeat interval (Kafka checks it)",
+             T.INT, "5000"),
     "transaction.state.log.num.partitions": K(int, 1, "partitions of __transaction_state",
              T.INT, "50"),
     "transaction.max.timeout.ms": K(int, 900_000, "largest transaction.timeout.ms a producer may ask for",

@@ -20,6 +20,7 @@ from compat_tests.clients.aiokafka_client import AiokafkaClient
 from compat_tests.clients.base import Msg
 from compat_tests.clients.kafka_python import KafkaPythonClient
 from compat_tests.clients.kafkajs import KafkajsClient, KafkajsError, run_driver
+from compat_tests.clients.librdkafka import LibrdkafkaClient
 
 T0 = 1_700_000_000_000  # record timestamps used below: T0, T0 + 1000, T0 + 2000, ...
 
@@ -511,6 +512,8 @@ def test_kafkajs_calls_are_fast(bootstrap, topic_name):
     """One node process per call: each produce or consume stays well under 2 s on a local broker."""
     c = KafkajsClient(bootstrap)
     c.create_topic(topic_name, 1)
+    # not timed: Kafka's broker learns of the new topic a little after CreateTopics answers
+    LibrdkafkaClient(bootstrap).wait_for_leaders(topic_name, 1)
     t = time.monotonic()
     c.produce(topic_name, [Msg(value=b"x" * 100) for _ in range(100)], partition=0)
     produced = time.monotonic() - t

@@ -17,16 +17,21 @@ import uuid
 
 import pytest
 
-import kafkalite
-from compat_tests.conftest import EXTERNAL_BOOTSTRAP
+from compat_tests import brokers
+from compat_tests.brokers import EXTERNAL_BOOTSTRAP
 from compat_tests.groups.members import Member, settle, wait_split
 from compat_tests.waiting import wait_until
 
 pytestmark = pytest.mark.groups
 
 CONSUMER_SESSION_MS = 3000
-BROKER_ARGS = ["-c", f"group.consumer.session.timeout.ms={CONSUMER_SESSION_MS}",
-               "-c", "group.consumer.heartbeat.interval.ms=300"]
+# Kafka checks the KIP-848 timeouts against their minimums (45 s and 5 s by default), and a classic
+# member's session.timeout.ms against group.min.session.timeout.ms (6 s by default)
+BROKER_CONFIG = {"group.min.session.timeout.ms": 1000,
+                 "group.consumer.session.timeout.ms": CONSUMER_SESSION_MS,
+                 "group.consumer.min.session.timeout.ms": CONSUMER_SESSION_MS,
+                 "group.consumer.heartbeat.interval.ms": 300,
+                 "group.consumer.min.heartbeat.interval.ms": 300}
 SESSION_MS = 4000  # classic members
 
 KINDS = [
@@ -48,7 +53,7 @@ def gbootstrap():
     if EXTERNAL_BOOTSTRAP:
         yield EXTERNAL_BOOTSTRAP
         return
-    with kafkalite.running(extra_args=BROKER_ARGS) as b:
+    with brokers.start(config=BROKER_CONFIG) as b:
         yield b.bootstrap
 
 
@@ -64,9 +69,12 @@ def new_topic(bootstrap: str, partitions: int) -> str:
     except KafkaException as e:  # a retried request whose first try created it; any other error fails
         if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
-    # Kafka's metadata shows a created topic a moment later: wait for it, with every partition
-    wait_until(lambda: len(admin.list_topics(name, timeout=20).topics[name].partitions) == partitions, 20, 0.1,
-               f"topic {name} with {partitions} partitions in the metadata")
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+
+    try:  # Kafka's brokers learn of a new topic a little after CreateTopics answers
+        LibrdkafkaClient(bootstrap).wait_for_leaders(name, partitions, timeout=20)
+    except TimeoutError as exc:
+        raise AssertionError(f"topic {name} has no leader for each of its {partitions} partitions") from exc
     return name
 
 
@@ -407,35 +415,56 @@ def test_kcat_balanced_consumer_commits_and_resumes(gbootstrap):
 
 # --- the broker dies -------------------------------------------------------------------------
 
+def _while_coordinator_loads(call, timeout: float = 30.0):
+    """call(), repeated while the group coordinator is not ready: on a Kafka broker just started
+    (or restarted) __consumer_offsets is created or loaded first, and until then the
+    coordinator answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. librdkafka hands these
+    to the application for commit() and committed(); the Java client retries them itself."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    retriable = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            if exc.args[0].code() not in retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 @pytest.mark.restart
 @pytest.mark.librdkafka
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_offsets_and_groups_survive_kill9(protocol, tmp_path):
-    if EXTERNAL_BOOTSTRAP:
-        pytest.skip("restarts need a broker the suite starts itself")
+def test_offsets_and_groups_survive_kill9(protocol, start_broker):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    data = tmp_path / "data"
-    b = kafkalite.start(data_dir=data, extra_args=BROKER_ARGS)
-    port = b.port
+    # the KIP-848 session (broker-side) outlasts the restart as well (a JVM broker on a busy
+    # machine takes many seconds); 3 s in the rest of this module
+    b = start_broker({**BROKER_CONFIG, "group.consumer.session.timeout.ms": 30000})
     ms: list[Member] = []
     try:
         topic = new_topic(b.bootstrap, 2)
         produce(b.bootstrap, topic, {0: ["x0", "x1", "x2"], 1: ["y0"]})
         committed_group = group_id()
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
-        c.commit(offsets=[TopicPartition(topic, 0, 2, "meta-0"), TopicPartition(topic, 1, 1)], asynchronous=False)
+        _while_coordinator_loads(lambda: c.commit(
+            offsets=[TopicPartition(topic, 0, 2, "meta-0"), TopicPartition(topic, 1, 1)], asynchronous=False))
         c.close()
         live_group = group_id()
-        m = member(("confluent", protocol), b.bootstrap, live_group, topic, session_timeout_ms=10000)
+        # librdkafka leaves and rejoins by itself when no heartbeat succeeds for session.timeout.ms,
+        # so the session outlasts the restart (a JVM broker on a busy machine takes many seconds)
+        m = member(("confluent", protocol), b.bootstrap, live_group, topic, session_timeout_ms=60000)
         ms.append(m)
         m.wait_records(4, timeout=40)
         before = m.assignments_seen
         b.kill()
-        b = kafkalite.start(data_dir=data, port=port, extra_args=BROKER_ARGS)
+        b.restart()
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
-        got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=20)
+        got = _while_coordinator_loads(
+            lambda: c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=20))
         c.close()
         assert [(tp.offset, tp.metadata) for tp in got] == [(2, "meta-0"), (1, None)]
         admin = AdminClient({"bootstrap.servers": b.bootstrap})

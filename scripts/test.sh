@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Installs everything the tests need, checks the code (ruff, mypy; configured in pyproject.toml),
-# then runs every test: unit tests of protocol/, storage/, broker/ and kafkalite/, the
-# compatibility suite (all clients) and the Spark tests. A lint or type error fails the run.
-# Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`.
+# Installs everything the tests need, checks the code (ruff, mypy; configured in pyproject.toml;
+# a finding fails the run), then runs every test: unit tests of protocol/, storage/,
+# broker/ and kafkalite/, the compatibility suite (all clients) and the Spark tests, on kafkalite;
+# then the transaction, idempotence and offsets tests of the compatibility suite once more on
+# Apache Kafka (compat_tests/reference.py), the judge of what they assert.
+# Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
+# with arguments, only that one run happens. COMPAT_BROKER=kafka runs it on Apache Kafka.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
 export PATH="$PWD/.deps/bin:$PATH"
 python3 -m ruff check broker storage protocol kafkalite
 python3 -m mypy
-exec python3 -m pytest "$@"
+if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
+    exec python3 -m pytest "$@"
+fi
+status=0
+python3 -m pytest || status=$?
+COMPAT_BROKER=kafka python3 -m pytest compat_tests -m "(transactions or idempotence or offsets) and not slow" \
+    || status=$?
+exit "$status"

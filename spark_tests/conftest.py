@@ -1,7 +1,8 @@
 """PySpark with Spark's own Kafka connector against the broker under test.
 
 The broker is the kafkalite pytest plugin's (``kafka_bootstrap``): kafkalite started for the
-session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap (Apache Kafka, for instance).
+session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap; with ``COMPAT_BROKER=kafka``
+(``--broker=kafka``, compat_tests/brokers.py) Apache Kafka started for the session instead.
 
 One Spark session serves every test (local[2], two shuffle partitions, no UI). Spark's jars come
 with PySpark; the connector (spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10 with
@@ -89,6 +90,22 @@ def spark(tmp_path_factory):
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> str:
+    """The plugin's broker, or Apache Kafka when the suite runs on it."""
+    from compat_tests import brokers
+    from kafkalite.pytest_plugin import external_bootstrap
+
+    external = external_bootstrap(pytestconfig)
+    if external:
+        return external
+    if not brokers.on_kafka():
+        return request.getfixturevalue("kafkalite_broker").bootstrap
+    kafka = brokers.start()
+    request.addfinalizer(kafka.close)
+    return kafka.bootstrap
 
 
 @pytest.fixture

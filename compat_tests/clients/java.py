@@ -1,4 +1,4 @@
-"""The Java client (kafka-clients 4.3.0) through one real Java program, compat_tests/java/.
+"""The Java client (kafka-clients 4.4.0) through one real Java program, compat_tests/java/.
 
 The sources are compiled with javac the first time a test needs them, into a cache directory keyed
 by a hash of the sources, the jars and the JDK (``.cache/java/<hash>/``), together with a
@@ -35,7 +35,7 @@ from .base import Client, Msg, ProduceResult, Unsupported
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "compat_tests" / "java"
-REQUIRED_JARS = ("kafka-clients-4.3.0.jar", "commons-pool2-*.jar", "slf4j-api-*.jar", "lz4-java-*.jar",
+REQUIRED_JARS = ("kafka-clients-4.4.0.jar", "commons-pool2-*.jar", "slf4j-api-*.jar", "lz4-java-*.jar",
                  "snappy-java-*.jar", "zstd-jni-*.jar")
 JVM_FLAGS = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m", "-Xms32m", "-Xmx768m",
              "-Djava.net.preferIPv4Stack=true"]
@@ -298,7 +298,7 @@ def _unb64(s: str | None) -> bytes | None:
 
 @dataclass
 class JavaClient(Client):
-    """kafka-clients 4.3.0. `config` adds client properties to every call."""
+    """kafka-clients 4.4.0. `config` adds client properties to every call."""
 
     config: dict[str, Any] = field(default_factory=dict)
     name: str = field(default="java", init=False)

@@ -50,6 +50,22 @@ class LibrdkafkaClient(Client):
             [NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=configs or {})],
             request_timeout=20, operation_timeout=20)
         fs[topic].result(timeout=30)
+        self.wait_for_leaders(topic, partitions)
+
+    def wait_for_leaders(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
+        """Until Metadata shows every partition of `topic` with a leader. Kafka answers
+        CreateTopics once the controller has committed the topic; the broker serving a client
+        learns of it a little later, and until then a ListOffsets or Fetch gets
+        UNKNOWN_TOPIC_OR_PARTITION or no leader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            t = self.admin_client().list_topics(topic, timeout=10).topics.get(topic)
+            if t is not None and t.error is None and len(t.partitions) == partitions \
+                    and all(p.leader >= 0 for p in t.partitions.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic}: no leader for every partition {timeout:g} s after creation")
+            time.sleep(0.05)
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, high watermark) as a consumer sees them (ListOffsets)."""

@@ -1,4 +1,4 @@
-"""Transactions through kafka-clients 4.3.0 (compat_tests/java/TxnDriver.java), compiled and
+"""Transactions through kafka-clients 4.4.0 (compat_tests/java/TxnDriver.java), compiled and
 launched with the Java driver's build (compat_tests.clients.java.build)."""
 
 from __future__ import annotations
