@@ -48,6 +48,8 @@ if ! command -v mvn >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
 maven_jars java-clients
+maven_jars kafka-streams
+maven_jars spring-kafka
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with

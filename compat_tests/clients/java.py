@@ -62,8 +62,8 @@ class JavaError(Exception):
         return cls(err.get("type", "?"), err.get("message"), err.get("causes"), stderr, err.get("code"))
 
 
-def deps_dir() -> Path:
-    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "maven" / "java-clients"
+def deps_dir(jar_set: str = "java-clients") -> Path:
+    return Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "maven" / jar_set
 
 
 def _jars() -> list[Path]:
@@ -74,6 +74,14 @@ def _jars() -> list[Path]:
         if not found:
             raise RuntimeError(f"Java client jar {pattern} not found in {d}; run scripts/install-test-deps.sh")
         jars.append(found[-1])
+    return jars
+
+
+def jar_set(name: str) -> list[Path]:
+    """Every jar of the Maven jar set NAME (scripts/maven/NAME/pom.xml), resolved into .deps/maven/NAME."""
+    jars = sorted(deps_dir(name).glob("*.jar"))
+    if not jars:
+        raise RuntimeError(f"no jars in {deps_dir(name)} (the Maven jar set {name}); run scripts/install-test-deps.sh")
     return jars
 
 
@@ -91,16 +99,20 @@ class _Build:
 _builds: dict[tuple[Path, ...], _Build] = {}
 
 
-def build(*extra_source_dirs: Path) -> _Build:
+def build(*extra_source_dirs: Path, jars: list[Path] | None = None, with_driver: bool = True) -> _Build:
     """Compiles the driver (the .java files of this suite's java/ folder and of any extra
-    folders) once per source hash (and per process), with its CDS archive."""
-    key = tuple(extra_source_dirs)
+    folders) once per source hash (and per process), with its CDS archive.
+
+    `jars` replaces the Java client's jars (e.g. ``jar_set("kafka-streams")``); with_driver=False
+    compiles only the extra folders (a program of their own: no KafkaDriver, so no CDS archive)."""
+    key = (*extra_source_dirs, tuple(jars or ()), with_driver)
     if key in _builds:
         return _builds[key]
     if not shutil.which("javac") or not shutil.which("java"):
         raise RuntimeError("java/javac not found on PATH (a JDK 17+ is needed for the Java client tests)")
-    jars = _jars()
-    sources = sorted(p for d in (Path(SOURCES), *extra_source_dirs) for p in d.glob("*.java"))
+    jars = _jars() if jars is None else list(jars)
+    source_dirs = (Path(SOURCES), *extra_source_dirs) if with_driver else extra_source_dirs
+    sources = sorted(p for d in source_dirs for p in d.glob("*.java"))
     h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
@@ -131,7 +143,7 @@ def build(*extra_source_dirs: Path) -> _Build:
                 os.replace(tmp / "driver.jar", driver_jar)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-        if not archive.exists():
+        if with_driver and not archive.exists():
             # Record the classes a warm-up run loads; later JVMs map them instead of loading them.
             tmp_archive = out / f"driver.jsa.{os.getpid()}"
             subprocess.run(
