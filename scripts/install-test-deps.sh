@@ -48,6 +48,7 @@ if ! command -v mvn >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
 maven_jars java-clients
+maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
 maven_jars kafka-streams
 maven_jars spring-kafka
 

@@ -1,0 +1,299 @@
+"""The reference Apache Kafka broker: one KRaft node (broker and controller) on loopback.
+
+Every compatibility test must also pass on real Kafka; this starts it from the jars that
+``maven_jars kafka-broker`` (scripts/install-test-deps.sh) resolves into .deps/maven/kafka-broker,
+so no download happens here and a second start is as quick as the JVM.
+
+    with ReferenceBroker() as kafka:
+        bootstrap = kafka.start()        # "127.0.0.1:PORT", once Metadata is answered
+        ...
+        kafka.kill(); kafka.restart()    # SIGKILL, then the same data dir on the same port
+
+Settings are those of a single-node test cluster: replication factor 1 and min ISR 1 for the
+internal topics, no initial rebalance delay, topics auto-created; ``config`` overrides or adds
+any broker setting (Kafka names). From a shell:
+
+    python -m compat_tests.reference [--data-dir D] [-c key=value ...]
+
+prints ``kafka-reference ready bootstrap=HOST:PORT`` and runs until SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Mapping
+
+KAFKA_VERSION = "4.4.0"  # scripts/maven/kafka-broker/pom.xml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+JAR_SET = "kafka-broker"
+# A small heap: the broker of a test run holds little; Kafka's own default is 1 GiB.
+JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true")
+
+# Single-node settings; the listener, controller and log-dir keys are added by start().
+DEFAULT_CONFIG: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+}
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+def jar_dir() -> Path:
+    deps = Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO_ROOT / ".deps")
+    return deps / "maven" / JAR_SET
+
+
+def _classpath() -> str:
+    jars = jar_dir()
+    if not (jars / f"kafka_2.13-{KAFKA_VERSION}.jar").is_file():
+        raise RuntimeError(f"Apache Kafka {KAFKA_VERSION} jars missing from {jars}: "
+                           "run `bash scripts/install-test-deps.sh` (maven_jars kafka-broker)")
+    return str(jars / "*")
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise RuntimeError("no `java` on PATH (Apache Kafka needs Java 17 or newer)")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _metadata_answered(host: str, port: int) -> bool:
+    """One connect + ApiVersions + Metadata; True when the broker answered."""
+    import struct
+
+    from bench.wire import WireError, first_metadata
+
+    try:
+        first_metadata(host, port)
+        return True
+    except (OSError, WireError, struct.error):
+        return False
+
+
+class ReferenceBroker:
+    """One Apache Kafka node (KRaft, broker and controller), started and stopped from Python."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None):
+        self._owned = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafka-ref-"))
+        self.config = {k: _value(v) for k, v in (config or {}).items()}
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self.process: subprocess.Popen | None = None
+        self.start_seconds: float | None = None  # Popen to first answered Metadata, last start
+
+    # --- paths ---
+    @property
+    def log_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    @property
+    def log_path(self) -> Path:
+        """The broker's own log (log4j) and the JVM's stdout/stderr."""
+        return self.data_dir / "server.log"
+
+    @property
+    def bootstrap(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the reference broker has not been started")
+        return f"{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def log_text(self, tail: int = 6000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-tail:]
+        except OSError:
+            return ""
+
+    # --- lifecycle ---
+    def _properties(self) -> dict[str, str]:
+        props = dict(DEFAULT_CONFIG)
+        props.update({
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "controller.quorum.voters": f"{props['node.id']}@{HOST}:{self.controller_port}",
+            "log.dirs": str(self.log_dir),
+        })
+        props.update(self.config)
+        return props
+
+    def _write_config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.data_dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self._properties().items()))
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J2.format(path=self.log_path))
+        return path
+
+    def _command(self, main: str, *args: str) -> list[str]:
+        return [_java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+                "-cp", _classpath(), main, *args]
+
+    def _format(self, props: Path) -> None:
+        """Format the KRaft log dir once (a restart finds meta.properties and keeps the data)."""
+        if (self.log_dir / "meta.properties").exists():
+            return
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        out = subprocess.run(self._command("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                           "-c", str(props), "--ignore-formatted"),
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+
+    def start(self, timeout: float = 90.0) -> str:
+        """Start the node and wait until it answers Metadata; return its bootstrap address."""
+        if self.process is not None and self.process.poll() is None:
+            return self.bootstrap
+        if self.port is None:
+            self.port = _free_port()
+        if self.controller_port is None:
+            self.controller_port = _free_port()
+        props = self._write_config()
+        self._format(props)
+        t0 = time.monotonic()
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(self._command("kafka.Kafka", str(props)), stdout=log, stderr=log,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = t0 + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Apache Kafka exited with {self.process.returncode}; log:\n{self.log_text()}")
+            if _metadata_answered(HOST, self.port):
+                self.start_seconds = time.monotonic() - t0
+                return self.bootstrap
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"Apache Kafka did not answer Metadata within {timeout}s; log:\n{self.log_text()}")
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM (Kafka's controlled shutdown) and wait; SIGKILL if it takes longer than timeout."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        proc = self.process
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def restart(self, timeout: float = 90.0) -> str:
+        """Stop if running, then start again on the same data dir and the same ports."""
+        self.stop()
+        return self.start(timeout)
+
+    def close(self) -> None:
+        """Stop, and remove the data dir when it was a temporary one."""
+        self.stop()
+        if self._owned:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> "ReferenceBroker":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat_tests.reference",
+                                 description=f"Run Apache Kafka {KAFKA_VERSION} (one KRaft node) on loopback.")
+    ap.add_argument("--data-dir", help="keep the data here (default: a temporary dir, removed on exit)")
+    ap.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker setting (Kafka's name), repeatable")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    args = ap.parse_args(argv)
+    config = {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"-c wants KEY=VALUE, got {item!r}")
+        config[key.strip()] = value.strip()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with ReferenceBroker(args.data_dir, config) as broker:
+        try:
+            bootstrap = broker.start(args.timeout)
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        print(f"kafka-reference ready bootstrap={bootstrap} start_ms={broker.start_seconds * 1000:.0f} "
+              f"log={broker.log_path}", flush=True)
+        while not stop.is_set() and broker.process.poll() is None:
+            stop.wait(0.5)
+        if broker.process.poll() is not None:
+            print(f"Apache Kafka exited with {broker.process.returncode}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO_ROOT))
+    sys.exit(main())
