@@ -67,6 +67,10 @@ BROKER_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "group.max.session.timeout.ms": (int, 1_800_000, "largest session timeout a member may ask for"),
     "group.consumer.heartbeat.interval.ms": (int, 5000, "KIP-848 heartbeat interval"),
     "group.consumer.session.timeout.ms": (int, 45000, "KIP-848 session timeout"),
+    # Kafka's lower bounds of the two above; accepted so that one config starts both brokers
+    # (kafkalite does not refuse a smaller session timeout or interval)
+    "group.consumer.min.session.timeout.ms": (int, 45000, "smallest KIP-848 session timeout (Kafka checks it)"),
+    "group.consumer.min.heartbeat.interval.ms": (int, 5000, "smallest KIP-848 heartbeat interval (Kafka checks it)"),
     "transaction.state.log.num.partitions": (int, 1, "partitions of __transaction_state"),
     "transaction.max.timeout.ms": (int, 900_000, "largest transaction.timeout.ms a producer may ask for"),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10_000, "timeout scan period"),

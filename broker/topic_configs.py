@@ -540,6 +540,8 @@ BROKER_KEY_INFO: dict[str, BrokerKeyInfo] = {
     "group.max.session.timeout.ms": B(T.INT, "1800000"),
     "group.consumer.heartbeat.interval.ms": B(T.INT, "5000"),
     "group.consumer.session.timeout.ms": B(T.INT, "45000"),
+    "group.consumer.min.session.timeout.ms": B(T.INT, "45000"),
+    "group.consumer.min.heartbeat.interval.ms": B(T.INT, "5000"),
     "transaction.state.log.num.partitions": B(T.INT, "50"),
     "transaction.state.log.replication.factor": B(T.SHORT, "3"),
     "transaction.state.log.min.isr": B(T.INT, "2"),
