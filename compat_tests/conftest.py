@@ -1,8 +1,9 @@
 """Shared fixtures of the compatibility suite.
 
-The suite runs against a kafkalite broker it starts itself, or against any Kafka-compatible
-broker named by ``KAFKA_BOOTSTRAP`` (then tests that must restart the broker are skipped,
-because the suite cannot restart a broker it did not start).
+The suite runs against a broker it starts itself: kafkalite by default, Apache Kafka with
+``--broker=kafka`` or ``KAFKALITE_BROKER=kafka`` (compat_tests/brokers.py). Or against any
+Kafka-compatible broker named by ``KAFKA_BOOTSTRAP`` (then tests that must restart the broker
+are skipped, because the suite cannot restart a broker it did not start).
 """
 
 from __future__ import annotations
@@ -14,24 +15,40 @@ from pathlib import Path
 
 import pytest
 
-import kafkalite
-
 if str(Path(__file__).resolve().parent.parent) not in sys.path:  # `pytest` run without `python -m`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compat_tests.clients import ADAPTERS, load_adapter  # noqa: E402
 from compat_tests.clients.base import Unsupported  # noqa: E402
+from compat_tests import brokers  # noqa: E402
+from compat_tests.brokers import EXTERNAL_BOOTSTRAP  # noqa: E402
 
-EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")
+
+def pytest_addoption(parser):
+    parser.addoption("--broker", choices=brokers.KINDS, default=None,
+                     help="the broker the compat suite starts: kafkalite (default) or kafka (Apache Kafka); "
+                          "same as KAFKALITE_BROKER")
+
+
+def pytest_configure(config):
+    chosen = config.getoption("--broker", default=None)
+    if chosen:
+        os.environ["KAFKALITE_BROKER"] = chosen  # also seen by helper processes the tests start
+    brokers.kind()  # a bad KAFKALITE_BROKER is a usage error before any test runs
+
+
+def pytest_report_header(config):
+    return f"compat broker: {EXTERNAL_BOOTSTRAP or brokers.kind()}"
 
 
 @pytest.fixture(scope="session")
 def broker():
-    """The kafkalite broker process, or None when the suite runs against KAFKA_BOOTSTRAP."""
+    """The session's broker (kafkalite or Apache Kafka), or None when the suite runs against
+    KAFKA_BOOTSTRAP."""
     if EXTERNAL_BOOTSTRAP:
         yield None
         return
-    with kafkalite.running() as b:
+    with brokers.start() as b:
         yield b
 
 
@@ -41,13 +58,26 @@ def bootstrap(broker) -> str:
 
 
 @pytest.fixture
-def own_broker(tmp_path):
+def start_broker(tmp_path):
+    """start_broker(config=None, env=None, data_dir=None): a broker of the suite's kind of this
+    test's own (kill(), stop(), restart() on the same data dir and port), closed after the test."""
+    brokers.requires_own_broker("brokers of a test's own")
+    started = []
+
+    def start(config=None, env=None, data_dir=None):
+        b = brokers.start(data_dir or tmp_path / f"data-{len(started)}", config, env)
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        b.close()
+
+
+@pytest.fixture
+def own_broker(start_broker):
     """A broker of this test's own, on a data dir the test keeps (for kill/restart tests)."""
-    if EXTERNAL_BOOTSTRAP:
-        pytest.skip("restarts need a broker the suite starts itself (KAFKA_BOOTSTRAP is set)")
-    b = kafkalite.start(data_dir=tmp_path / "data")
-    yield b
-    b.stop()
+    return start_broker()
 
 
 @pytest.fixture

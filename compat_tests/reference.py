@@ -124,10 +124,14 @@ def _metadata_answered(host: str, port: int) -> bool:
 class ReferenceBroker:
     """One Apache Kafka node (KRaft, broker and controller), started and stopped from Python."""
 
-    def __init__(self, data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None):
+    def __init__(self, data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
+                 features: Mapping[str, Any] | None = None):
+        """``config``: broker settings by Kafka's names, over DEFAULT_CONFIG. ``features``: feature
+        levels finalized when the log dir is formatted (``{"transaction.version": 1}``)."""
         self._owned = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafka-ref-"))
         self.config = {k: _value(v) for k, v in (config or {}).items()}
+        self.features = {k: _value(v) for k, v in (features or {}).items()}
         self.port: int | None = None
         self.controller_port: int | None = None
         self.process: subprocess.Popen | None = None
@@ -187,25 +191,33 @@ class ReferenceBroker:
         if (self.log_dir / "meta.properties").exists():
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        feature_args = [a for k, v in self.features.items() for a in ("--feature", f"{k}={v}")]
         out = subprocess.run(self._command("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                           "-c", str(props), "--ignore-formatted"),
+                                           "-c", str(props), "--ignore-formatted", *feature_args),
                              capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+
+    def prepare(self, port: int | None = None) -> list[str]:
+        """Choose the ports (``port`` for the client listener, else a free one; kept across
+        restarts), write the configuration, format the log dir once; return the command that
+        runs the node. Used by start(), and by benchmarks that time the process themselves."""
+        if self.port is None:
+            self.port = port or _free_port()
+        if self.controller_port is None:
+            self.controller_port = _free_port()
+        props = self._write_config()
+        self._format(props)
+        return self._command("kafka.Kafka", str(props))
 
     def start(self, timeout: float = 90.0) -> str:
         """Start the node and wait until it answers Metadata; return its bootstrap address."""
         if self.process is not None and self.process.poll() is None:
             return self.bootstrap
-        if self.port is None:
-            self.port = _free_port()
-        if self.controller_port is None:
-            self.controller_port = _free_port()
-        props = self._write_config()
-        self._format(props)
+        command = self.prepare()
         t0 = time.monotonic()
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(self._command("kafka.Kafka", str(props)), stdout=log, stderr=log,
+            self.process = subprocess.Popen(command, stdout=log, stderr=log,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = t0 + timeout
         while time.monotonic() < deadline:

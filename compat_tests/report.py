@@ -1,10 +1,12 @@
 """The compatibility report: runs the suite against a broker and writes a Markdown matrix,
 client × feature, with pass / fail / skip counts and the reasons of every failure and skip.
 
-    python -m compat_tests.report [--bootstrap HOST:PORT | --start "COMMAND {port}"] [--name NAME]
-                                  [--out FILE] [--timeout S] [PYTEST ARGS...]
+    python -m compat_tests.report [--broker kafka | --bootstrap HOST:PORT | --start "COMMAND {port}"]
+                                  [--name NAME] [--out FILE] [--timeout S] [PYTEST ARGS...]
 
 * no broker option: kafkalite, started by the suite itself;
+* ``--broker kafka``: Apache Kafka (compat_tests/reference.py), started by the suite itself, so
+  that the tests which restart the broker or need one with special settings run on it too;
 * ``--bootstrap``: the broker already running there (``KAFKA_BOOTSTRAP`` for the suite);
 * ``--start``: a broker this command starts on a free port (``{port}`` in the command) and stops
   afterwards, e.g. ``--start "tansu broker --listener-url tcp://127.0.0.1:{port}
@@ -258,6 +260,7 @@ calls of Spark's connector made through kafka-clients (spark_tests/java/SparkCon
 Regenerate a broker's section (it replaces only that section):
 
     python -m compat_tests.report --name kafkalite --out docs/compat-matrix.md
+    python -m compat_tests.report --broker kafka --out docs/compat-matrix.md
     python -m compat_tests.report --name "Tansu 0.6.0" --out docs/compat-matrix.md \\
         --start "$TANSU broker --listener-url tcp://127.0.0.1:{port} --advertised-listener-url tcp://127.0.0.1:{port}"
 
@@ -338,9 +341,11 @@ def _machine() -> str:
     return f"{os.cpu_count()} CPUs, Linux {platform.release()}, Python {platform.python_version()}"
 
 
-def run_suite(pytest_args: list[str], bootstrap: str | None, timeout: float, json_path: Path) -> dict[str, Any]:
+def run_suite(pytest_args: list[str], bootstrap: str | None, timeout: float, json_path: Path,
+              broker: str = "kafkalite") -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("KAFKA_BOOTSTRAP", None)
+    env["KAFKALITE_BROKER"] = broker
     if bootstrap:
         env["KAFKA_BOOTSTRAP"] = bootstrap
     cmd = [sys.executable, "-m", "pytest", "-p", "compat_tests.report", f"--compat-report-json={json_path}",
@@ -356,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat_tests.report", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group()
+    where.add_argument("--broker", choices=["kafkalite", "kafka"], default="kafkalite",
+                       help="the broker the suite starts itself: kafkalite (default) or kafka (Apache Kafka)")
     where.add_argument("--bootstrap", metavar="HOST:PORT", help="test the broker running there")
     where.add_argument("--start", metavar="COMMAND",
                        help="start this broker command ({port} is replaced by a free port), test it, stop it")
@@ -376,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.start:
             proc, bootstrap = _start_broker(args.start, Path(tmp) / "broker.log")
         try:
-            results = run_suite(pytest_args, bootstrap, args.timeout, Path(tmp) / "results.json")
+            results = run_suite(pytest_args, bootstrap, args.timeout, Path(tmp) / "results.json", args.broker)
         finally:
             if proc is not None:
                 _stop(proc)
@@ -387,8 +394,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
-    name = args.name or ("kafkalite" if not (args.bootstrap or args.start) else f"broker at {bootstrap}")
+    own = not (args.bootstrap or args.start)
+    if own and args.broker == "kafka":
+        from compat_tests.reference import KAFKA_VERSION
+        default_name, target = f"Apache Kafka {KAFKA_VERSION}", f"Apache Kafka {KAFKA_VERSION} started by the suite"
+    else:
+        default_name, target = "kafkalite", "kafkalite started by the suite"
+    name = args.name or (default_name if own else f"broker at {bootstrap}")
     shown: list[str] = []
+    if args.broker != "kafkalite":
+        shown += ["--broker", args.broker]
     if args.bootstrap:
         shown += ["--bootstrap", args.bootstrap]
     if args.start:
@@ -399,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),
         "command": " ".join(["python -m compat_tests.report", *map(shlex.quote, shown)]),
-        "target": ("kafkalite started by the suite" if not (args.bootstrap or args.start)
+        "target": (target if own
                    else f"{name} at {bootstrap}" + (" (started by the report command)" if args.start else "")),
         "commit": _git_commit(),
         "machine": _machine(),

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-import kafkalite
+from compat_tests import brokers
 from compat_tests.txn import rdkafka_txn as reader
 
 pytestmark = [pytest.mark.exactly_once, pytest.mark.transactions]
@@ -53,8 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _external():
-    if os.environ.get("KAFKA_BOOTSTRAP"):
-        pytest.skip("kills and restarts need a broker the suite starts itself")
+    brokers.requires_own_broker("kills and restarts")
 
 
 def _fill_input(bootstrap: str, topic: str, partitions: int = PARTITIONS, records: int = RECORDS
@@ -259,7 +258,7 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
 def test_copier_killed_and_restarted(client, tmp_path):
     _external()
     rnd = random.Random(SEED)
-    with kafkalite.running(tmp_path / "data") as b:
+    with brokers.start(tmp_path / "data") as b:
         bs = b.bootstrap
         source, sink, group, suffix, expected, ends = _pipeline(bs)
         copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
@@ -278,15 +277,13 @@ def test_copier_killed_and_restarted(client, tmp_path):
 def test_broker_killed_and_restarted_under_a_copier(tmp_path):
     _external()
     rnd = random.Random(SEED + 1)
-    data = tmp_path / "data"
-    state = {"broker": kafkalite.start(data_dir=data)}
-    port = state["broker"].port
-    bs = state["broker"].bootstrap
+    broker = brokers.start(tmp_path / "data")
+    bs = broker.bootstrap
 
     def kill_broker():
-        state["broker"].kill()
+        broker.kill()
         time.sleep(rnd.uniform(0, 1.0))
-        state["broker"] = kafkalite.start(data_dir=data, port=port)
+        broker.restart()
 
     try:
         source, sink, group, suffix, expected, ends = _pipeline(bs)
@@ -300,7 +297,7 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
         assert mid >= min(BROKER_KILLS, 2), f"only {mid} kills happened while the copy was running"
         _check_exactly_once(bs, sink, expected)
     finally:
-        state["broker"].stop()
+        broker.close()
 
 
 @pytest.mark.slow
@@ -315,7 +312,7 @@ def test_copiers_in_a_group_killed_and_restarted(tmp_path):
     killed copier's transaction (KIP-447)."""
     _external()
     rnd = random.Random(SEED + 2)
-    with kafkalite.running(tmp_path / "data") as b:
+    with brokers.start(tmp_path / "data") as b:
         bs = b.bootstrap
         source, sink, group, suffix, expected, ends = _pipeline(bs, GROUP_PARTITIONS, GROUP_RECORDS)
         copiers = [Copier("librdkafka", bs, f"eos-copier-{suffix}-{i}", group, source, sink,
@@ -342,11 +339,10 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
     the broker can be killed after PrepareCommit/PrepareAbort is durable and before the markers
     (or after the first of two markers); on restart the coordinator completes the transaction."""
     _external()
+    brokers.requires_kafkalite("the marker writer is slowed by kafkalite's KL_TEST_TXN_MARKER_DELAY_MS hook")
     from confluent_kafka import Producer
-    data = tmp_path / "data"
     delay_ms = 1500
-    b = kafkalite.start(data_dir=data, env={"KL_TEST_TXN_MARKER_DELAY_MS": str(delay_ms)})
-    port = b.port
+    b = brokers.start(tmp_path / "data", env={"KL_TEST_TXN_MARKER_DELAY_MS": str(delay_ms)})
     try:
         bs = b.bootstrap
         topic = "crash-" + uuid.uuid4().hex[:6]
@@ -369,7 +365,7 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
         assert reader.end_offsets(bs, topic, [0, 1, 2], "read_committed") == {0: 0, 1: 0, 2: 0}
         time.sleep(delay_ms / 1000 * (kill_after_markers + 0.5))
         b.kill()
-        b = kafkalite.start(data_dir=data, port=port)
+        b.restart(env={})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             rc = reader.end_offsets(bs, topic, [0, 1], "read_committed")
@@ -385,4 +381,4 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
         p2 = Producer({"bootstrap.servers": bs, "broker.address.family": "v4", "transactional.id": tid})
         p2.init_transactions(30)  # the coordinator is past the transaction: no CONCURRENT_TRANSACTIONS forever
     finally:
-        b.stop()
+        b.close()

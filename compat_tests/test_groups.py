@@ -17,15 +17,20 @@ import uuid
 
 import pytest
 
-import kafkalite
-from compat_tests.conftest import EXTERNAL_BOOTSTRAP
+from compat_tests import brokers
+from compat_tests.brokers import EXTERNAL_BOOTSTRAP
 from compat_tests.groups.members import Member, settle, wait_split
 
 pytestmark = pytest.mark.groups
 
 CONSUMER_SESSION_MS = 3000
-BROKER_ARGS = ["-c", f"group.consumer.session.timeout.ms={CONSUMER_SESSION_MS}",
-               "-c", "group.consumer.heartbeat.interval.ms=300"]
+# Kafka checks the KIP-848 timeouts against their minimums (45 s and 5 s by default), and a classic
+# member's session.timeout.ms against group.min.session.timeout.ms (6 s by default)
+BROKER_CONFIG = {"group.min.session.timeout.ms": 1000,
+                 "group.consumer.session.timeout.ms": CONSUMER_SESSION_MS,
+                 "group.consumer.min.session.timeout.ms": CONSUMER_SESSION_MS,
+                 "group.consumer.heartbeat.interval.ms": 300,
+                 "group.consumer.min.heartbeat.interval.ms": 300}
 SESSION_MS = 4000  # classic members
 
 KINDS = [
@@ -44,7 +49,7 @@ def gbootstrap():
     if EXTERNAL_BOOTSTRAP:
         yield EXTERNAL_BOOTSTRAP
         return
-    with kafkalite.running(extra_args=BROKER_ARGS) as b:
+    with brokers.start(config=BROKER_CONFIG) as b:
         yield b.bootstrap
 
 
@@ -404,15 +409,11 @@ def test_kcat_balanced_consumer_commits_and_resumes(gbootstrap):
 @pytest.mark.restart
 @pytest.mark.librdkafka
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_offsets_and_groups_survive_kill9(protocol, tmp_path):
-    if EXTERNAL_BOOTSTRAP:
-        pytest.skip("restarts need a broker the suite starts itself")
+def test_offsets_and_groups_survive_kill9(protocol, start_broker):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    data = tmp_path / "data"
-    b = kafkalite.start(data_dir=data, extra_args=BROKER_ARGS)
-    port = b.port
+    b = start_broker(BROKER_CONFIG)
     ms: list[Member] = []
     try:
         topic = new_topic(b.bootstrap, 2)
@@ -427,7 +428,7 @@ def test_offsets_and_groups_survive_kill9(protocol, tmp_path):
         m.wait_records(4, timeout=40)
         before = m.assignments_seen
         b.kill()
-        b = kafkalite.start(data_dir=data, port=port, extra_args=BROKER_ARGS)
+        b.restart()
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": committed_group, "enable.auto.commit": False})
         got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=20)
         c.close()

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-import kafkalite
+from compat_tests import brokers
 from compat_tests.txn import rdkafka_txn as reader
 
 pytestmark = pytest.mark.transactions
@@ -84,16 +84,10 @@ def test_second_producer_fences_the_first(txn_client, bootstrap, create_topic, t
 
 @pytest.fixture(scope="module")
 def fast_timeout_broker(tmp_path_factory):
-    if kafkalite_external():
-        pytest.skip("needs a broker with a short transaction cleanup interval")
-    with kafkalite.running(tmp_path_factory.mktemp("txn-timeout"), config={
+    brokers.requires_own_broker("a broker with a short transaction cleanup interval")
+    with brokers.start(tmp_path_factory.mktemp("txn-timeout"), config={
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}) as b:
         yield b
-
-
-def kafkalite_external() -> bool:
-    import os
-    return bool(os.environ.get("KAFKA_BOOTSTRAP"))
 
 
 def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker):
@@ -240,9 +234,8 @@ def test_admin_list_describe_transactions_and_producers(bootstrap, create_topic,
 def tv1_broker(tmp_path_factory):
     """A broker whose finalized transaction.version is 1: 4.x clients fall back to
     AddPartitionsToTxn/AddOffsetsToTxn and EndTxn without epoch bumps."""
-    if kafkalite_external():
-        pytest.skip("needs a broker started with transaction.version=1")
-    with kafkalite.running(tmp_path_factory.mktemp("tv1"), config={"transaction.version": 1}) as b:
+    brokers.requires_own_broker("a broker started with transaction.version=1")
+    with brokers.start(tmp_path_factory.mktemp("tv1"), config={"transaction.version": 1}) as b:
         yield b
 
 
