@@ -49,6 +49,11 @@ class JvmApp:
             except ValueError:
                 continue
             event["_at"] = time.monotonic()
+            try:
+                self._log.write(b"EVENT " + raw)  # beside the log lines, for a failure's post-mortem
+                self._log.flush()
+            except ValueError:  # closed by stop()
+                pass
             with self.cond:
                 self.events.append(event)
                 self.cond.notify_all()

@@ -23,7 +23,10 @@ SOURCES = Path(__file__).resolve().parent / "streams"
 CUSTOMERS = 30
 PARTITIONS = 3
 WINDOW_MS = 10_000
-BASE_TS = 1_700_000_000_000  # fixed event time: windows and outputs do not depend on the clock
+# Event time: an hour before this process started, on a window boundary, fixed for the process so
+# outputs do not depend on when records are processed. Not a fixed date: records older than
+# retention.ms (7 days) would be deleted by the broker's time retention, as Kafka deletes them.
+BASE_TS = (int(time.time() * 1000) - 3_600_000) // WINDOW_MS * WINDOW_MS
 
 
 def classpath() -> str:

@@ -19,7 +19,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.frameworks, pytest.mark.streams]
 
 
 @pytest.fixture
-def app(bootstrap, tmp_path):
+def app(broker, bootstrap, tmp_path):
     """A fresh application id with its input and output topics; stops its instances afterwards."""
     prefix = f"eos-{uuid.uuid4().hex[:8]}"
     names = sa.topics(prefix)
@@ -52,6 +52,8 @@ def app(bootstrap, tmp_path):
     yield App()
     for inst in instances:
         inst.stop(timeout=20)
+    if broker is not None and hasattr(broker, "log_text"):  # for a failure's post-mortem
+        (tmp_path / "broker.log").write_text(broker.log_text())
 
 
 def _committed_output(bootstrap, names) -> dict:
@@ -59,15 +61,17 @@ def _committed_output(bootstrap, names) -> dict:
             for role in ("enriched", "totals", "windows")}
 
 
-def _assert_output(bootstrap, names, orders: int) -> None:
+def _assert_output(bootstrap, names, orders: int, context: str = "") -> None:
     got = _committed_output(bootstrap, names)
     want = sa.expected_output(orders)
+    wrong = []
     for role in want:
         missing = want[role] - got[role]
         extra = got[role] - want[role]
-        assert not missing and not extra, (
-            f"{role}: {sum(missing.values())} results missing (e.g. {list(missing)[:5]}), "
-            f"{sum(extra.values())} extra or repeated (e.g. {list(extra)[:5]})")
+        if missing or extra:
+            wrong.append(f"{role}: {sum(missing.values())} results missing (e.g. {sorted(missing)[:8]}), "
+                         f"{sum(extra.values())} extra or repeated (e.g. {sorted(extra)[:8]})")
+    assert not wrong and not context, "\n".join([*wrong, context])
 
 
 def _totals_count(bootstrap, names) -> int:
@@ -167,12 +171,13 @@ def test_streams_eos_kill_one_of_three(bootstrap, app, restart_state):
     sa.produce_orders(p, app.topics["orders"], 2 * third, orders)
     try:
         sa.wait_output(lambda: _totals_count(bootstrap, app.topics), orders, timeout=120)
+        stalled = ""
     except TimeoutError as e:
-        raise AssertionError(f"{e}; offsets (high watermark, last stable offset): {_offsets(bootstrap, app)}") from None
+        stalled = f"{e}; offsets (high watermark, last stable offset, committed): {_offsets(bootstrap, app)}"
     for i in (a, c, b2):
         i.close()
     assert not any(i.errors() for i in (a, b, c, b2)), [i.errors() for i in (a, b, c, b2)]
-    _assert_output(bootstrap, app.topics, orders)
+    _assert_output(bootstrap, app.topics, orders, stalled)
 
     # The killed instance's tasks moved: their stores were rebuilt from the changelogs.
     restored = [e for i in (a, c, b2) for e in i.events
@@ -190,10 +195,15 @@ def _feed(p, topic: str, start: int, end: int) -> None:
 
 
 def _offsets(bootstrap, app) -> dict:
+    """topic -> partition -> (high watermark, last stable offset, the application's committed offset)."""
     admin = LibrdkafkaAdmin(bootstrap)
+    topics = sorted(set(app.topics.values()) | _internal_topics(admin, app.app_id))
+    res = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(app.app_id, [TopicPartition(t, p) for t in topics for p in range(sa.PARTITIONS)])])
+    committed = {(tp.topic, tp.partition): tp.offset for tp in res[app.app_id].result(timeout=20).topic_partitions}
     out = {}
-    for t in sorted(set(app.topics.values()) | _internal_topics(admin, app.app_id)):
+    for t in topics:
         high = admin.list_offsets(t, range(sa.PARTITIONS), "latest")
         stable = admin.list_offsets(t, range(sa.PARTITIONS), "latest", isolation="read_committed")
-        out[t] = {p: (high[p][0], stable[p][0]) for p in high}
+        out[t] = {p: (high[p][0], stable[p][0], committed.get((t, p))) for p in high}
     return out

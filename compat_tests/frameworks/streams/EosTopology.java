@@ -92,7 +92,11 @@ public class EosTopology {
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("customers-store"));
         KStream<String, String> orders = builder.stream(topics.get("orders"), Consumed.with(Serdes.String(), Serdes.String()));
 
-        orders.join(customers, (order, customer) -> order + "@" + customer)
+        // An inner join, written as a left join whose misses are reported (and dropped): every
+        // customer is in the table before any order, so a miss means the table was not read first.
+        orders.leftJoin(customers, (order, customer) -> customer == null ? null : order + "@" + customer)
+              .peek((k, v) -> { if (v == null) emit("{\"event\":\"join_miss\",\"key\":" + quote(k) + "}"); })
+              .filter((k, v) -> v != null)
               .to(topics.get("enriched"), Produced.with(Serdes.String(), Serdes.String()));
 
         KGroupedStream<String, Long> byCustomer = orders
