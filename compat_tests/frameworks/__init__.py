@@ -27,7 +27,8 @@ JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m", "-Xms64m",
 
 class JvmApp:
     """One application JVM. Its stdout JSON lines are collected as events (each with the arrival
-    time in "_at", time.monotonic()); its stderr goes to `log_path`."""
+    time in "_at", time.monotonic()); its stderr goes to `log_path`. The application exits when its
+    stdin closes, so a test process that dies takes its applications with it."""
 
     def __init__(self, name: str, classpath: str, main: str, args: list[str], log_path: Path,
                  jvm_flags: list[str] | None = None):
@@ -37,7 +38,7 @@ class JvmApp:
         self.cond = threading.Condition()
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(["java", *JVM_FLAGS, *(jvm_flags or []), "-cp", classpath, main, *args],
-                                     stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
+                                     stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.PIPE)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -88,6 +89,7 @@ class JvmApp:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
         self._reader.join(10)
+        self._close_stdin()
 
     def stop(self, timeout: float = 40.0) -> int:
         """SIGTERM (the application's shutdown hook closes it cleanly); SIGKILL after `timeout`."""
@@ -100,7 +102,15 @@ class JvmApp:
                 self.proc.wait(10)
         self._reader.join(10)
         self._log.close()
+        self._close_stdin()
         return self.proc.returncode
+
+    def _close_stdin(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, *, isolation: str = "read_committed",

@@ -59,6 +59,17 @@ public class SpringEosApp {
         defaults.put("spring.kafka.consumer.auto-offset-reset", "earliest");
         defaults.put("spring.kafka.consumer.enable-auto-commit", "false");
         app.setDefaultProperties(defaults);
+        // The driving test holds our stdin: if it goes away, so do we (Spring's shutdown hook closes
+        // the context).
+        Thread watch = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) { }
+            } catch (java.io.IOException ignored) {
+            }
+            System.exit(0);
+        }, "stdin-watch");
+        watch.setDaemon(true);
+        watch.start();
         app.run(args);
     }
 

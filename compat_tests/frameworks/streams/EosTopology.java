@@ -81,6 +81,7 @@ public class EosTopology {
             closed.countDown();
         }));
         emit("{\"event\":\"topology\",\"description\":" + quote(topology.describe().toString()) + "}");
+        exitWhenStdinCloses();
         streams.start();
         closed.await();
     }
@@ -114,6 +115,19 @@ public class EosTopology {
                   .mapValues(v -> Long.toString(v))
                   .to(topics.get("windows"), Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
+    }
+
+    /** The driving test holds our stdin: if it goes away, so do we (through the shutdown hook). */
+    static void exitWhenStdinCloses() {
+        Thread t = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) { }
+            } catch (java.io.IOException ignored) {
+            }
+            System.exit(0);
+        }, "stdin-watch");
+        t.setDaemon(true);
+        t.start();
     }
 
     static synchronized void emit(String line) {
