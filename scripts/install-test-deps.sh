@@ -65,6 +65,8 @@ maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/refer
 maven_jars spark-kafka  # spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10, passed to Spark as spark.jars
 grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-kafka/pom.xml \
     || { echo "scripts/maven/spark-kafka/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
+maven_jars kafka-streams
+maven_jars spring-kafka
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with

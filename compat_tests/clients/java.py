@@ -1,4 +1,4 @@
-"""The Java client (kafka-clients 4.4.0) through one real Java program, compat_tests/java/.
+"""The Java client (kafka-clients 4.3.0) through one real Java program, compat_tests/java/.
 
 The sources are compiled with javac the first time a test needs them, into a cache directory keyed
 by a hash of the sources, the jars and the JDK (``.cache/java/<hash>/``), together with a
@@ -99,18 +99,20 @@ class _Build:
 _builds: dict[tuple[Path, ...], _Build] = {}
 
 
-def build(*extra_source_dirs: Path, jars: list[Path] | None = None) -> _Build:
+def build(*extra_source_dirs: Path, jars: list[Path] | None = None, with_driver: bool = True) -> _Build:
     """Compiles the driver (the .java files of this suite's java/ folder and of any extra
     folders) once per source hash (and per process), with its CDS archive.
 
-    `jars` replaces the Java client's jars (e.g. ``[*_jars(), *jar_set("testcontainers-java")]``)."""
-    key = (*extra_source_dirs, tuple(jars or ()))
+    `jars` replaces the Java client's jars (e.g. ``jar_set("kafka-streams")``); with_driver=False
+    compiles only the extra folders (a program of their own: no KafkaDriver, so no CDS archive)."""
+    key = (*extra_source_dirs, tuple(jars or ()), with_driver)
     if key in _builds:
         return _builds[key]
     if not shutil.which("javac") or not shutil.which("java"):
         raise RuntimeError("java/javac not found on PATH (a JDK 17+ is needed for the Java client tests)")
     jars = _jars() if jars is None else list(jars)
-    sources = sorted(p for d in (Path(SOURCES), *extra_source_dirs) for p in d.glob("*.java"))
+    source_dirs = (Path(SOURCES), *extra_source_dirs) if with_driver else extra_source_dirs
+    sources = sorted(p for d in source_dirs for p in d.glob("*.java"))
     h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
@@ -141,7 +143,7 @@ def build(*extra_source_dirs: Path, jars: list[Path] | None = None) -> _Build:
                 os.replace(tmp / "driver.jar", driver_jar)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-        if not archive.exists():
+        if with_driver and not archive.exists():
             # Record the classes a warm-up run loads; later JVMs map them instead of loading them.
             tmp_archive = out / f"driver.jsa.{os.getpid()}"
             subprocess.run(
@@ -298,7 +300,7 @@ def _unb64(s: str | None) -> bytes | None:
 
 @dataclass
 class JavaClient(Client):
-    """kafka-clients 4.4.0. `config` adds client properties to every call."""
+    """kafka-clients 4.3.0. `config` adds client properties to every call."""
 
     config: dict[str, Any] = field(default_factory=dict)
     name: str = field(default="java", init=False)
