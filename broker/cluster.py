@@ -15,7 +15,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -56,8 +56,7 @@ class AppendOrigin(enum.Enum):
     COORDINATOR = "coordinator"
 
 
-@dataclass(frozen=True, slots=True)
-class Appended:
+class Appended(NamedTuple):
     """What an append tells its caller (the fields of a Produce partition response)."""
 
     base_offset: int
@@ -107,24 +106,27 @@ class Partition:
         producer state refuses it. With fsync_now and fsync=always the log is fsynced before
         returning, on the loop (the coordinators' small writes); callers that write to many
         partitions fsync them together afterwards with `flush_appended`."""
-        h = header if header is not None else BatchHeader(batch, 0)
+        f = (header if header is not None else BatchHeader(batch, 0)).fields()  # one unpack
         states = self.producers
-        pid = h.producer_id
-        if pid >= 0 and origin is AppendOrigin.CLIENT:
-            dup = states.check(pid, h.producer_epoch, h.base_sequence, h.last_sequence)
-            if dup is not None:
-                # Kafka answers a duplicate with the original batch's offset and, as its log
-                # append time, the timestamp kept for that batch
-                return Appended(dup.first_offset, dup.last_offset, dup.timestamp, self.log.log_start_offset,
-                                duplicate=True)
-            if not h.is_transactional and states.in_transaction(pid):
-                raise ProduceError(ErrorCode.invalid_txn_state,
-                                   f"producer {pid} has an open transaction on this partition")
+        pid = f.producer_id
+        if pid >= 0:
+            epoch, first_seq, last_seq, transactional = (f.producer_epoch, f.base_sequence, f.last_sequence,
+                                                         f.is_transactional)
+            if origin is AppendOrigin.CLIENT:
+                dup = states.check(pid, epoch, first_seq, last_seq)
+                if dup is not None:
+                    # Kafka answers a duplicate with the original batch's offset and, as its log
+                    # append time, the timestamp kept for that batch
+                    return Appended(dup.first_offset, dup.last_offset, dup.timestamp, self.log.log_start_offset,
+                                    True)
+                if not transactional and states.in_transaction(pid):
+                    raise ProduceError(ErrorCode.invalid_txn_state,
+                                       f"producer {pid} has an open transaction on this partition")
         buf = batch if isinstance(batch, bytearray) else bytearray(batch)
         info = self.log.append(buf, leader_epoch=self.leader_epoch, now_ms=now_ms)
         if pid >= 0:
-            states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence, info.base_offset,
-                                info.last_offset, info.max_timestamp, transactional=h.is_transactional)
+            states.record_batch(pid, epoch, first_seq, last_seq, info.base_offset, info.last_offset,
+                                info.max_timestamp, transactional=transactional)
         if fsync_now and self.fsync_always:
             self.log.flush()
         # read_uncommitted fetches see the new data at once; read_committed ones when the LSO moves

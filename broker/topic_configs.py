@@ -166,7 +166,6 @@ def at_least(lo: int | float) -> Validator:
     def check(name: str, value: Any) -> None:
         if value < lo:
             raise _invalid(name, _java_repr(value), f"Value must be at least {lo}")
-    check.description = f"[{lo},...]"
     return check
 
 
@@ -176,7 +175,6 @@ def between(lo: int | float, hi: int | float) -> Validator:
             raise _invalid(name, _java_repr(value), f"Value must be at least {lo}")
         if value > hi:
             raise _invalid(name, _java_repr(value), f"Value must be no more than {hi}")
-    check.description = f"[{lo},...,{hi}]"
     return check
 
 
@@ -184,7 +182,6 @@ def one_of(*valid: str) -> Validator:
     def check(name: str, value: Any) -> None:
         if value not in valid:
             raise _invalid(name, value, "String must be one of: " + ", ".join(valid))
-    check.description = "[" + ", ".join(valid) + "]"
     return check
 
 
@@ -202,7 +199,6 @@ def list_of(*valid: str, empty_allowed: bool = True) -> Validator:
                 raise ConfigError(f"Configuration '{name}' values must not be empty.")
             if valid and item not in valid:
                 raise _invalid(name, item, "String must be one of: " + ", ".join(valid))
-    check.description = "[" + ", ".join(valid) + "]"
     return check
 
 
@@ -212,7 +208,6 @@ def compression_level(lo: int, hi: int, default: int) -> Validator:
     def check(name: str, value: int) -> None:
         if value > hi or (value < lo and value != default):
             raise _invalid(name, value, f"Value must be between {lo} and {hi} or equal to {default}")
-    check.description = f"[{lo},...,{hi}] or {default}"
     return check
 
 
@@ -433,6 +428,9 @@ def _broker_topic_defaults(broker_values: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- describing ----------------------------------------------------------------------------
 
+# one entry of a DescribeConfigs synonym chain: (name, value, source)
+SynonymEntry = tuple[str, str | None, ConfigSource]
+
 
 @dataclass
 class ConfigEntry:
@@ -443,7 +441,7 @@ class ConfigEntry:
     doc: str | None
     read_only: bool = False
     sensitive: bool = False
-    synonyms: list[tuple[str, str | None, ConfigSource]] = field(default_factory=list)
+    synonyms: list[SynonymEntry] = field(default_factory=list)
 
 
 def _broker_value_string(value: Any) -> str | None:
@@ -454,7 +452,7 @@ def _broker_value_string(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _static_synonyms(d: ConfigDef, broker_values: Mapping[str, Any]) -> list[tuple[str, str | None, ConfigSource]]:
+def _static_synonyms(d: ConfigDef, broker_values: Mapping[str, Any]) -> list[SynonymEntry]:
     """Kafka's configSynonyms for a topic config's broker synonyms, static sources only."""
     found: list[tuple[str, str | None, ConfigSource]] = []
     primary = d.synonyms[0]
@@ -482,6 +480,7 @@ def describe_topic_configs(overrides: Mapping[str, str], broker_values: Mapping[
         if d.internal and d.name not in overrides:
             continue
         synonyms = _static_synonyms(d, broker_values) if d.synonyms else []
+        value: str | None
         if d.name in overrides:
             value = overrides[d.name]
             synonyms.insert(0, (d.name, value, ConfigSource.TOPIC_CONFIG))
@@ -537,9 +536,9 @@ def describe_broker_configs(values: Mapping[str, Any], keys: Mapping[str, Broker
         # Kafka's broker settings that only supply topic defaults, at Kafka's defaults
         if name in values or (wanted is not None and name not in wanted):
             continue
-        synonyms = [] if default is None else [(name, default, ConfigSource.DEFAULT_CONFIG)]
+        defaults: list[SynonymEntry] = [] if default is None else [(name, default, ConfigSource.DEFAULT_CONFIG)]
         out.append(ConfigEntry(name, default, ConfigSource.DEFAULT_CONFIG, ctype, doc, read_only=True,
-                               synonyms=synonyms))
+                               synonyms=defaults))
     for name in sorted(values):
         if wanted is not None and name not in wanted:
             continue
@@ -554,7 +553,7 @@ def describe_broker_configs(values: Mapping[str, Any], keys: Mapping[str, Broker
         else:
             ctype = _type_of_broker_value(value)
             reference = None
-        synonyms: list[tuple[str, str | None, ConfigSource]] = []
+        synonyms: list[SynonymEntry] = []
         if text != reference:
             synonyms.append((name, text, ConfigSource.STATIC_BROKER_CONFIG))
         if reference is not None and not (info is not None and info.default_via_synonym):

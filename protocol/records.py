@@ -146,6 +146,16 @@ class HeaderFields(NamedTuple):
     base_sequence: int
     record_count: int
 
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
 
 class BatchHeader:
     """A view of the 61-byte header of the batch at `pos` in `buf`; fields are read on
@@ -253,10 +263,7 @@ class BatchHeader:
 
     @property
     def last_sequence(self) -> int:
-        base = self.base_sequence
-        if base == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return increment_sequence(base, self.last_offset_delta)
+        return self.fields().last_sequence
 
     def compute_crc(self) -> int:
         start = self.pos + ATTRIBUTES_OFFSET

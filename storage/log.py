@@ -157,11 +157,12 @@ class PartitionLog:
         count = 0
         max_in = -1
         for pos, h in iter_batches(buf):
-            lod = h.last_offset_delta
-            ts = h.max_timestamp
+            f = h.fields()  # one unpack of the whole header
+            lod = f.last_offset_delta
+            ts = f.max_timestamp
             if ts > max_in:
                 max_in = ts
-            spans.append((pos, h.total_size, lod))
+            spans.append((pos, f.batch_length + LOG_OVERHEAD, lod, ts))
             count += lod + 1
         log_append = self.config.log_append_time
         if log_append:
@@ -173,7 +174,7 @@ class PartitionLog:
 
         offset = self.log_end_offset
         first = offset
-        for bpos, _size, lod in spans:
+        for bpos, _size, lod, _ts in spans:
             set_base_offset(buf, bpos, offset)
             set_partition_leader_epoch(buf, bpos, leader_epoch)
             if log_append:
@@ -191,14 +192,14 @@ class PartitionLog:
         interval = self.config.index_interval_bytes
         offset = first
         max_ts = -1
-        for bpos, size, lod in spans:
-            bts = BatchHeader(buf, bpos).max_timestamp
+        for bpos, size, lod, ts in spans:
+            bts = now_ms if log_append else ts  # LogAppendTime was stamped into the batch above
             if bts > max_ts:
                 max_ts = bts
             seg.note_batch(start_size + bpos, offset, offset + lod + 1, bts, size, interval)
             offset += lod + 1
         if start_size == 0:
-            seg.first_batch_timestamp = BatchHeader(buf, 0).max_timestamp
+            seg.first_batch_timestamp = now_ms if log_append else spans[0][3]
         self.log_end_offset = offset
         return AppendInfo(first, offset - 1, max_ts, now_ms if log_append else -1, self.log_start_offset)
 

@@ -64,6 +64,8 @@ class ConsumerMember:
     pending_revocation: TopicPartitions = field(default_factory=dict)
     session_deadline: int = 0
     rebalance_deadline: int | None = None
+    # the assignment_key() last written to __consumer_offsets (set by the coordinator)
+    persisted_assignment: tuple | None = field(default=None, compare=False, repr=False)
 
     def metadata_key(self):
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
@@ -291,7 +293,7 @@ class ConsumerGroup:
         # 3. move the member towards its target
         self._reconcile(member, owned, now)
         member.session_deadline = now + self.session_timeout_ms
-        if member.assignment_key() != getattr(member, "_persisted_assignment", None):
+        if member.assignment_key() != member.persisted_assignment:
             self.dirty_members.add(member.member_id)
         full = joining or (rebalance_timeout_ms is not None and rebalance_timeout_ms >= 0
                            and subscribed_topic_names is not None and owned is not None)

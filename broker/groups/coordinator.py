@@ -146,7 +146,7 @@ class GroupCoordinator:
                 self._dirty_classic.discard(gid)
                 self._append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
         else:
-            records = []
+            records: list[tuple[bytes, bytes | None]] = []
             if group.epoch_dirty:
                 records.append((rec.consumer_group_metadata_key(gid), rec.consumer_group_metadata_value(group.group_epoch)))
                 group.epoch_dirty = False
@@ -167,7 +167,7 @@ class GroupCoordinator:
                                     m.member_epoch, m.previous_member_epoch, m.state,
                                     {t: sorted(ps) for t, ps in m.assigned.items()},
                                     {t: sorted(ps) for t, ps in m.pending_revocation.items()}))))
-                m._persisted_assignment = m.assignment_key()
+                m.persisted_assignment = m.assignment_key()
             group.dirty_members.clear()
             self._append(gid, records)
         if group.is_empty():
@@ -190,18 +190,17 @@ class GroupCoordinator:
         for gid, value in classic_values.items():
             if value is None:
                 continue
-            group = self._new_classic(gid)
-            group.load_record_value(value, now)
-            if group.is_empty():
+            classic = self._new_classic(gid)
+            classic.load_record_value(value, now)
+            if classic.is_empty():
                 self.empty_since[gid] = value.current_state_timestamp if value.current_state_timestamp > 0 else now
         for gid, epoch in consumer_epochs.items():
             if epoch is None:
                 continue
-            group = self._new_consumer(gid)
-            group.group_epoch = epoch
+            self._new_consumer(gid).group_epoch = epoch
         for (gid, mid), member in members.items():
-            group = self.groups.get(gid)
-            if member is None or not isinstance(group, ConsumerGroup):
+            owner = self.groups.get(gid)
+            if member is None or not isinstance(owner, ConsumerGroup):
                 continue
             a = assignments.get((gid, mid))
             if a is not None:
@@ -210,8 +209,8 @@ class GroupCoordinator:
                 member.state = MemberState.of(a.state)
                 member.assigned = {t: set(ps) for t, ps in a.assigned.items()}
                 member.pending_revocation = {t: set(ps) for t, ps in a.pending_revocation.items()}
-            member._persisted_assignment = member.assignment_key()
-            group.load_member(member, now)
+            member.persisted_assignment = member.assignment_key()
+            owner.load_member(member, now)
         for group in self.groups.values():
             if isinstance(group, ConsumerGroup):
                 # recompute the target on the next heartbeat, sticking to what members own
