@@ -13,6 +13,8 @@ import dataclasses
 import datetime
 import io
 import struct
+import types
+import typing
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -135,7 +137,56 @@ def parse_request(frame: bytes | memoryview, header: RequestHeader, header_size:
         body, _size = _reader(rtype)(frame, pos)
     except Exception as exc:  # kio raises a variety of errors on garbage
         raise MalformedRequest(f"cannot decode {rtype.__name__} v{header.api_version}: {exc!r}") from exc
+    null = _null_in_non_nullable(body)
+    if null is not None:
+        # kio reads length -1 as None whatever the schema says; Kafka's generated readers
+        # refuse it ("non-nullable field ... was serialized as null")
+        raise MalformedRequest(f"non-nullable field {null} of {rtype.__name__} v{header.api_version} "
+                               f"was serialized as null")
     return body
+
+
+@lru_cache(maxsize=None)
+def _null_plan(entity: type) -> tuple[tuple[str, bool, type | None, bool], ...]:
+    """(field, nullable, nested entity type, is an array) for every field that could hold None
+    or nested entities; plain numbers and booleans are never None and are left out."""
+    plan = []
+    for f in dataclasses.fields(entity):
+        tp = f.type
+        args = typing.get_args(tp)
+        nullable = isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union
+        if nullable:
+            tp = next(a for a in args if a is not type(None))
+            args = typing.get_args(tp)
+        is_array = typing.get_origin(tp) is tuple
+        inner = args[0] if is_array else tp
+        nested = inner if dataclasses.is_dataclass(inner) else None
+        if isinstance(inner, type) and issubclass(inner, (bool, int, float)) and not is_array and not nullable:
+            continue
+        plan.append((f.name, nullable, nested, is_array))
+    return tuple(plan)
+
+
+def _null_in_non_nullable(entity: Any) -> str | None:
+    for name, nullable, nested, is_array in _null_plan(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            if not nullable:
+                return name
+            continue
+        if is_array:
+            for item in value:
+                if item is None:
+                    return f"{name}[]"
+                if nested is not None:
+                    found = _null_in_non_nullable(item)
+                    if found is not None:
+                        return f"{name}[].{found}"
+        elif nested is not None:
+            found = _null_in_non_nullable(value)
+            if found is not None:
+                return f"{name}.{found}"
+    return None
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
