@@ -1,4 +1,4 @@
-"""A null (length -1) in a field the schema does not allow to be null is an undecodable
+"""Requests whose declared lengths or nulls do not fit their schema are undecodable, never a crash
 request, as in Kafka's generated readers (input found by fault_tests' fuzzer)."""
 
 from __future__ import annotations
@@ -46,4 +46,18 @@ def test_null_inside_a_nested_array_is_malformed():
     frame = _frame(10, 4, bad, flexible=True)
     header, size = peek_header(frame)
     with pytest.raises(MalformedRequest):
+        parse_request(frame, header, size)
+
+
+def test_array_longer_than_the_frame_is_malformed_before_kio_reserves_room_for_it():
+    # IncrementalAlterConfigs v1: compact array length 0xFFFFFFFF; kio's native reader would
+    # try to reserve that many entries and abort the process
+    frame = _frame(44, 1, b"\xff\xff\xff\xff\x0e", flexible=True)
+    header, size = peek_header(frame)
+    with pytest.raises(MalformedRequest, match="array of"):
+        parse_request(frame, header, size)
+    # the same in a non-flexible version: int32 length
+    frame = _frame(44, 0, b"\x7f\xff\xff\xf0\x00", flexible=False)
+    header, size = peek_header(frame)
+    with pytest.raises(MalformedRequest, match="array of"):
         parse_request(frame, header, size)
