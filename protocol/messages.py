@@ -223,7 +223,9 @@ def _check_lengths(entity: type, frame, pos: int) -> int:
             if pos >= end:
                 raise MalformedRequest("struct marker runs past the frame")
             pos += 1
-            if frame[pos - 1] < 0x80:      # int8 >= 0: present
+            # kio takes only -1 as null (Kafka: any negative marker); the walk follows the
+            # reader it guards, so that it looks at the same bytes kio will
+            if frame[pos - 1] != 0xFF:
                 pos = _check_lengths(detail, frame, pos)
         elif kind == "entity":
             fixed = _fixed_size(detail)
