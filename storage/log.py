@@ -20,6 +20,7 @@ closed (or reused) under it.
 from __future__ import annotations
 
 import logging
+import errno
 import os
 import shutil
 import struct
@@ -588,8 +589,11 @@ class PartitionLog:
         for s in dirty:
             try:
                 os.fsync(s.fd)
-            except OSError:
-                pass    # segment deleted meanwhile
+            except OSError as exc:
+                if exc.errno != errno.EBADF:
+                    s.dirty = True      # not on disk: the next flush tries again
+                    raise
+                # EBADF: the segment was deleted (and closed) meanwhile
         for p in txn_paths:
             _fsync_path(p)
         if dir_dirty:

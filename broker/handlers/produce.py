@@ -10,7 +10,9 @@ the producer's last five batches is acknowledged with its original base offset a
 appended again. Transactional batches are checked by the transaction coordinator when one
 is running. The batch is appended as the bytes that arrived (offsets patched in place);
 acks=0 gets no response, and an error on acks=0 closes the connection as in Kafka. With
-fsync=always the data is fsynced before the response.
+fsync=always the data is fsynced before the response. A failed log write or fsync (a full
+disk, an I/O error) is KAFKA_STORAGE_ERROR for that partition; writes succeed again once the
+disk does (Kafka instead takes the log directory offline until a restart).
 """
 
 from __future__ import annotations
@@ -86,7 +88,13 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
         if (not h.is_transactional and entry is not None and entry.current_txn_first_offset is not None):
             return PartitionResult(ErrorCode.invalid_txn_state,
                                    message=f"producer {pid} has an open transaction on this partition")
-    info = plog.append(bytearray(records), leader_epoch=part.leader_epoch, now_ms=now_ms())
+    try:
+        info = plog.append(bytearray(records), leader_epoch=part.leader_epoch, now_ms=now_ms())
+    except OSError as exc:
+        # a full disk or an I/O error: the log took nothing (append truncates a partial
+        # write), so the producer may retry; Kafka answers a failed log write this way
+        log.warning("append to %s-%d failed: %s", part.topic.name, part.index, exc)
+        return PartitionResult(ErrorCode.kafka_storage_error, message=f"log write failed: {exc.strerror or exc}")
     if pid >= 0:
         entry = states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence,
                                     info.base_offset, info.last_offset, info.max_timestamp)
@@ -155,7 +163,12 @@ async def handle(ctx, request):
             presults.append((pdata.index, res))
         results.append((tdata, presults))
     if touched and ctx.broker.config["fsync"] == "always":
-        await trio.to_thread.run_sync(_flush, touched)
+        failed = await trio.to_thread.run_sync(_flush, touched)
+        for _tdata, prs in results:
+            for _idx, r in prs:
+                if failed and r.error == ErrorCode.none:
+                    # not durable: the client must not take it as acknowledged
+                    r.error, r.message = ErrorCode.kafka_storage_error, f"fsync failed: {failed}"
     if acks == 0:
         if any(r.error != ErrorCode.none for _t, prs in results for _i, r in prs):
             raise CloseConnection("error on an acks=0 produce")
@@ -175,6 +188,13 @@ async def handle(ctx, request):
     )
 
 
-def _flush(parts) -> None:
+def _flush(parts) -> str | None:
+    """fsync the touched partitions; the first failure's text, or None."""
+    failed = None
     for p in {id(p): p for p in parts}.values():
-        p.log.flush()
+        try:
+            p.log.flush()
+        except OSError as exc:
+            log.warning("fsync of %s-%d failed: %s", p.topic.name, p.index, exc)
+            failed = failed or (exc.strerror or str(exc))
+    return failed
