@@ -23,7 +23,8 @@ def test_fuzz_target_finds_nothing(target, tmp_path):
         [sys.executable, "-m", "fault_tests.fuzz", target, "--seconds", str(SECONDS),
          "--corpus", str(tmp_path / "corpus"), "--artifacts", str(tmp_path / "artifacts")],
         cwd=ROOT, capture_output=True, text=True, timeout=SECONDS + 100,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        # the targets' scratch directories (broker data, logs) land under tmp_path
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
     out = proc.stderr + proc.stdout
     crashes = list((tmp_path / "artifacts").glob("*")) if (tmp_path / "artifacts").exists() else []
     assert proc.returncode == 0 and not crashes, (
