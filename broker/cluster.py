@@ -8,6 +8,7 @@ partition's log is the directory `<data dir>/<topic>-<partition>` as in Kafka.
 from __future__ import annotations
 
 import enum
+import errno
 import json
 import logging
 import os
@@ -165,20 +166,29 @@ class Partition:
             self._waiters.clear()
 
 
-async def flush_appended(parts: Iterable[Partition]) -> None:
+async def flush_appended(parts: Iterable[Partition]) -> str | None:
     """fsync=always: fsync the partitions a request appended to, in a worker thread, before
-    the request is answered. Partitions deleted meanwhile are passed over."""
+    the request is answered. Partitions deleted meanwhile are passed over. Returns the first
+    failure's text (those writes are not durable: the caller must not acknowledge them), or None."""
     todo = list({id(p): p for p in parts if p.fsync_always}.values())
-    if todo:
-        await trio.to_thread.run_sync(_flush_logs, todo)
+    if not todo:
+        return None
+    return await trio.to_thread.run_sync(_flush_logs, todo)
 
 
-def _flush_logs(parts: list[Partition]) -> None:
+def _flush_logs(parts: list[Partition]) -> str | None:
+    failed = None
     for p in parts:
         try:
             p.log.flush()
-        except (OSError, ValueError):
-            pass  # deleted meanwhile
+        except ValueError:
+            pass  # its file was closed: deleted meanwhile
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                continue  # deleted meanwhile
+            log.warning("fsync of %s-%d failed: %s", p.topic.name, p.index, exc)
+            failed = failed or (exc.strerror or str(exc))
+    return failed
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 import time
 from types import SimpleNamespace
@@ -95,7 +96,9 @@ class FrameReader:
     def __init__(self, sock, max_size: int):
         self.sock = sock
         self.max_size = max_size
-        self.buf = bytearray(self.BUFFER_SIZE)
+        # anonymous mmap, not bytearray: its zero pages are only backed by memory once data
+        # lands in them, so an idle connection costs a page or two, not the whole buffer
+        self.buf = mmap.mmap(-1, self.BUFFER_SIZE)
         self.view = memoryview(self.buf)
         self.start = 0
         self.end = 0

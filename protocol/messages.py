@@ -13,6 +13,8 @@ import dataclasses
 import datetime
 import io
 import struct
+import types
+import typing
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -127,11 +129,181 @@ def parse_request(frame: bytes | memoryview, header: RequestHeader, header_size:
     pos = header_size
     if rtype.__flexible__:
         pos = _skip_tagged_fields(frame, pos)
+    _check_lengths(rtype, frame, pos)
     try:
         body, _size = _reader(rtype)(frame, pos)
     except Exception as exc:  # kio raises a variety of errors on garbage
         raise MalformedRequest(f"cannot decode {rtype.__name__} v{header.api_version}: {exc!r}") from exc
+    null = _null_in_non_nullable(body)
+    if null is not None:
+        # kio reads length -1 as None whatever the schema says; Kafka's generated readers
+        # refuse it ("non-nullable field ... was serialized as null")
+        raise MalformedRequest(f"non-nullable field {null} of {rtype.__name__} v{header.api_version} "
+                               f"was serialized as null")
     return body
+
+
+# --- array lengths before kio -------------------------------------------------------------
+#
+# kio's native reader reserves room for an array's declared length before reading it, and an
+# allocation failure there aborts the whole process. So every array length is checked against
+# the bytes left in the frame first (each element takes at least one byte), in one walk over
+# the request's layout that reads lengths only.
+
+_FIXED = {"int8": 1, "bool": 1, "int16": 2, "int32": 4, "timedelta_i32": 4, "int64": 8,
+          "timedelta_i64": 8, "uuid": 16, "float64": 8, "uint16": 2, "uint32": 4, "uint64": 8}
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+@lru_cache(maxsize=None)
+def _layout(entity: type) -> tuple[tuple[str, Any, bool], ...]:
+    """(kind, detail, is_array) for each inline field: kind is 'fixed' (detail: size),
+    'string', 'bytes' or 'entity' (detail: the entity type). Tagged fields are not inline."""
+    out: list[tuple[str, Any, bool]] = []
+    for f in dataclasses.fields(entity):
+        if "tag" in f.metadata:
+            continue
+        tp = f.type
+        nullable = isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union
+        if nullable:
+            tp = next(a for a in typing.get_args(tp) if a is not type(None))
+        is_array = typing.get_origin(tp) is tuple
+        inner = typing.get_args(tp)[0] if is_array else tp
+        kafka_type = f.metadata.get("kafka_type")
+        if dataclasses.is_dataclass(inner):
+            # a nullable struct is preceded by an int8 marker (-1: null)
+            out.append(("nullable_entity" if nullable and not is_array else "entity", inner, is_array))
+        elif kafka_type in _FIXED:
+            out.append(("fixed", _FIXED[kafka_type], is_array))
+        elif kafka_type == "string":
+            out.append(("string", None, is_array))
+        elif kafka_type in ("bytes", "records"):
+            out.append(("bytes", None, is_array))
+        else:
+            raise TypeError(f"{entity.__name__}.{f.name}: no layout for {kafka_type!r}")
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _fixed_size(entity: type) -> int | None:
+    """Size of an entity made of fixed-size fields only (tagged section aside), else None."""
+    layout = _layout(entity)
+    if all(kind == "fixed" and not is_array for kind, _d, is_array in layout):
+        return sum(d for _k, d, _a in layout)
+    return None
+
+
+def _check_lengths(entity: Any, frame, pos: int) -> int:
+    flexible = entity.__flexible__
+    end = len(frame)
+    for kind, detail, is_array in _layout(entity):
+        count = 1
+        if is_array:
+            if flexible:
+                n, pos = _read_uvarint(frame, pos)
+                n -= 1
+            else:
+                if pos + 4 > end:
+                    raise MalformedRequest("array length runs past the frame")
+                (n,) = _I32.unpack_from(frame, pos)
+                pos += 4
+            if n < 0:
+                continue
+            if n > end - pos:
+                raise MalformedRequest(f"array of {n} elements in {end - pos} remaining bytes")
+            count = n
+        if kind == "fixed":
+            pos += detail * count
+        elif kind == "nullable_entity":
+            if pos >= end:
+                raise MalformedRequest("struct marker runs past the frame")
+            pos += 1
+            # kio takes only -1 as null (Kafka: any negative marker); the walk follows the
+            # reader it guards, so that it looks at the same bytes kio will
+            if frame[pos - 1] != 0xFF:
+                pos = _check_lengths(detail, frame, pos)
+        elif kind == "entity":
+            fixed = _fixed_size(detail)
+            if fixed is None:
+                for _ in range(count):
+                    pos = _check_lengths(detail, frame, pos)
+            elif not detail.__flexible__:
+                pos += fixed * count
+            else:
+                # the common case of Fetch/ListOffsets partitions: numbers, then (mostly empty) tags
+                for _ in range(count):
+                    pos += fixed
+                    if pos < end and frame[pos] == 0:
+                        pos += 1
+                    else:
+                        pos = _skip_tagged_fields(frame, pos)
+        else:
+            for _ in range(count):
+                if flexible:
+                    size, pos = _read_uvarint(frame, pos)
+                    size -= 1
+                elif kind == "string":
+                    if pos + 2 > end:
+                        raise MalformedRequest("string length runs past the frame")
+                    (size,) = _I16.unpack_from(frame, pos)
+                    pos += 2
+                else:
+                    if pos + 4 > end:
+                        raise MalformedRequest("bytes length runs past the frame")
+                    (size,) = _I32.unpack_from(frame, pos)
+                    pos += 4
+                if size > 0:
+                    pos += size
+        if pos > end:
+            raise MalformedRequest("request runs past the frame")
+    if flexible:
+        pos = _skip_tagged_fields(frame, pos)
+    return pos
+
+
+@lru_cache(maxsize=None)
+def _null_plan(entity: Any) -> tuple[tuple[str, bool, Any, bool], ...]:
+    """(field, nullable, nested entity type, is an array) for every field that could hold None
+    or nested entities; plain numbers and booleans are never None and are left out."""
+    plan: list[tuple[str, bool, Any, bool]] = []
+    for f in dataclasses.fields(entity):
+        tp = f.type
+        args = typing.get_args(tp)
+        nullable = isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union
+        if nullable:
+            tp = next(a for a in args if a is not type(None))
+            args = typing.get_args(tp)
+        is_array = typing.get_origin(tp) is tuple
+        inner = args[0] if is_array else tp
+        nested = inner if dataclasses.is_dataclass(inner) else None
+        if isinstance(inner, type) and issubclass(inner, (bool, int, float)) and not is_array and not nullable:
+            continue
+        plan.append((f.name, nullable, nested, is_array))
+    return tuple(plan)
+
+
+def _null_in_non_nullable(entity: Any) -> str | None:
+    # kio's entity classes are hashable (lru_cache keys)
+    for name, nullable, nested, is_array in _null_plan(type(entity)):  # type: ignore[arg-type]
+        value = getattr(entity, name)
+        if value is None:
+            if not nullable:
+                return name
+            continue
+        if is_array:
+            for item in value:
+                if item is None:
+                    return f"{name}[]"
+                if nested is not None:
+                    found = _null_in_non_nullable(item)
+                    if found is not None:
+                        return f"{name}[].{found}"
+        elif nested is not None:
+            found = _null_in_non_nullable(value)
+            if found is not None:
+                return f"{name}.{found}"
+    return None
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:

@@ -19,6 +19,7 @@ closed (or reused) under it.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -35,7 +36,7 @@ from crc32c import crc32c
 
 from protocol import records as R
 from protocol.records import (
-    INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader, iter_batches, set_base_offset,
+    INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
     set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
 
@@ -592,8 +593,11 @@ class PartitionLog:
         for s in dirty:
             try:
                 os.fsync(s.fd)
-            except OSError:
-                pass    # segment deleted meanwhile
+            except OSError as exc:
+                if exc.errno != errno.EBADF:
+                    s.dirty = True      # not on disk: the next flush tries again
+                    raise
+                # EBADF: the segment was deleted (and closed) meanwhile
         for p in txn_paths:
             _fsync_path(p)
         if dir_dirty:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from protocol.records import (
-    LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
+    INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
     BatchHeader, CorruptBatch, iter_batches,
 )
 
@@ -275,6 +275,11 @@ class Segment:
                     raise CorruptBatch(f"batch at position {pos} has base offset {f.base_offset}, "
                                        f"below {prev_next}", pos)
                 nxt = f.base_offset + f.last_offset_delta + 1
+                if nxt - 1 - self.base_offset > INT32_MAX:
+                    # the base offset is outside the CRC: a damaged one can point past what
+                    # the segment's int32 relative offsets can index (we roll long before)
+                    raise CorruptBatch(f"batch at position {pos} has last offset {nxt - 1}, beyond "
+                                       f"the segment's offset range", pos)
                 total = f.batch_length + LOG_OVERHEAD
                 self.note_batch(pos, f.base_offset, nxt, f.max_timestamp, total, index_interval)
                 prev_next = nxt

@@ -25,6 +25,7 @@ NO_AUTHORIZED_OPS = -(2**31)
 
 def broker_entries(ctx, mod):
     adv = ctx.broker.advertised[ctx.listener.name]
+    # v0 has no rack field
     return (make(mod.MetadataResponseBroker, node_id=ctx.cluster.node_id, host=adv.host, port=adv.port, rack=None),)
 
 

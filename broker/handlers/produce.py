@@ -10,7 +10,9 @@ the producer's last five batches is acknowledged with its original base offset a
 appended again. Transactional batches are checked by the transaction coordinator when one
 is running. The batch is appended as the bytes that arrived (offsets patched in place);
 acks=0 gets no response, and an error on acks=0 closes the connection as in Kafka. With
-fsync=always the data is fsynced before the response.
+fsync=always the data is fsynced before the response. A failed log write or fsync (a full
+disk, an I/O error) is KAFKA_STORAGE_ERROR for that partition; writes succeed again once the
+disk does (Kafka instead takes the log directory offline until a restart).
 """
 
 from __future__ import annotations
@@ -97,6 +99,12 @@ def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult
         done = part.append(records, now_ms=now_ms(), header=h)
     except ProduceError as exc:
         return _rejected_by_log(PartitionResult(exc.code, message=exc.message), plog)
+    except OSError as exc:
+        # a full disk or an I/O error: the log took nothing (its append truncates a partial
+        # write) and the producer state is unchanged, so the producer may retry; Kafka answers
+        # a failed log write this way
+        log.warning("append to %s-%d failed: %s", part.topic.name, part.index, exc)
+        return PartitionResult(ErrorCode.kafka_storage_error, message=f"log write failed: {exc.strerror or exc}")
     return PartitionResult(base_offset=done.base_offset, log_append_time=done.log_append_time_ms,
                            log_start_offset=done.log_start_offset)
 
@@ -173,7 +181,13 @@ async def handle(ctx, request):
                          pdata.index, ctx.client_id, res.error.name, res.message or "")
             presults.append((pdata.index, res))
         results.append((tdata, presults))
-    await flush_appended(touched)
+    failed = await flush_appended(touched)
+    if failed:
+        for _tdata, prs in results:
+            for _idx, r in prs:
+                if r.error == ErrorCode.none:
+                    # not durable: the client must not take it as acknowledged
+                    r.error, r.message = ErrorCode.kafka_storage_error, f"fsync failed: {failed}"
     if acks == 0:
         if any(r.error != ErrorCode.none for _t, prs in results for _i, r in prs):
             raise CloseConnection("error on an acks=0 produce")

@@ -1,0 +1,82 @@
+"""A failed log write or fsync answers Produce with KAFKA_STORAGE_ERROR, keeps the connection,
+appends nothing, and writes work again once the disk does."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import trio
+from kio.schema.errors import ErrorCode
+
+import storage.log
+from broker.config import BrokerConfig, Listener
+from broker.server import serve
+from protocol.client import WireClient
+from protocol.records import build_batch
+
+from .test_wire import fetch, metadata, produce, records
+
+
+def _with_broker(tmp_path, values, exchange):
+    async def main():
+        config = BrokerConfig(data_dir=tmp_path, listeners=[Listener("PLAINTEXT", "127.0.0.1", 0)], values=values)
+        async with trio.open_nursery() as nursery:
+            broker = await nursery.start(serve, config)
+            result = await trio.to_thread.run_sync(exchange, broker.advertised["PLAINTEXT"].address())
+            nursery.cancel_scope.cancel()
+        return result
+    return trio.run(main)
+
+
+def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path, monkeypatch):
+    real_write_all = storage.log._write_all
+    full = {"on": False}
+
+    def write_all(fd, data):
+        if full["on"]:
+            os.write(fd, bytes(data)[:10])      # a partial write, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write_all(fd, data)
+
+    monkeypatch.setattr(storage.log, "_write_all", write_all)
+
+    def exchange(address):
+        with WireClient(address) as c:
+            metadata(c, "t")
+            assert produce(c, "t", build_batch(records(2))).error_code == ErrorCode.none
+            full["on"] = True
+            r = produce(c, "t", build_batch(records(2, 2)))
+            assert r.error_code == ErrorCode.kafka_storage_error
+            full["on"] = False
+            # same connection, and the failed batch left no bytes behind
+            assert produce(c, "t", build_batch(records(2, 2))).base_offset == 2
+            p = fetch(c, "t", 0)
+            assert p.high_watermark == 4
+        return True
+
+    assert _with_broker(tmp_path, {}, exchange)
+
+
+def test_failed_fsync_with_fsync_always_is_not_acknowledged(tmp_path, monkeypatch):
+    real_fsync = os.fsync
+    failing = {"on": False}
+
+    def fsync(fd):
+        if failing["on"]:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(storage.log.os, "fsync", fsync)
+
+    def exchange(address):
+        with WireClient(address) as c:
+            metadata(c, "t")
+            assert produce(c, "t", build_batch(records(1))).error_code == ErrorCode.none
+            failing["on"] = True
+            assert produce(c, "t", build_batch(records(1, 1))).error_code == ErrorCode.kafka_storage_error
+            failing["on"] = False
+            assert produce(c, "t", build_batch(records(1, 2))).error_code == ErrorCode.none
+        return True
+
+    assert _with_broker(tmp_path, {"fsync": "always"}, exchange)

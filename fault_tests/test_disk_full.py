@@ -1,0 +1,101 @@
+"""A data directory on a small filesystem that fills up (an 8 MiB tmpfs, mounted for the test).
+
+Produce gets KAFKA_STORAGE_ERROR once the disk is full, every batch acknowledged before reads
+back unchanged (also after a crash and restart), and writes succeed again when space returns.
+Mounting needs root (CI runs as root); where it is refused the test fails with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import uuid
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+import kafkalite
+from broker.tests.test_wire import fetch, metadata, produce
+from protocol.client import WireClient
+from protocol.records import Record, build_batch, decode_records, iter_batches
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
+
+DISK_MB = 8
+RESERVE_MB = 2          # freed later: "space returns"
+BATCH_BYTES = 64 * 1024
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mnt)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cannot mount a {DISK_MB} MiB tmpfs at {mnt} (needs root and mount rights): "
+                    f"{proc.stderr.strip() or proc.returncode}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _batch(i: int) -> bytes:
+    value = hashlib.sha256(str(i).encode()).digest() * (BATCH_BYTES // 32)
+    return bytes(build_batch([Record(f"k{i}".encode(), value, (), 1_700_000_000_000 + i)]))
+
+
+def _read_values(client, topic, upto: int) -> dict[int, bytes]:
+    got: dict[int, bytes] = {}
+    offset = 0
+    while offset < upto:
+        p = fetch(client, topic, offset)
+        assert p.error_code == ErrorCode.none, p.error_code
+        data = bytes(p.records)
+        assert data, f"nothing at offset {offset} below {upto}"
+        for pos, _h in iter_batches(data, check_crc=True):
+            for r in decode_records(data, pos):
+                got[r.offset] = r.value
+        offset = max(got) + 1
+    return got
+
+
+def test_full_disk_gives_storage_errors_keeps_acknowledged_data_and_recovers(small_disk, tmp_path):
+    reserve = small_disk / "reserve"
+    reserve.write_bytes(b"\0" * (RESERVE_MB << 20))
+    data_dir = small_disk / "data"
+    topic = f"full-{uuid.uuid4().hex[:6]}"
+    config = {"log.segment.bytes": 1 << 20, "fsync": "always"}
+    acked: dict[int, bytes] = {}
+    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
+        with WireClient(broker.bootstrap) as c:
+            metadata(c, topic)
+            errors = []
+            for i in range(DISK_MB * (1 << 20) // BATCH_BYTES + 20):
+                batch = _batch(i)
+                r = produce(c, topic, batch)
+                if r.error_code == ErrorCode.none:
+                    acked[r.base_offset] = decode_records(batch)[0].value
+                else:
+                    errors.append(r.error_code)
+                    if len(errors) >= 5:
+                        break
+            assert acked, "nothing could be written at all"
+            assert errors and set(errors) == {ErrorCode.kafka_storage_error}, errors
+            # the same connection still works and nothing acknowledged is lost
+            got = _read_values(c, topic, max(acked) + 1)
+            assert {o: got.get(o) for o in acked} == acked
+            # space returns: writes succeed again
+            reserve.unlink()
+            r = produce(c, topic, _batch(10_000))
+            assert r.error_code == ErrorCode.none, r.error_code
+            acked[r.base_offset] = decode_records(_batch(10_000))[0].value
+        assert "Traceback" not in broker.log_text()
+        broker.kill()       # a crash right after: recovery must still find every acked batch
+    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
+        with WireClient(broker.bootstrap) as c:
+            got = _read_values(c, topic, max(acked) + 1)
+            assert {o: got.get(o) for o in acked} == acked
+        assert "Traceback" not in broker.log_text()
