@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import struct
 import tempfile
 import threading
@@ -20,7 +19,7 @@ import trio
 from protocol.apis import API_TABLE
 from protocol.messages import request_type
 from protocol.records import (
-    COMPRESSION_NONE, CorruptBatch, InvalidRecord, Record, build_batch, decode_records, iter_batches,
+    InvalidRecord, Record, build_batch, decode_records, iter_batches,
     validate_produce_batches,
 )
 from protocol.records import _rewrite_crc
@@ -175,7 +174,6 @@ def fuzz_frames(data: bytes) -> None:
 def check_length_walk_agrees_with_kio(frame: bytes) -> None:
     """The length walk in protocol.messages must never refuse what kio reads: when it refuses a
     request whose arrays are small enough for kio to try safely, kio must fail too."""
-    import re
     from protocol import messages
     header, pos = messages.peek_header(frame)
     rtype = request_type(header.api_key, header.api_version)
@@ -221,7 +219,6 @@ def _frames_seeds() -> list[bytes]:
     import kio.schema.api_versions.v3.request as av3
     import kio.schema.metadata.v12.request as md12
     import kio.schema.produce.v9.request as pr9
-    import kio.schema.fetch.v12.request as fe12
     import kio.schema.find_coordinator.v4.request as fc4
     import kio.schema.create_topics.v7.request as ct7
     import datetime

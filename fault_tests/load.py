@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import resource
-import select
+import selectors
 import socket
 import struct
 import time
@@ -44,6 +44,15 @@ def api_versions_frame(client_id: bytes = b"load", correlation_id: int = 1) -> b
     return struct.pack(">i", len(payload)) + payload
 
 
+def readable(socks, timeout: float) -> list:
+    """The sockets with data (or EOF) to read within `timeout`. A selector (epoll), not
+    select(): a test process holds descriptors past select()'s limit of 1024."""
+    with selectors.DefaultSelector() as sel:
+        for s in socks:
+            sel.register(s, selectors.EVENT_READ)
+        return [key.fileobj for key, _events in sel.select(timeout)]
+
+
 def open_connections(address: str, n: int, timeout: float = 60.0) -> tuple[list[socket.socket], float]:
     """Open n connections, each answered one ApiVersions, and leave them idle and open.
     Returns the sockets and the seconds it took."""
@@ -63,7 +72,7 @@ def open_connections(address: str, n: int, timeout: float = 60.0) -> tuple[list[
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError(f"{len(pending)} of {n} connections not answered in {timeout} s")
-        ready, _, _ = select.select(list(pending), [], [], min(left, 1.0))
+        ready = readable(pending, min(left, 1.0))
         for s in ready:
             chunk = s.recv(65536)
             if not chunk:

@@ -8,7 +8,6 @@ Mounting needs root (CI runs as root); where it is refused the test fails with t
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import uuid
 

@@ -4,7 +4,6 @@ bounded in count and time). The figures themselves come from `python -m bench.fa
 from __future__ import annotations
 
 import random
-import select
 import socket
 import struct
 import threading

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import random
-import select
 import socket
 import struct
 import time
@@ -28,6 +27,8 @@ import kafkalite
 from broker.tests.test_wire import fetch, metadata, produce, records
 from protocol.client import WireClient
 from protocol.records import build_batch
+
+from .load import readable
 
 pytestmark = [pytest.mark.faults, pytest.mark.fuzz, pytest.mark.timeout(180)]
 
@@ -103,7 +104,7 @@ def drive(address: tuple[str, int], frames: list[list[bytes]]) -> tuple[int, int
     deadline = time.monotonic() + DEADLINE_S
     answered = closed = 0
     while socks and time.monotonic() < deadline:
-        ready, _, _ = select.select(list(socks), [], [], 0.5)
+        ready = readable(socks, 0.5)
         for s in ready:
             try:
                 chunk = s.recv(1 << 16)
