@@ -38,74 +38,11 @@ def on_kafka() -> bool:
     return kind() == "kafka"
 
 
-class KafkaliteBroker:
-    """kafkalite.start() with a restart on the same data dir and port."""
+class _Broker:
+    """The face both kinds share; `_b` is the started broker (kafkalite.Broker or ReferenceBroker)."""
 
-    def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
-                 module: str | None = None, extra_args: tuple[str, ...] = ()):
-        self._config, self._timeout = dict(config or {}), timeout
-        start_args: dict[str, Any] = {"module": module} if module else {}
-        self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout,
-                                  extra_args=list(extra_args), **start_args)
-        self.data_dir = self._b.data_dir
-
-    @property
-    def bootstrap(self) -> str:
-        return self._b.bootstrap
-
-    @property
-    def port(self) -> int:
-        return self._b.port
-
-    @property
-    def pid(self) -> int:
-        return self._b.pid
-
-    def log_text(self) -> str:
-        return self._b.log_text()
-
-    def kill(self) -> None:
-        self._b.kill()
-
-    def stop(self) -> None:
-        self._b.stop()
-
-    def restart(self) -> str:
-        """Stop if running, start again on the same data dir and port, as the plain broker: a
-        test's own wiring (``module``) applies to the first start only, the one before a crash."""
-        self._b.stop()
-        self._b = kafkalite.start(data_dir=self.data_dir, port=self.port, config=self._config,
-                                  timeout=self._timeout)
-        return self.bootstrap
-
-    def close(self) -> None:
-        self._b.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class KafkaBroker:
-    """compat_tests.reference.ReferenceBroker with the same face as KafkaliteBroker."""
-
-    def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float):
-        from compat_tests.reference import ReferenceBroker
-
-        config = dict(config or {})
-        features = {}
-        if "transaction.version" in config:
-            features["transaction.version"] = str(config.pop("transaction.version"))
-        self._timeout = timeout
-        self._b = ReferenceBroker(data_dir, config, features=features)
-        try:
-            self._b.start(timeout)
-        except BaseException:
-            self._b.close()
-            raise
-        self.data_dir = self._b.data_dir
+    _b: Any
+    data_dir: Path
 
     @property
     def bootstrap(self) -> str:
@@ -128,9 +65,6 @@ class KafkaBroker:
     def stop(self) -> None:
         self._b.stop()
 
-    def restart(self) -> str:
-        return self._b.restart(self._timeout)
-
     def close(self) -> None:
         self._b.close()
 
@@ -139,6 +73,49 @@ class KafkaBroker:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class KafkaliteBroker(_Broker):
+    """kafkalite.start() with a restart on the same data dir and port."""
+
+    def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
+                 module: str | None = None, extra_args: tuple[str, ...] = ()):
+        self._config, self._timeout = dict(config or {}), timeout
+        start_args: dict[str, Any] = {"module": module} if module else {}
+        self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout,
+                                  extra_args=list(extra_args), **start_args)
+        self.data_dir = self._b.data_dir
+
+    def restart(self) -> str:
+        """Stop if running, start again on the same data dir and port, as the plain broker: a
+        test's own wiring (``module``) applies to the first start only, the one before a crash."""
+        self._b.stop()
+        self._b = kafkalite.start(data_dir=self.data_dir, port=self.port, config=self._config,
+                                  timeout=self._timeout)
+        return self.bootstrap
+
+
+class KafkaBroker(_Broker):
+    """compat_tests.reference.ReferenceBroker with the same face as KafkaliteBroker."""
+
+    def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float):
+        from compat_tests.reference import ReferenceBroker
+
+        config = dict(config or {})
+        features = {}
+        if "transaction.version" in config:
+            features["transaction.version"] = str(config.pop("transaction.version"))
+        self._timeout = timeout
+        self._b = ReferenceBroker(data_dir, config, features=features)
+        try:
+            self._b.start(timeout)
+        except BaseException:
+            self._b.close()
+            raise
+        self.data_dir = self._b.data_dir
+
+    def restart(self) -> str:
+        return self._b.restart(self._timeout)
 
 
 def start(data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
