@@ -1,0 +1,75 @@
+"""Test controls: named operations a test performs on a running broker to make it misbehave as a
+Kafka cluster can (a leader moves, a node goes down, a request fails, time jumps).
+
+A control is `async def fn(broker, **arguments) -> JSON-able result`, registered once with
+`@control("name")` in a module of this package listed in `MODULES`. The HTTP endpoint, the
+Python client and the `kafkalite control` command all reach controls through `invoke()`, so this
+table is the only list of controls: a control added here is reachable from every language.
+
+Arguments are keyword-only and JSON-able (str, int, float, bool, None, lists of those). A control
+that refuses its arguments (an unknown topic, a node id out of range) raises `ControlError`; the
+endpoint answers that with its text and status 400, never with a traceback."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+ControlFn = Callable[..., Awaitable[Any]]
+
+# Modules whose @control functions make up the table, imported on first use.
+MODULES: list[str] = []
+
+
+@dataclass(frozen=True)
+class Control:
+    name: str
+    fn: ControlFn
+    # the keyword arguments the control takes, with their defaults (inspect.Parameter.empty: required)
+    parameters: dict[str, Any]
+    doc: str
+
+
+CONTROLS: dict[str, Control] = {}
+
+
+class ControlError(Exception):
+    """A control refused its arguments; the text says why and goes back to the caller."""
+
+
+def control(name: str) -> Callable[[ControlFn], ControlFn]:
+    def deco(fn: ControlFn) -> ControlFn:
+        if name in CONTROLS:
+            raise ValueError(f"control {name!r} registered twice")
+        params = {p.name: p.default for p in list(inspect.signature(fn).parameters.values())[1:]}
+        CONTROLS[name] = Control(name, fn, params, inspect.getdoc(fn) or "")
+        return fn
+
+    return deco
+
+
+def load_all() -> dict[str, Control]:
+    for module in MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    return CONTROLS
+
+
+async def invoke(broker: "Broker", name: str, arguments: dict[str, Any]) -> Any:
+    """Runs one control on the broker's trio loop."""
+    table = load_all()
+    ctl = table.get(name)
+    if ctl is None:
+        raise ControlError(f"no control named {name!r}; known: {', '.join(sorted(table))}")
+    unknown = set(arguments) - set(ctl.parameters)
+    if unknown:
+        raise ControlError(f"control {name!r} takes no argument(s) {', '.join(sorted(unknown))}")
+    missing = [p for p, default in ctl.parameters.items()
+               if default is inspect.Parameter.empty and p not in arguments]
+    if missing:
+        raise ControlError(f"control {name!r} needs {', '.join(missing)}")
+    return await ctl.fn(broker, **arguments)
