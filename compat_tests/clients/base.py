@@ -152,3 +152,15 @@ def refuse_unusable_produce_options(client: str, compression: str, idempotent: b
         raise Unsupported(f"{client}: no {compression} codec library installed")
     if idempotent and str(acks) not in ("all", "-1"):
         raise Unsupported(f"{client}: an idempotent producer needs acks=all")
+
+
+def driver_consume_start(start, isolation: str):
+    """The `start` argument of a consume as a JSON driver takes it ("earliest", "latest", an offset,
+    or {partition: offset}), after checking the isolation level is one Kafka names."""
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise ValueError(f"isolation {isolation!r}")
+    if isinstance(start, dict):
+        return {str(p): int(o) for p, o in start.items()}
+    if start in ("earliest", "latest"):
+        return start
+    return int(start)

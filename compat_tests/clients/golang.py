@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .admin import Admin, BrokerError, ConfigValue
-from .base import Client, Msg, ProduceResult, Unsupported, refuse_unusable_produce_options
+from .base import Client, Msg, ProduceResult, Unsupported, driver_consume_start, refuse_unusable_produce_options
 
 REPO = Path(__file__).resolve().parents[2]
 GO_DIR = REPO / "compat_tests" / "go"
@@ -139,14 +139,7 @@ class GoClient(Client):
 
     def consume(self, topic: str, partitions: list[int], count: int, *, start: str | int = "earliest",
                 isolation: str = "read_uncommitted", timeout_s: float = 30.0) -> list[Msg]:
-        if isolation not in ("read_uncommitted", "read_committed"):
-            raise ValueError(f"isolation {isolation!r}")
-        if isinstance(start, dict):
-            start_arg: Any = {str(p): int(o) for p, o in start.items()}
-        elif start in ("earliest", "latest"):
-            start_arg = start
-        else:
-            start_arg = int(start)
+        start_arg = driver_consume_start(start, isolation)
         request = {"cmd": "consume", "bootstrap": self.bootstrap, "topic": topic, "partitions": list(partitions),
                    "count": count, "start": start_arg, "isolation": isolation}
         result = run_driver(self.name, request, timeout_s)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import Client, Msg, ProduceResult, Unsupported, refuse_unusable_produce_options
+from .base import Client, Msg, ProduceResult, Unsupported, driver_consume_start, refuse_unusable_produce_options
 
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 DRIVER = NODE_DIR / "driver.js"
@@ -172,14 +172,7 @@ class KafkajsClient(Client):
         isolation: str = "read_uncommitted",
         timeout_s: float = 30.0,
     ) -> list[Msg]:
-        if isolation not in ("read_uncommitted", "read_committed"):
-            raise ValueError(f"isolation {isolation!r}")
-        if isinstance(start, dict):
-            start_arg: Any = {str(p): int(o) for p, o in start.items()}
-        elif start in ("earliest", "latest"):
-            start_arg = start
-        else:
-            start_arg = int(start)
+        start_arg = driver_consume_start(start, isolation)
         request = {
             "cmd": "consume",
             "bootstrap": self.bootstrap,

@@ -19,7 +19,6 @@ kcat's output.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
