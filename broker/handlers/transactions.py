@@ -32,7 +32,7 @@ from protocol.messages import make
 
 from ..clock import now_ms
 from ..transactions.coordinator import TransactionCoordinator
-from ..transactions.markers import write_marker
+from ..transactions.markers import write_markers_durably
 from . import api
 from .common import response_module
 
@@ -158,23 +158,17 @@ async def end_txn(ctx, request):
 @api(27, 1, 2)
 async def write_txn_markers(ctx, request):
     mod = response_module(ctx)
-    cluster = ctx.cluster
-    now = now_ms()
     results = []
     for m in request.markers:
-        topics = []
-        for t in m.topics:
-            parts = []
-            for p in t.partition_indexes:
-                part = cluster.partition(t.name, p)
-                if part is None:
-                    err = E.unknown_topic_or_partition
-                else:
-                    err = write_marker(ctx.broker, part, m.producer_id, m.producer_epoch, m.coordinator_epoch,
-                                       m.transaction_result, now)
-                parts.append(make(mod.WritableTxnMarkerPartitionResult, partition_index=p, error_code=err))
-            topics.append(make(mod.WritableTxnMarkerTopicResult, name=t.name, partitions=tuple(parts)))
-        results.append(make(mod.WritableTxnMarkerResult, producer_id=m.producer_id, topics=tuple(topics)))
+        wanted = [(t.name, p) for t in m.topics for p in t.partition_indexes]
+        errors = await write_markers_durably(ctx.broker, m.producer_id, m.producer_epoch, m.coordinator_epoch,
+                                             m.transaction_result, wanted)
+        topics = tuple(
+            make(mod.WritableTxnMarkerTopicResult, name=t.name, partitions=tuple(
+                make(mod.WritableTxnMarkerPartitionResult, partition_index=p, error_code=errors[(t.name, p)])
+                for p in t.partition_indexes))
+            for t in m.topics)
+        results.append(make(mod.WritableTxnMarkerResult, producer_id=m.producer_id, topics=topics))
     return make(mod.WriteTxnMarkersResponse, markers=tuple(results))
 
 

@@ -80,3 +80,41 @@ def test_failed_fsync_with_fsync_always_is_not_acknowledged(tmp_path, monkeypatc
         return True
 
     assert _with_broker(tmp_path, {"fsync": "always"}, exchange)
+
+
+def test_failed_fsync_of_a_write_txn_markers_request_is_not_acknowledged(tmp_path, monkeypatch):
+    """WriteTxnMarkers (kafka-transactions.sh abort) with fsync=always answers a marker only once
+    it is durable: a failed fsync is KAFKA_STORAGE_ERROR, and the abort can be sent again."""
+    import kio.schema.produce.v12.request as p12
+    import kio.schema.write_txn_markers.v1.request as wm1
+
+    from .test_transactions_wire import _init, _produce
+
+    real_fsync = os.fsync
+    failing = {"on": False}
+
+    def fsync(fd):
+        if failing["on"]:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(storage.log.os, "fsync", fsync)
+
+    def abort(c, pid, epoch):
+        r = c.request(wm1.WriteTxnMarkersRequest(markers=(wm1.WritableTxnMarker(
+            producer_id=pid, producer_epoch=epoch, transaction_result=False, coordinator_epoch=0,
+            topics=(wm1.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),)),)))
+        return r.markers[0].topics[0].partitions[0].error_code
+
+    def exchange(address):
+        with WireClient(address) as c:
+            metadata(c, "t")
+            _, pid, epoch = _init(c, "markers-fsync")
+            assert _produce(c, p12, "markers-fsync", "t", pid, epoch, 0).error_code == ErrorCode.none
+            failing["on"] = True
+            assert abort(c, pid, epoch) == ErrorCode.kafka_storage_error
+            failing["on"] = False
+            assert abort(c, pid, epoch) == ErrorCode.none
+        return True
+
+    assert _with_broker(tmp_path, {"fsync": "always"}, exchange)

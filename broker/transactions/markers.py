@@ -60,6 +60,22 @@ def write_markers(broker, producer_id: int, producer_epoch: int, coordinator_epo
     return out
 
 
+async def write_markers_durably(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                                commit: bool, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    """write_markers, then with fsync=always the fsync of the partitions written: a marker counts
+    as written only once it is durable, so a failed fsync turns its partitions' answers into
+    KAFKA_STORAGE_ERROR (the coordinator retries; a WriteTxnMarkers caller sees the error)."""
+    results = write_markers(broker, producer_id, producer_epoch, coordinator_epoch, commit, partitions)
+    cluster = broker.cluster
+    written = [tp for tp, err in results.items() if err == ErrorCode.none]
+    failure = await flush_appended(p for p in (cluster.partition(*tp) for tp in written) if p is not None)
+    if failure is not None:
+        log.error("markers for producer %d are not durable: %s", producer_id, failure)
+        for tp in written:
+            results[tp] = ErrorCode.kafka_storage_error
+    return results
+
+
 class MarkerChannel:
     """Delivers the markers of a prepared transaction for the coordinator (the part Kafka's
     TransactionMarkerChannelManager plays): one marker per partition, then, with fsync=always,
@@ -71,7 +87,5 @@ class MarkerChannel:
 
     async def send(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                    partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-        results = write_markers(self.broker, producer_id, producer_epoch, coordinator_epoch, commit, partitions)
-        cluster = self.broker.cluster
-        await flush_appended(p for p in (cluster.partition(*tp) for tp in results) if p is not None)
-        return results
+        return await write_markers_durably(self.broker, producer_id, producer_epoch, coordinator_epoch, commit,
+                                           partitions)
