@@ -15,8 +15,8 @@ Where settings come from, a later source overriding an earlier one key by key:
 
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
-KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_READY_FILE,
-KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
+KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
@@ -72,6 +72,7 @@ FLAG_ENV = {
     "console": "KAFKALITE_CONSOLE",
     "controls": "KAFKALITE_CONTROLS",
     "clock": "KAFKALITE_CLOCK",
+    "kafka_version": "KAFKALITE_KAFKA_VERSION",
     "ready_file": "KAFKALITE_READY_FILE",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
@@ -119,6 +120,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clock", default=None, metavar="MODE",
                    help="system (default): wall-clock time, moved on by the advance-clock control; manual: "
                         "time stands still and moves only when advanced [KAFKALITE_CLOCK]")
+    p.add_argument("--kafka-version", default=None, metavar="X.Y",
+                   help="imitate that Apache Kafka release (2.8 ... 4.2): advertise its API versions and features, "
+                        "refuse newer versions, run its transaction and group protocols [KAFKALITE_KAFKA_VERSION]")
     p.add_argument("--ready-file", default=None, metavar="FILE",
                    help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
                         "to FILE; removed on exit [KAFKALITE_READY_FILE]")
@@ -141,6 +145,7 @@ class Settings:
     console: tuple[str, int] | None = None
     controls: tuple[str, int] | None = None
     clock: str = "system"
+    kafka_version: str | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -186,7 +191,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
         raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
-                    console=console, controls=controls, clock=clock)
+                    console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"))
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -292,7 +297,7 @@ def _http_address(text: str | None, listeners: list[Listener], what: str) -> tup
 def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:
     s = resolve(args, environ)
     return BrokerConfig(data_dir=data_dir, listeners=s.listeners, advertised_listeners=s.advertised,
-                        values=s.values, origins=s.origins)
+                        values=s.values, origins=s.origins, kafka_version=s.kafka_version)
 
 
 def list_configs() -> str:
@@ -345,7 +350,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         try:
             config = BrokerConfig(data_dir=data_dir, listeners=settings.listeners,
                                   advertised_listeners=settings.advertised, values=settings.values,
-                                  origins=settings.origins)
+                                  origins=settings.origins, kafka_version=settings.kafka_version)
         except BaseException:
             if ephemeral:
                 shutil.rmtree(data_dir, ignore_errors=True)
@@ -364,6 +369,9 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     from .clock import CLOCK
 
     CLOCK.reset(settings.clock)
+    if config.kafka_version is not None:
+        log.info("imitating Apache Kafka %s (transaction.version=%d)", config.kafka_version,
+                 config["transaction.version"])
     if settings.clock != "system":
         log.info("clock: %s (time moves only when advanced)", settings.clock)
     hidden = _hide_hypothesis()

@@ -20,7 +20,7 @@ from typing import Callable
 import trio
 
 from kio.schema.errors import ErrorCode
-from protocol.apis import API_TABLE
+from protocol.apis import API_TABLE, ApiRange
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
 from .clock import CLOCK, now_ms, on_jump
@@ -31,6 +31,8 @@ from .handlers.common import CloseConnection
 from .metrics import Metrics
 from .services import Services, Wiring, build_services
 from .fetch_sessions import FetchSessionCache
+from .kafka_versions import KafkaRelease
+from .kafka_versions import release as kafka_release
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -53,10 +55,17 @@ class Broker:
     fetch_sessions: FetchSessionCache = field(init=False)
     # armed faults by api key (broker.controls.faults); empty unless a test arms one
     faults: dict[int, list] = field(default_factory=dict)
+    # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
+    # the API table, or its intersection with that release's
+    release: KafkaRelease | None = field(init=False)
+    api_ranges: dict[int, ApiRange] = field(init=False)
 
     def __post_init__(self) -> None:
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
+        version = self.config.kafka_version
+        self.release = None if version is None else kafka_release(version)
+        self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
 
 
 class RequestContext:
@@ -166,7 +175,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             frame = await reader.read_frame()
             t0 = time.monotonic()
             header, hsize = peek_header(frame)
-            rng = API_TABLE.get(header.api_key)
+            rng = broker.api_ranges.get(header.api_key)
             if rng is None or not rng.serves(header.api_version):
                 if header.api_key == 18:
                     await stream.send_all(unsupported_api_versions(broker, header.correlation_id))

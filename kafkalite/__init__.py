@@ -50,7 +50,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # the caller's environment (say, for a container) must not move a broker started from Python.
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
-                   "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS", "KAFKALITE_CLOCK")
+                   "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS", "KAFKALITE_CLOCK",
+                   "KAFKALITE_KAFKA_VERSION")
 
 
 @dataclass
@@ -166,6 +167,7 @@ def broker_args(
     console: int | str | None = None,
     controls: int | str | None = None,
     clock: str | None = None,
+    kafka_version: str | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -191,6 +193,8 @@ def broker_args(
         args += ["--controls", str(controls)]
     if clock is not None:
         args += ["--clock", clock]
+    if kafka_version is not None:
+        args += ["--kafka-version", str(kafka_version)]
     return args + list(extra_args)
 
 
@@ -207,6 +211,7 @@ def start(
     console: int | str | None = None,
     controls: int | str | None = None,
     clock: str | None = None,
+    kafka_version: str | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -221,7 +226,8 @@ def start(
     The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
     (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
     ``controls`` (likewise) serves the test controls, reached through ``broker.controls``;
-    ``clock="manual"`` starts the broker on a clock that moves only when advanced.
+    ``clock="manual"`` starts the broker on a clock that moves only when advanced;
+    ``kafka_version="3.9"`` makes it imitate that Kafka release (broker.kafka_versions).
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
@@ -239,7 +245,7 @@ def start(
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
                        metrics_port=metrics_port, console=console, controls=controls, clock=clock,
-                       extra_args=extra_args)
+                       kafka_version=kafka_version, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),

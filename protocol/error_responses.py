@@ -182,6 +182,10 @@ def _same_kind(f: _Field, value: Any) -> bool:
     return False
 
 
-def error_response(api_key: int, version: int, request: Any, error: ErrorCode) -> Any:
-    """The response of `api_key` v`version` to `request` with `error` in every entry."""
-    return _build(response_type(api_key, version), request, error)
+def error_response(api_key: int, version: int, request: Any, error: ErrorCode, message: str | None = None) -> Any:
+    """The response of `api_key` v`version` to `request` with `error` in every entry (and
+    `message` in its top-level error message, where the response has one)."""
+    body = _build(response_type(api_key, version), request, error)
+    if message is not None and any(f.name == "error_message" for f in dataclasses.fields(body)):
+        body = dataclasses.replace(body, error_message=message)
+    return body

@@ -77,10 +77,8 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-def api_key_of(api: Any) -> int:
+def api_key_of(api: Any, served: dict) -> int:
     """An API key from its number or Kafka's name (Produce, EndTxn, end_txn, END_TXN)."""
-    from protocol.apis import API_TABLE
-
     if isinstance(api, bool):
         raise ControlError(f"api must be an API key or name, not {api!r}")
     if isinstance(api, int) or (isinstance(api, str) and api.strip().isdigit()):
@@ -93,7 +91,7 @@ def api_key_of(api: Any) -> int:
         key = keys[0]
     else:
         raise ControlError(f"api must be an API key or name, not {api!r}")
-    if key not in API_TABLE:
+    if key not in served:
         raise ControlError(f"API {api!r} (key {key}) is not served by this broker")
     if key == 18:
         raise ControlError("ApiVersions cannot be faulted: a client could not connect at all")
@@ -119,7 +117,7 @@ def error_of(error: Any) -> ErrorCode:
 
 def _arm(broker, api: Any, action: str, count: int | None, topic: str | None, client_id: str | None,
          transactional_id: str | None, error: ErrorCode | None = None, delay_ms: int = 0) -> dict[str, Any]:
-    key = api_key_of(api)
+    key = api_key_of(api, broker.api_ranges)
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         raise ControlError(f"count must be a positive integer or null (every request), not {count!r}")
     for what, value in (("topic", topic), ("client_id", client_id), ("transactional_id", transactional_id)):
