@@ -2,7 +2,7 @@
 
 Prints one line on stdout once every listener accepts connections:
 
-    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/]
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/]
 
 (`bootstrap` is the advertised address of the first listener; `listeners` names every
 listener's advertised address, with the real port when 0 was asked for.) Logs go to stderr.
@@ -15,8 +15,12 @@ Where settings come from, a later source overriding an earlier one key by key:
 
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
-KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
+KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
+
+`kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
+kafkalite.controls) instead of starting one.
 """
 
 from __future__ import annotations
@@ -66,11 +70,14 @@ FLAG_ENV = {
     "log_level": "KAFKALITE_LOG_LEVEL",
     "metrics_port": "KAFKALITE_METRICS_PORT",
     "console": "KAFKALITE_CONSOLE",
+    "controls": "KAFKALITE_CONTROLS",
+    "clock": "KAFKALITE_CLOCK",
+    "kafka_version": "KAFKALITE_KAFKA_VERSION",
     "ready_file": "KAFKALITE_READY_FILE",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
-OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR"}
+OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR", "KAFKALITE_CONTROLS_URL"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -106,6 +113,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="serve the read-only web console (partitions, transactions, groups) on "
                         "http://HOST:PORT/ (host defaults to the first listener's; 0 picks a free port; "
                         "needs the console extra: pip install 'kafkalite[console]') [KAFKALITE_CONSOLE]")
+    p.add_argument("--controls", default=None, metavar="[HOST:]PORT",
+                   help="serve the test controls (faults, the clock, ...) over HTTP/JSON on http://HOST:PORT/ "
+                        "(host defaults to the first listener's; 0 picks a free port; needs the console extra) "
+                        "[KAFKALITE_CONTROLS]")
+    p.add_argument("--clock", default=None, metavar="MODE",
+                   help="system (default): wall-clock time, moved on by the advance-clock control; manual: "
+                        "time stands still and moves only when advanced [KAFKALITE_CLOCK]")
+    p.add_argument("--kafka-version", default=None, metavar="X.Y",
+                   help="imitate that Apache Kafka release (2.8 ... 4.2): advertise its API versions and features, "
+                        "refuse newer versions, run its transaction and group protocols [KAFKALITE_KAFKA_VERSION]")
     p.add_argument("--ready-file", default=None, metavar="FILE",
                    help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
                         "to FILE; removed on exit [KAFKALITE_READY_FILE]")
@@ -126,6 +143,9 @@ class Settings:
     origins: dict[str, str] = field(default_factory=dict)
     ready_file: str | None = None
     console: tuple[str, int] | None = None
+    controls: tuple[str, int] | None = None
+    clock: str = "system"
+    kafka_version: str | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -165,9 +185,13 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     level = _log_level(flag("log_level"))
     metrics = _http_address(flag("metrics_port"), listeners, "--metrics-port")
     console = _http_address(flag("console"), listeners, "--console")
+    controls = _http_address(flag("controls"), listeners, "--controls")
+    clock = (flag("clock") or "system").strip().lower()
+    if clock not in ("system", "manual"):
+        raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
-                    console=console)
+                    console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"))
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -273,7 +297,7 @@ def _http_address(text: str | None, listeners: list[Listener], what: str) -> tup
 def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:
     s = resolve(args, environ)
     return BrokerConfig(data_dir=data_dir, listeners=s.listeners, advertised_listeners=s.advertised,
-                        values=s.values, origins=s.origins)
+                        values=s.values, origins=s.origins, kafka_version=s.kafka_version)
 
 
 def list_configs() -> str:
@@ -305,6 +329,11 @@ def main(argv: list[str] | None = None, *, wiring: Wiring | None = None) -> int:
 
 
 def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["control"]:
+        from kafkalite.controls import main as control_main
+
+        return control_main(given[1:])
     args = parse_args(argv)
     if args.list_configs:
         print(list_configs())
@@ -321,7 +350,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         try:
             config = BrokerConfig(data_dir=data_dir, listeners=settings.listeners,
                                   advertised_listeners=settings.advertised, values=settings.values,
-                                  origins=settings.origins)
+                                  origins=settings.origins, kafka_version=settings.kafka_version)
         except BaseException:
             if ephemeral:
                 shutil.rmtree(data_dir, ignore_errors=True)
@@ -337,9 +366,17 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     for key in sorted(config.origins):
         log.info("config %s=%s (from %s)", key, config.values[key], config.origins[key])
     code = 0
+    from .clock import CLOCK
+
+    CLOCK.reset(settings.clock)
+    if config.kafka_version is not None:
+        log.info("imitating Apache Kafka %s (transaction.version=%d)", config.kafka_version,
+                 config["transaction.version"])
+    if settings.clock != "system":
+        log.info("clock: %s (time moves only when advanced)", settings.clock)
     hidden = _hide_hypothesis()
     try:
-        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console)
+        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -379,7 +416,8 @@ def _find_oserror(exc: BaseException) -> OSError | None:
     return None
 
 
-def ready_line(broker, metrics_url: str | None = None, console_url: str | None = None) -> str:
+def ready_line(broker, metrics_url: str | None = None, console_url: str | None = None,
+               controls_url: str | None = None) -> str:
     first = broker.listeners[0]
     parts = [f"kafkalite ready bootstrap={broker.advertised[first.name].address()}",
              "listeners=" + ",".join(f"{l.name}://{broker.advertised[l.name].address()}" for l in broker.listeners)]
@@ -387,6 +425,8 @@ def ready_line(broker, metrics_url: str | None = None, console_url: str | None =
         parts.append(f"metrics={metrics_url}")
     if console_url:
         parts.append(f"console={console_url}")
+    if controls_url:
+        parts.append(f"controls={controls_url}")
     return " ".join(parts)
 
 
@@ -407,7 +447,8 @@ def write_ready_file(path: str, line: str, broker) -> None:
 
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                ready_file: str | None = None, wiring: Wiring | None = None,
-               console_addr: tuple[str, int] | None = None) -> None:
+               console_addr: tuple[str, int] | None = None,
+               controls_addr: tuple[str, int] | None = None) -> None:
     from .server import serve
 
     async with trio.open_nursery() as nursery:
@@ -441,11 +482,25 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
             chost, cport = await nursery.start(serve_console, broker, console_addr[0], console_addr[1])
             console_url = f"http://{_shown(chost)}:{cport}/"
             log.info("console on %s", console_url)
+        controls_url = None
+        if controls_addr is not None:
+            try:
+                import hypercorn.trio  # noqa: F401,F811 - checked before anything binds
+                import starlette  # noqa: F401,F811
+
+                from .controls.http import serve_controls
+            except ImportError as exc:
+                log.error("the controls endpoint needs Starlette and hypercorn "
+                          "(pip install 'kafkalite[console]'): %s", exc)
+                raise SystemExit(2) from None
+            khost, kport = await nursery.start(serve_controls, broker, controls_addr[0], controls_addr[1])
+            controls_url = f"http://{_shown(khost)}:{kport}/"
+            log.info("controls on %s", controls_url)
         log.info("listening on %s; data in %s",
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
                            for l in broker.listeners),
                  config.data_dir)
-        line = ready_line(broker, metrics_url, console_url)
+        line = ready_line(broker, metrics_url, console_url, controls_url)
         if ready_file:
             try:
                 write_ready_file(ready_file, line, broker)

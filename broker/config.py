@@ -347,12 +347,31 @@ class BrokerConfig:
 
     # where each non-default value came from ("file", "env", "cli"), for the startup log
     origins: dict[str, str] = field(default_factory=dict)
+    # the Kafka release to imitate (--kafka-version; broker.kafka_versions), None: the newest
+    kafka_version: str | None = None
 
     def __post_init__(self) -> None:
         merged = {k: key.default for k, key in BROKER_KEYS.items()}
         for k, v in self.values.items():
             merged[k] = parse_value(k, v)
+        if self.kafka_version is not None:
+            self._imitate(merged)
         self.values = merged
+
+    def _imitate(self, merged: dict[str, Any]) -> None:
+        """transaction.version follows the release unless set; set, it must be one it supports."""
+        from .kafka_versions import release
+
+        try:
+            rel = release(self.kafka_version or "")
+        except ValueError as exc:
+            raise UnknownConfig(str(exc)) from None
+        top = rel.supported_features.get("transaction.version", (0, 0))[1]
+        if "transaction.version" not in self.values:
+            merged["transaction.version"] = rel.feature("transaction.version")
+        elif merged["transaction.version"] > top:
+            raise UnknownConfig(f"transaction.version={merged['transaction.version']} is above what Kafka "
+                                f"{rel.name} supports ({top})")
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

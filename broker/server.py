@@ -20,10 +20,10 @@ from typing import Callable
 import trio
 
 from kio.schema.errors import ErrorCode
-from protocol.apis import API_TABLE
+from protocol.apis import API_TABLE, ApiRange
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
-from .clock import now_ms
+from .clock import CLOCK, now_ms, on_jump
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
 from .handlers import HANDLERS, load_all
@@ -31,6 +31,8 @@ from .handlers.common import CloseConnection
 from .metrics import Metrics
 from .services import Services, Wiring, build_services
 from .fetch_sessions import FetchSessionCache
+from .kafka_versions import KafkaRelease
+from .kafka_versions import release as kafka_release
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -51,10 +53,19 @@ class Broker:
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
     fetch_sessions: FetchSessionCache = field(init=False)
+    # armed faults by api key (broker.controls.faults); empty unless a test arms one
+    faults: dict[int, list] = field(default_factory=dict)
+    # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
+    # the API table, or its intersection with that release's
+    release: KafkaRelease | None = field(init=False)
+    api_ranges: dict[int, ApiRange] = field(init=False)
 
     def __post_init__(self) -> None:
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
+        version = self.config.kafka_version
+        self.release = None if version is None else kafka_release(version)
+        self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
 
 
 class RequestContext:
@@ -164,7 +175,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             frame = await reader.read_frame()
             t0 = time.monotonic()
             header, hsize = peek_header(frame)
-            rng = API_TABLE.get(header.api_key)
+            rng = broker.api_ranges.get(header.api_key)
             if rng is None or not rng.serves(header.api_version):
                 if header.api_key == 18:
                     await stream.send_all(unsupported_api_versions(broker, header.correlation_id))
@@ -180,8 +191,17 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
             ctx = RequestContext(broker, header, listener, peer)
+            fault = None
+            armed = broker.faults.get(header.api_key)
+            if armed:
+                from .controls import faults
+
+                fault = faults.take(broker, armed, ctx, request)
             try:
-                response = await HANDLERS[header.api_key](ctx, request)
+                if fault is None or fault.action in ("drop", "delay"):
+                    response = await HANDLERS[header.api_key](ctx, request)
+                else:
+                    response = faults.answer(ctx, request, fault)
                 out = None if response is None else encode_response(
                     header.api_key, header.api_version, header.correlation_id, response)
             except CloseConnection as exc:
@@ -193,6 +213,14 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.exception("error handling %s v%d from %s (client %r); closing the connection",
                               rng.name, header.api_version, peer, header.client_id)
                 return
+            if fault is not None:
+                if fault.action == "drop":
+                    metrics.record(header.api_key, t0, len(frame) + 4, 0)
+                    log.info("dropped the response to %s v%d from %s (client %r); the connection now "
+                             "ignores what it receives", rng.name, header.api_version, peer, header.client_id)
+                    while True:
+                        await reader.read_frame()
+                await trio.sleep(fault.delay_ms / 1000)
             if out is not None:
                 await stream.send_all(out)
                 metrics.record(header.api_key, t0, len(frame) + 4, len(out))
@@ -265,22 +293,31 @@ async def _accept_loop(broker: Broker, listeners, listener: Listener) -> None:
 
 
 async def _housekeeping(broker: Broker) -> None:
-    """Retention, compaction and the fsync=interval flush, off the request path."""
+    """Retention, compaction and the fsync=interval flush, off the request path. Retention is due
+    by the broker's clock and a jump of it wakes this loop, so an advance past
+    log.retention.check.interval.ms applies retention at once, at the advanced time."""
     config = broker.config
     flush_every = config["log.flush.interval.ms"] / 1000
-    retention_every = config["log.retention.check.interval.ms"] / 1000
-    next_retention = trio.current_time() + retention_every
-    while True:
-        await trio.sleep(flush_every)
-        if config["fsync"] == "interval":
-            parts = list(broker.cluster.all_partitions())
-            if parts:
-                await trio.to_thread.run_sync(_flush_all, parts)
-        if trio.current_time() >= next_retention:
-            next_retention = trio.current_time() + retention_every
-            jobs = retention_jobs(broker)
-            if jobs:
-                await trio.to_thread.run_sync(run_retention_jobs, jobs)
+    retention_every_ms = config["log.retention.check.interval.ms"]
+    next_retention = now_ms() + retention_every_ms
+    wake = [trio.Event()]
+    unregister = on_jump(CLOCK, lambda: wake[0].set())
+    try:
+        while True:
+            with trio.move_on_after(flush_every):
+                await wake[0].wait()
+            wake[0] = trio.Event()
+            if config["fsync"] == "interval":
+                parts = list(broker.cluster.all_partitions())
+                if parts:
+                    await trio.to_thread.run_sync(_flush_all, parts)
+            if now_ms() >= next_retention:
+                next_retention = now_ms() + retention_every_ms
+                jobs = retention_jobs(broker)
+                if jobs:
+                    await trio.to_thread.run_sync(run_retention_jobs, jobs)
+    finally:
+        unregister()
 
 
 def _flush_all(parts) -> None:

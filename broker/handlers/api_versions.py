@@ -1,6 +1,7 @@
 """ApiVersions (key 18), v0-v4.
 
-Generated from the API table, so it lists exactly what dispatch serves. Produce is
+Generated from the broker's API ranges (the API table, or its intersection with the Kafka
+release imitated: broker.kafka_versions), so it lists exactly what dispatch serves. Produce is
 advertised from v0 as Kafka 4.x does (older librdkafka turns compression off otherwise) but
 v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890): clients
 use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
@@ -19,7 +20,6 @@ import re
 
 from kio.schema.errors import ErrorCode
 
-from protocol.apis import API_TABLE
 from protocol.messages import make, response_type
 
 from . import api
@@ -36,21 +36,25 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     mod = __import__(rt.__module__, fromlist=["ApiVersion"])
     keys = tuple(
         make(mod.ApiVersion, api_key=r.api_key, min_version=r.advertised_min_version, max_version=r.max_version)
-        for r in sorted(API_TABLE.values(), key=lambda r: r.api_key)
+        for r in sorted(ctx.broker.api_ranges.values(), key=lambda r: r.api_key)
         if error != ErrorCode.unsupported_version or r.api_key == 18
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:
-        levels = {"transaction.version": ctx.broker.config["transaction.version"], "group.version": 1}
+        release = ctx.broker.release
+        supported = FEATURES if release is None else release.supported_features
+        levels = ({"transaction.version": 0, "group.version": 1} if release is None
+                  else dict(release.finalized_features))
+        levels["transaction.version"] = ctx.broker.config["transaction.version"]
         # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
         kwargs["supported_features"] = tuple(
             make(mod.SupportedFeatureKey, name=n, min_version=lo, max_version=hi)
-            for n, (lo, hi) in FEATURES.items() if version >= 4 or lo > 0
+            for n, (lo, hi) in supported.items() if version >= 4 or lo > 0
         )
         kwargs["finalized_features_epoch"] = 1
         kwargs["finalized_features"] = tuple(
-            make(mod.FinalizedFeatureKey, name=n, max_version_level=levels[n], min_version_level=levels[n])
-            for n in FEATURES if levels[n] > 0
+            make(mod.FinalizedFeatureKey, name=n, max_version_level=level, min_version_level=level)
+            for n, level in levels.items() if level > 0
         )
     return make(rt, **kwargs)
 

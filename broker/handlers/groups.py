@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from protocol.messages import make
 
 from ..groups.states import ClassicGroupState
+from ..kafka_versions import unsupported_group_api
 
 from . import api
 from .common import response_module
@@ -198,6 +199,9 @@ async def delete_groups(ctx, request):
 
 @api(68, 0, 1)
 async def consumer_group_heartbeat(ctx, request):
+    refused = unsupported_group_api(ctx, request)
+    if refused is not None:
+        return refused
     mod = response_module(ctx)
     owned = None
     if request.topic_partitions is not None:
@@ -231,6 +235,9 @@ async def consumer_group_heartbeat(ctx, request):
 async def consumer_group_describe(ctx, request):
     from ..groups.consumer import ConsumerGroup
 
+    refused = unsupported_group_api(ctx, request)
+    if refused is not None:
+        return refused
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     by_id = {t.topic_id: t.name for t in ctx.cluster.topics.values()}
