@@ -57,6 +57,8 @@ class Broker:
     log_path: Path
     # listener name -> advertised "host:port" (from the ready line)
     listeners: dict[str, str] = field(default_factory=dict)
+    # node id -> "host:port" of every node on the first listener, when started with nodes > 1
+    nodes: dict[int, str] = field(default_factory=dict)
     metrics_url: str | None = None
     console_url: str | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
@@ -149,6 +151,7 @@ def broker_args(
     log_level: str | None = None,
     metrics_port: int | str | None = None,
     console: int | str | None = None,
+    nodes: int | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -170,6 +173,8 @@ def broker_args(
         args += ["--metrics-port", str(metrics_port)]
     if console is not None:
         args += ["--console", str(console)]
+    if nodes is not None:
+        args += ["--nodes", str(nodes)]
     return args + list(extra_args)
 
 
@@ -184,6 +189,7 @@ def start(
     log_level: str | None = None,
     metrics_port: int | str | None = None,
     console: int | str | None = None,
+    nodes: int | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -197,6 +203,8 @@ def start(
     ``env`` adds variables to the broker's environment (which is otherwise this process's).
     The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
     (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
+    ``nodes`` serves that many node ids over one copy of the data, each on its own port; ``bootstrap``
+    stays one address and ``Broker.nodes`` maps every node id to its address.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
@@ -213,7 +221,7 @@ def start(
     log_path = Path(log_path)
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, console=console, extra_args=extra_args)
+                       metrics_port=metrics_port, console=console, nodes=nodes, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
@@ -231,7 +239,7 @@ def start(
     info = parse_ready_line(line)
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
-                  console_url=info.get("console"),
+                  console_url=info.get("console"), nodes=info.get("nodes", {}),
                   _owned_data_dir=owned, _owned_log=owned_log)
 
 
@@ -245,6 +253,8 @@ def parse_ready_line(line: str) -> dict[str, Any]:
         key, _, value = token.partition("=")
         if key == "listeners":
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
+        elif key == "nodes":
+            info["nodes"] = {int(node): addr for node, _, addr in (item.partition("@") for item in value.split(","))}
         elif key in ("metrics", "console"):
             info[key] = value
     return info
