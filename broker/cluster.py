@@ -373,6 +373,13 @@ class Cluster:
         directory = self.data_dir / f"{topic.name}-{index}"
         plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
         part = Partition(topic, index, plog, list(replicas))
+        if len(self.node_ids) > 1 and plog.log_end_offset > plog.log_start_offset:
+            # leaders moved in an earlier run: go on from the last epoch the log holds, so that
+            # no client that saw it is shown an older one (clients ignore metadata that goes back)
+            for _base, batch in plog.batches_from(plog.log_end_offset - 1):
+                part.leader_epoch = max(part.leader_epoch, BatchHeader(batch, 0).partition_leader_epoch)
+            if part.leader_epoch:
+                part.epoch_starts.append((part.leader_epoch, plog.log_end_offset))
         replay_producer_state(part)
         topic.partitions.append(part)
         return part

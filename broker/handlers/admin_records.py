@@ -108,7 +108,8 @@ def end_offset_for_epoch(ctx, part, current_leader_epoch: int, requested: int) -
         floor = i
     if floor is None:
         return ErrorCode.none, requested, history[0][1]
-    return ErrorCode.none, history[floor][0], history[floor + 1][1]
+    end = history[floor + 1][1] if floor + 1 < len(history) else part.log.log_end_offset
+    return ErrorCode.none, history[floor][0], end
 
 
 @api(23, 2, 4)

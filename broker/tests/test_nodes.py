@@ -286,3 +286,36 @@ def test_move_coordinator_moves_the_group_to_the_node(tmp_path):
                 await invoke(broker, "move-coordinator", {"node": 1})
 
     trio.run(main)
+
+
+def epoch_end(broker, node, topic, epoch, current=-1):
+    import kio.schema.offset_for_leader_epoch.v4.request as ol4
+
+    resp = call(address(broker, node), ol4.OffsetForLeaderEpochRequest(replica_id=-1, topics=(
+        ol4.OffsetForLeaderTopic(topic=topic, partitions=(
+            ol4.OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=epoch),)),)))
+    p = resp.topics[0].partitions[0]
+    return p.error_code, p.leader_epoch, p.end_offset
+
+
+def test_epochs_end_where_the_next_leader_began_and_survive_a_restart(tmp_path):
+    async def main():
+        async with cluster_of(tmp_path) as broker:
+            await ask(broker, 1, create_request("t", -1, -1, [[1, 2, 3]]))
+            await ask(broker, 1, produce_request("t", n=3))          # epoch 0: offsets 0-2
+            await invoke(broker, "move-leader", {"topic": "t", "partition": 0, "node": 2})
+            await ask(broker, 2, produce_request("t", n=2))          # epoch 1: offsets 3-4
+            await invoke(broker, "move-leader", {"topic": "t", "partition": 0, "node": 3})
+            await ask(broker, 3, produce_request("t", n=1))          # epoch 2: offset 5
+            ends = [await trio.to_thread.run_sync(epoch_end, broker, 3, "t", e) for e in (0, 1, 2, 3)]
+            assert ends == [(ErrorCode.none, 0, 3), (ErrorCode.none, 1, 5), (ErrorCode.none, 2, 6),
+                            (ErrorCode.none, -1, -1)]
+            fenced = await trio.to_thread.run_sync(epoch_end, broker, 3, "t", 1, 1)
+            assert fenced[0] == ErrorCode.fenced_leader_epoch
+            assert (await trio.to_thread.run_sync(epoch_end, broker, 1, "t", 1))[0] == ErrorCode.not_leader_or_follower
+        async with cluster_of(tmp_path) as broker:
+            part = (await ask(broker, 1, metadata_request("t"))).topics[0].partitions[0]
+            # the preferred leader again, at the epoch the log reached: never an older one
+            assert (part.leader_id, part.leader_epoch) == (1, 2)
+
+    trio.run(main)
