@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -235,13 +236,15 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
     Used by benchmarks that time the process from Popen on. ``workdir`` is an empty
     directory the broker may use for data.
     """
-    if name == "kafkalite":
+    if name == "kafkalite" or kafkalite_nodes(name):
         reason = kafkalite_available()
         if reason:
             raise PeerUnavailable(reason)
         import kafkalite
 
         args = ["--host", HOST, "--port", str(port), "--data-dir", str(workdir), *_config_args()]
+        if kafkalite_nodes(name):
+            args += ["--nodes", str(kafkalite_nodes(name))]
         return kafkalite.broker_command(args), _kafkalite_env()
     if name == "tansu":
         return _tansu_args(port), None
@@ -314,6 +317,12 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float
             return
         time.sleep(0.05)
     raise TimeoutError(f"topic {topic} has no leader for every partition after {timeout}s")
+
+
+def kafkalite_nodes(name: str) -> int | None:
+    """N for "kafkalite-Nnodes" (kafkalite --nodes N), else None."""
+    m = re.fullmatch(r"kafkalite-(\d+)nodes", name)
+    return int(m.group(1)) if m else None
 
 
 def parse_brokers(text: str) -> list[str]:

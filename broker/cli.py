@@ -2,10 +2,11 @@
 
 Prints one line on stdout once every listener accepts connections:
 
-    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/]
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [nodes=ID@HOST:PORT,...] [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/]
 
 (`bootstrap` is the advertised address of the first listener; `listeners` names every
-listener's advertised address, with the real port when 0 was asked for.) Logs go to stderr.
+listener's advertised address, with the real port when 0 was asked for; with --nodes N > 1,
+`nodes` names every node's address on the first listener.) Logs go to stderr.
 Without a data dir the data lives in a temporary directory that is removed on exit. SIGTERM
 and Ctrl-C shut down cleanly.
 
@@ -16,7 +17,7 @@ Where settings come from, a later source overriding an earlier one key by key:
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
 KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
-KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
@@ -103,6 +104,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a server.properties file of broker keys [KAFKALITE_CONFIG]")
     p.add_argument("--fsync", choices=["always", "interval", "never"], default=None,
                    help="fsync every acknowledged write, periodically, or never [KAFKALITE_FSYNC]")
+    p.add_argument("--nodes", type=int, default=None, metavar="N",
+                   help="serve N node ids (node.id, node.id+1, ...) over one copy of the data, each on its own "
+                        "ports [KAFKALITE_NODES, key nodes]")
     p.add_argument("-c", "--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker setting by its Kafka name, e.g. -c num.partitions=3")
     p.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default INFO) [KAFKALITE_LOG_LEVEL]")
@@ -207,6 +211,8 @@ def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
         check_key(key, " given with -c")
     if args.fsync:
         cli_values["fsync"] = args.fsync
+    if args.nodes is not None:
+        cli_values["nodes"] = str(args.nodes)
     if args.listener:
         cli_values["listeners"] = ",".join(args.listener)
     if args.advertised_listener:
@@ -421,6 +427,9 @@ def ready_line(broker, metrics_url: str | None = None, console_url: str | None =
     first = broker.listeners[0]
     parts = [f"kafkalite ready bootstrap={broker.advertised[first.name].address()}",
              "listeners=" + ",".join(f"{l.name}://{broker.advertised[l.name].address()}" for l in broker.listeners)]
+    nodes = broker.cluster.node_ids
+    if len(nodes) > 1:
+        parts.append("nodes=" + ",".join(f"{n}@{broker.address_of(n, first.name).address()}" for n in nodes))
     if metrics_url:
         parts.append(f"metrics={metrics_url}")
     if console_url:

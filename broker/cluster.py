@@ -1,8 +1,14 @@
-"""Topics and partitions of this single-node cluster, and where they live on disk.
+"""Topics and partitions of the cluster, and where they live on disk.
 
-Topic metadata (name, stable topic id, partition count, config overrides) is kept in
-`<data dir>/__cluster_metadata/topics.json`, rewritten atomically on every change; each
-partition's log is the directory `<data dir>/<topic>-<partition>` as in Kafka.
+Topic metadata (name, stable topic id, partition count, config overrides, replica lists) is
+kept in `<data dir>/__cluster_metadata/topics.json`, rewritten atomically on every change;
+each partition's log is the directory `<data dir>/<topic>-<partition>` as in Kafka.
+
+The cluster has `nodes` node ids (node.id, node.id + 1, ...) served by one process over one
+copy of the data: replicas are logical. Each partition has a replica list (Kafka's rack-unaware
+placement, broker.placement), an in-sync replica set, a leader (-1: none) and a leader epoch
+that grows with every leader change. Leaders, ISR and epochs live in memory: a restart starts
+every partition over at its preferred leader with the full ISR.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from protocol.records import BatchHeader, build_control_batch, parse_control_rec
 from storage import LogConfig, PartitionLog
 
 from .clock import now_ms
-from .config import BrokerConfig
+from .config import BROKER_KEYS, BrokerConfig
 from .internal_topics import INTERNAL_TOPICS
+from .placement import assign_replicas, topic_seed
 from .producers import ProduceError, ProducerStates
 
 log = logging.getLogger("kafkalite.cluster")
@@ -75,13 +82,29 @@ class Partition:
     it the last stable offset), apply the fsync policy and wake waiting fetches, in that order
     and without an await, so each write is atomic on the trio loop."""
 
-    def __init__(self, topic: "Topic", index: int, plog: PartitionLog):
+    def __init__(self, topic: "Topic", index: int, plog: PartitionLog, replicas: list[int] | None = None):
         self.topic = topic
         self.index = index
         self.log = plog
         self.producers = ProducerStates()
         self.leader_epoch = 0
+        # logical replicas: the first is the preferred leader (default: the default node id alone)
+        self.replicas = replicas if replicas is not None else [BROKER_KEYS["node.id"].default]
+        self.isr = list(self.replicas)
+        self.leader = self.replicas[0]
+        # (leader epoch, its start offset) for every epoch after the first, in order
+        # (OffsetForLeaderEpoch); epoch 0 began at the log start offset
+        self.epoch_starts: list[tuple[int, int]] = []
         self._waiters: set[trio.Event] = set()
+
+    def set_leader(self, node: int) -> None:
+        """A new leader (or -1, none): the leader epoch grows by one, as Kafka's controller bumps it
+        on every leader change; batches appended from now on carry the new epoch."""
+        self.leader = node
+        self.leader_epoch += 1
+        self.epoch_starts.append((self.leader_epoch, self.log.log_end_offset))
+        # fetches waiting on this partition answer now (their next request finds the new leader)
+        self.wake()
 
     @property
     def high_watermark(self) -> int:
@@ -203,6 +226,8 @@ class ProducePolicy:
     compression: int | None = None
     # that codec's compression.<codec>.level (KIP-390); None: the codec's default
     compression_level: int | None = None
+    # acks=all needs at least this many in-sync replicas (NOT_ENOUGH_REPLICAS otherwise)
+    min_insync_replicas: int = 1
 
 
 # compression.type values -> codec ids
@@ -235,6 +260,10 @@ class Cluster:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.node_id: int = config["node.id"]
+        # every node id this process serves; node_id (the first) is the controller
+        self.node_ids: list[int] = [self.node_id + i for i in range(max(1, config["nodes"]))]
+        # nodes taken down (their ports refuse connections)
+        self.down: set[int] = set()
         self.cluster_id: str = config["cluster.id"]
         self.data_dir = Path(config.data_dir)
         self.meta_dir = self.data_dir / "__cluster_metadata"
@@ -251,13 +280,41 @@ class Cluster:
         for entry in data["topics"]:
             topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
             self._attach(topic)
+            replicas = self._stored_replicas(entry)
             for i in range(entry["partitions"]):
-                self._open_partition(topic, i)
+                self._open_partition(topic, i, replicas[i])
+
+    def _stored_replicas(self, entry: dict) -> list[list[int]]:
+        """The replica lists saved with a topic, or (saved by an older kafkalite or for other
+        node ids) the placement of its replication factor, capped at the nodes there are now."""
+        stored = entry.get("replicas")
+        n = entry["partitions"]
+        nodes = set(self.node_ids)
+        if stored and len(stored) == n and all(r and set(r) <= nodes for r in stored):
+            return [list(r) for r in stored]
+        rf = min(len(stored[0]) if stored and stored[0] else 1, len(self.node_ids))
+        return self.placement(entry["name"], n, rf)
+
+    def placement(self, topic: str, partitions: int, replication_factor: int) -> list[list[int]]:
+        """Kafka's rack-unaware assignment over this cluster's nodes (raises PlacementError)."""
+        if len(self.node_ids) == 1 and replication_factor == 1:
+            return [[self.node_id]] * partitions
+        return assign_replicas(partitions, replication_factor, self.node_ids,
+                               start_index=topic_seed(topic, len(self.node_ids)))
+
+    def default_replication_factor(self, name: str) -> int:
+        """Internal topics get min(nodes, 3), as Kafka's offsets.topic.replication.factor and
+        transaction.state.log.replication.factor defaults of 3 would on a cluster of that size;
+        other topics default.replication.factor."""
+        if name in INTERNAL_TOPICS:
+            return min(len(self.node_ids), 3)
+        return self.config["default.replication.factor"]
 
     def save(self) -> None:
         self.meta_dir.mkdir(parents=True, exist_ok=True)
         data = {"topics": [
-            {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
+            {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs,
+             "replicas": [p.replicas for p in t.partitions]}
             for t in self.topics.values()
         ]}
         tmp = self.meta_dir / "topics.json.tmp"
@@ -304,6 +361,7 @@ class Cluster:
             log_append_time=str(eff["message.timestamp.type"]) == "LogAppendTime",
             compression=codec,
             compression_level=_level(eff, codec),
+            min_insync_replicas=number("min.insync.replicas"),
         )
 
     def _attach(self, topic: Topic) -> None:
@@ -311,26 +369,46 @@ class Cluster:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
 
-    def _open_partition(self, topic: Topic, index: int) -> Partition:
+    def _open_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
         directory = self.data_dir / f"{topic.name}-{index}"
         plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
-        part = Partition(topic, index, plog)
+        part = Partition(topic, index, plog, list(replicas))
+        if len(self.node_ids) > 1 and plog.log_end_offset > plog.log_start_offset:
+            # leaders moved in an earlier run: go on from the last epoch the log holds, so that
+            # no client that saw it is shown an older one (clients ignore metadata that goes back)
+            for _base, batch in plog.batches_from(plog.log_end_offset - 1):
+                part.leader_epoch = max(part.leader_epoch, BatchHeader(batch, 0).partition_leader_epoch)
+            if part.leader_epoch:
+                part.epoch_starts.append((part.leader_epoch, plog.log_end_offset))
         replay_producer_state(part)
         topic.partitions.append(part)
         return part
 
-    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
+                     replication_factor: int | None = None, assignment: list[list[int]] | None = None) -> Topic:
+        """Creates a topic with the given replica lists, or placed by Kafka's rule with the given
+        replication factor (default_replication_factor when None). Raises PlacementError when
+        the replication factor exceeds the nodes."""
+        if assignment is None:
+            rf = self.default_replication_factor(name) if replication_factor is None else replication_factor
+            assignment = self.placement(name, num_partitions, rf)
         topic = Topic(name, uuid.uuid4(), dict(configs or {}))
         self._attach(topic)
         for i in range(num_partitions):
-            self._open_partition(topic, i)
+            self._open_partition(topic, i, assignment[i])
         self.save()
         log.info("created topic %s with %d partition(s) id=%s", name, num_partitions, topic.topic_id)
         return topic
 
-    def add_partitions(self, topic: Topic, total: int) -> None:
-        for i in range(len(topic.partitions), total):
-            self._open_partition(topic, i)
+    def add_partitions(self, topic: Topic, total: int, assignment: list[list[int]] | None = None) -> None:
+        """New partitions up to `total`, with the given replica lists for the new ones, or placed
+        as the topic's first partitions were (same replication factor)."""
+        first = len(topic.partitions)
+        if assignment is None:
+            rf = len(topic.partitions[0].replicas) if topic.partitions else 1
+            assignment = self.placement(topic.name, total, rf)[first:]
+        for i in range(first, total):
+            self._open_partition(topic, i, assignment[i - first])
         self.save()
 
     def delete_topic(self, topic: Topic) -> None:
@@ -354,6 +432,62 @@ class Cluster:
         if topic is None or not 0 <= index < len(topic.partitions):
             return None
         return topic.partitions[index]
+
+    def alive(self, node: int) -> bool:
+        return node in self.node_ids and node not in self.down
+
+    # --- topology: what Kafka's controller does when leaders move and nodes come and go --------
+    def move_leader(self, part: Partition, node: int) -> None:
+        """Make `node` the partition's leader (a new leader epoch). A node that is not a replica
+        takes the current leader's place in the replica list (a reassignment and election in one);
+        the new leader is in the ISR (logical replicas are always caught up)."""
+        if node not in part.replicas:
+            old = part.leader if part.leader in part.replicas else part.replicas[0]
+            part.replicas[part.replicas.index(old)] = node
+            part.isr = [n for n in part.isr if n != old]
+            self.save()
+        if node not in part.isr:
+            part.isr.append(node)
+        if part.leader != node:
+            part.set_leader(node)
+
+    def take_node_down(self, node: int) -> list[Partition]:
+        """The controller's answer to a node leaving: it leaves every ISR it is in (unless it is
+        the last member, which Kafka keeps), and each partition it led moves to the first other
+        in-sync replica that is up, or has no leader (-1) when none is left. Returns the
+        partitions whose leader changed."""
+        self.down.add(node)
+        moved = []
+        for part in self.all_partitions():
+            if node not in part.replicas:
+                continue
+            if node in part.isr and len(part.isr) > 1:
+                part.isr.remove(node)
+            if part.leader == node:
+                successor = next((n for n in part.replicas if n in part.isr and self.alive(n)), -1)
+                part.set_leader(successor)
+                moved.append(part)
+        return moved
+
+    def bring_node_up(self, node: int) -> list[Partition]:
+        """A node returns: it rejoins the ISR of its partitions at once (nothing to catch up), and
+        leaderless partitions it is in sync for elect it. Partitions led elsewhere stay there
+        (Kafka moves them back only with a preferred leader election). Returns the partitions
+        whose leader changed."""
+        self.down.discard(node)
+        moved = []
+        for part in self.all_partitions():
+            if node not in part.replicas:
+                continue
+            if part.leader < 0 and node in part.isr:
+                part.set_leader(node)
+                moved.append(part)
+            elif node not in part.isr and part.leader >= 0:
+                part.isr.append(node)
+        return moved
+
+    def min_insync_replicas(self, topic: Topic) -> int:
+        return int(self.effective_configs(topic).get("min.insync.replicas") or 1)
 
     def all_partitions(self) -> Iterable[Partition]:
         for topic in self.topics.values():

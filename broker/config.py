@@ -42,6 +42,13 @@ def _fsync(v: Any) -> str:
     return s
 
 
+def _nodes(v: Any) -> int:
+    n = int(v)
+    if not 1 <= n <= 64:
+        raise ValueError("nodes must be between 1 and 64")
+    return n
+
+
 @dataclass(frozen=True)
 class BrokerKey:
     """One broker setting, defined once: how a value parses, kafkalite's default and a line of
@@ -71,6 +78,8 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, None),
     "cluster.id": K(str, "kafkalite-cluster-000001", "cluster id reported in Metadata/DescribeCluster",
              T.STRING, None),
+    "nodes": K(_nodes, 1, "node ids this process serves (node.id, node.id+1, ...), each on its own ports",
+             T.INT, None),
     "num.partitions": K(int, 1, "partitions of an auto-created topic",
              T.INT, "1"),
     "default.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",

@@ -5,6 +5,12 @@ connection while it works on a request). A frame larger than socket.request.max.
 undecodable request or an API version we do not serve closes that connection with a log
 line; the broker goes on serving every other connection. ApiVersions with a version we do
 not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
+
+With `nodes` > 1 every node id gets its own port on every listener (the first node the
+configured port, the others the next ports up, or free ones when 0 was asked for); a request
+is handled as the node whose port it came in on (`RequestContext.node_id`). A node taken down
+(`Broker.node_down`) closes its listening sockets and its open connections; `node_up` binds
+the same ports again.
 """
 
 from __future__ import annotations
@@ -59,6 +65,12 @@ class Broker:
     # the API table, or its intersection with that release's
     release: KafkaRelease | None = field(init=False)
     api_ranges: dict[int, ApiRange] = field(init=False)
+    # node id -> listener name -> the address clients are told for that node (node_id's is `advertised`)
+    node_advertised: dict[int, dict[str, Listener]] = field(default_factory=dict)
+    # node id -> its bound listeners (the real ports), bound again by node_up
+    node_listeners: dict[int, list[Listener]] = field(default_factory=dict)
+    _node_scopes: dict[int, trio.CancelScope] = field(default_factory=dict)
+    _nursery: trio.Nursery | None = None
 
     def __post_init__(self) -> None:
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
@@ -67,15 +79,34 @@ class Broker:
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
 
+    def address_of(self, node: int, listener_name: str) -> Listener:
+        """Where a client on `listener_name` reaches `node`."""
+        return self.node_advertised[node][listener_name]
+
+    async def node_down(self, node: int) -> None:
+        """Close the node's listening sockets and every connection it holds."""
+        scope = self._node_scopes.pop(node, None)
+        if scope is not None:
+            scope.cancel()
+            await trio.lowlevel.checkpoint()
+
+    async def node_up(self, node: int) -> None:
+        """Bind the node's ports again; returns once they accept connections."""
+        if node in self._node_scopes or self._nursery is None:
+            return
+        await self._nursery.start(_serve_node, self, node, [(lis, lis.port) for lis in self.node_listeners[node]])
+
 
 class RequestContext:
-    __slots__ = ("broker", "header", "listener", "peer")
+    __slots__ = ("broker", "header", "listener", "peer", "node_id")
 
-    def __init__(self, broker: Broker, header, listener: Listener, peer: str):
+    def __init__(self, broker: Broker, header, listener: Listener, peer: str, node_id: int | None = None):
         self.broker = broker
         self.header = header
         self.listener = listener
         self.peer = peer
+        # the node whose port the request came in on
+        self.node_id = broker.cluster.node_id if node_id is None else node_id
 
     @property
     def api_version(self) -> int:
@@ -161,7 +192,8 @@ def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:
     return encode_response(18, 0, correlation_id, body)
 
 
-async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: Listener) -> None:
+async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: Listener,
+                           node_id: int | None = None) -> None:
     try:
         peer = "%s:%s" % stream.socket.getpeername()[:2]
     except OSError:
@@ -190,7 +222,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.warning("closing connection from %s: undecodable %s v%d request (client %r): %s",
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
-            ctx = RequestContext(broker, header, listener, peer)
+            ctx = RequestContext(broker, header, listener, peer, node_id)
             fault = None
             armed = broker.faults.get(header.api_key)
             if armed:
@@ -253,26 +285,22 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
     broker.services = build_services(broker, wiring)
     try:
         async with trio.open_nursery() as nursery:
-            for lis in config.listeners:
-                listeners = await trio.open_tcp_listeners(lis.port, host=lis.host)
-                bound_port = listeners[0].socket.getsockname()[1]
-                if lis.port == 0 and len(listeners) > 1:
-                    # a name with several addresses (localhost: 127.0.0.1 and ::1) got one free
-                    # port per address; rebind them all on the first one's port
-                    for l in listeners:
-                        await l.aclose()
-                    listeners = await trio.open_tcp_listeners(bound_port, host=lis.host)
-                bound = Listener(lis.name, lis.host, bound_port)
-                broker.listeners.append(bound)
-                adv = config.advertised_for(lis.name)
-                if adv.name == lis.name and adv in config.advertised_listeners:
-                    if adv.port == 0:
-                        adv = Listener(adv.name, adv.host, bound_port)
-                else:
-                    host = bound.host if bound.host not in ("0.0.0.0", "::", "") else "localhost"
-                    adv = Listener(lis.name, host, bound_port)
-                broker.advertised[lis.name] = adv
-                nursery.start_soon(_accept_loop, broker, listeners, bound)
+            broker._nursery = nursery
+            for i, node in enumerate(cluster.node_ids):
+                # the first node takes the configured ports, the others the next ones up (or free ones)
+                wanted = [(lis, lis.port + i if lis.port and i else lis.port) for lis in config.listeners]
+                await nursery.start(_serve_node, broker, node, wanted)
+                for bound in broker.node_listeners[node]:
+                    adv = config.advertised_for(bound.name)
+                    if adv.name == bound.name and adv in config.advertised_listeners:
+                        if adv.port == 0 or i:
+                            adv = Listener(adv.name, adv.host, adv.port + i if adv.port else bound.port)
+                    else:
+                        host = bound.host if bound.host not in ("0.0.0.0", "::", "") else "localhost"
+                        adv = Listener(bound.name, host, bound.port)
+                    broker.node_advertised.setdefault(node, {})[bound.name] = adv
+            broker.listeners.extend(broker.node_listeners[cluster.node_id])
+            broker.advertised.update(broker.node_advertised[cluster.node_id])
             for service in broker.services.all():
                 await nursery.start(service.run)
             nursery.start_soon(_housekeeping, broker)
@@ -285,9 +313,44 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
         cluster.close()
 
 
-async def _accept_loop(broker: Broker, listeners, listener: Listener) -> None:
+async def _bind(host: str, port: int) -> tuple[list, int]:
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound_port = listeners[0].socket.getsockname()[1]
+    if port == 0 and len(listeners) > 1:
+        # a name with several addresses (localhost: 127.0.0.1 and ::1) got one free
+        # port per address; rebind them all on the first one's port
+        for l in listeners:
+            await l.aclose()
+        listeners = await trio.open_tcp_listeners(bound_port, host=host)
+    return listeners, bound_port
+
+
+async def _serve_node(broker: Broker, node: int, wanted: list[tuple[Listener, int]],
+                      task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Binds one node's listeners and serves them until the node is taken down (its cancel
+    scope: serve_listeners closes the sockets and every connection it started)."""
+    bound_sockets: list[tuple[list, Listener]] = []
+    try:
+        for lis, port in wanted:
+            sockets, bound_port = await _bind(lis.host, port)
+            bound_sockets.append((sockets, Listener(lis.name, lis.host, bound_port)))
+    except BaseException:
+        for sockets, _ in bound_sockets:
+            for sock in sockets:
+                await sock.aclose()
+        raise
+    broker.node_listeners[node] = [bound for _, bound in bound_sockets]
+    with trio.CancelScope() as scope:
+        broker._node_scopes[node] = scope
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            for sockets, bound in bound_sockets:
+                nursery.start_soon(_accept_loop, broker, sockets, bound, node)
+
+
+async def _accept_loop(broker: Broker, listeners, listener: Listener, node: int | None = None) -> None:
     async def handler(stream):
-        await serve_connection(broker, stream, listener)
+        await serve_connection(broker, stream, listener, node)
 
     await trio.serve_listeners(handler, listeners)
 

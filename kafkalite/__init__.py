@@ -64,6 +64,8 @@ class Broker:
     log_path: Path
     # listener name -> advertised "host:port" (from the ready line)
     listeners: dict[str, str] = field(default_factory=dict)
+    # node id -> "host:port" of every node on the first listener, when started with nodes > 1
+    nodes: dict[int, str] = field(default_factory=dict)
     metrics_url: str | None = None
     console_url: str | None = None
     # the controls endpoint (running(controls=...)), "http://HOST:PORT/"
@@ -168,6 +170,7 @@ def broker_args(
     controls: int | str | None = None,
     clock: str | None = None,
     kafka_version: str | None = None,
+    nodes: int | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -195,6 +198,8 @@ def broker_args(
         args += ["--clock", clock]
     if kafka_version is not None:
         args += ["--kafka-version", str(kafka_version)]
+    if nodes is not None:
+        args += ["--nodes", str(nodes)]
     return args + list(extra_args)
 
 
@@ -212,6 +217,7 @@ def start(
     controls: int | str | None = None,
     clock: str | None = None,
     kafka_version: str | None = None,
+    nodes: int | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -228,6 +234,8 @@ def start(
     ``controls`` (likewise) serves the test controls, reached through ``broker.controls``;
     ``clock="manual"`` starts the broker on a clock that moves only when advanced;
     ``kafka_version="3.9"`` makes it imitate that Kafka release (broker.kafka_versions).
+    ``nodes`` serves that many node ids over one copy of the data, each on its own port; ``bootstrap``
+    stays one address and ``Broker.nodes`` maps every node id to its address.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
@@ -245,7 +253,7 @@ def start(
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
                        metrics_port=metrics_port, console=console, controls=controls, clock=clock,
-                       kafka_version=kafka_version, extra_args=extra_args)
+                       kafka_version=kafka_version, nodes=nodes, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
@@ -263,7 +271,7 @@ def start(
     info = parse_ready_line(line)
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
-                  console_url=info.get("console"), controls_url=info.get("controls"),
+                  console_url=info.get("console"), controls_url=info.get("controls"), nodes=info.get("nodes", {}),
                   _owned_data_dir=owned, _owned_log=owned_log)
 
 
@@ -278,6 +286,8 @@ def parse_ready_line(line: str) -> dict[str, Any]:
         key, _, value = token.partition("=")
         if key == "listeners":
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
+        elif key == "nodes":
+            info["nodes"] = {int(node): addr for node, _, addr in (item.partition("@") for item in value.split(","))}
         elif key in ("metrics", "console", "controls"):
             info[key] = value
     return info

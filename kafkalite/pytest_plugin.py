@@ -27,6 +27,8 @@ Options
     ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
         (0 picks a free port). Its address is printed when the broker starts and in the report
         of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
+    ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
+        on its own port, over one copy of the data (``kafkalite --nodes N``).
 
 The broker runs as its own process (``python -P -m broker``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -61,6 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="serve the web console of the kafkalite broker the session starts on HOST:PORT "
                          "(0 picks a free port); its address is printed at the start and in failing tests' reports")
     parser.addini("kafkalite_console", default="", help="[HOST:]PORT of the kafkalite broker's web console")
+    group.addoption("--kafkalite-nodes", default=None, type=int, metavar="N",
+                    help="node ids the kafkalite broker the session starts serves, each on its own port (default 1)")
+    parser.addini("kafkalite_nodes", default="", help="node ids the kafkalite broker serves (kafkalite --nodes)")
     parser.addini("kafkalite_config", type="linelist", default=[],
                   help="broker settings KEY=VALUE for the kafkalite broker the session starts")
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
@@ -118,7 +123,9 @@ def _start_broker(config: pytest.Config):
     import kafkalite
 
     level = config.getoption("kafkalite_log_level", None) or config.getini("kafkalite_log_level")
+    nodes = config.getoption("kafkalite_nodes", None) or config.getini("kafkalite_nodes") or None
     broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
+                             nodes=int(nodes) if nodes else None,
                              controls="127.0.0.1:0" if _controls_available() else None)
     config.stash[_BROKER] = broker
     if broker.console_url:

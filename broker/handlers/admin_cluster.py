@@ -1,9 +1,9 @@
 """DescribeCluster (key 60) v0-v2, DescribeLogDirs (35) v1-v5, ListPartitionReassignments (46) v0.
 
 DescribeCluster
-- One broker, this one, at the address advertised on the listener the request came in on;
-  never fenced (v2 include_fenced_brokers changes nothing). controller_id is this node, as a
-  KRaft broker answers with an alive broker id. Endpoint type 1 (brokers) is served; 2
+- Every node that is up, at its address advertised on the listener the request came in on;
+  with v2 include_fenced_brokers also the nodes that are down, marked fenced. controller_id is
+  the first node that is up, as a KRaft broker answers with an alive broker id. Endpoint type 1 (brokers) is served; 2
   (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else UNSUPPORTED_ENDPOINT_TYPE
   (INVALID_REQUEST in v0), as Kafka answers on a broker listener.
 - include_cluster_authorized_operations reports every cluster operation: there is no
@@ -11,8 +11,9 @@ DescribeCluster
 
 DescribeLogDirs
 - One log directory: the data directory (absolute path), with its volume's total and usable
-  bytes (v4+). Each partition's size is the bytes of its segments; offset_lag is 0 (the log
-  end offset is the high watermark on a single replica). A null topic list means every
+  bytes (v4+), holding the partitions of which the node asked is a replica. Each partition's
+  size is the bytes of its segments; offset_lag is 0 (replicas are logical: every one is at the
+  high watermark). A null topic list means every
   partition; listed partitions that do not exist are left out, as Kafka does.
 
 ListPartitionReassignments
@@ -32,6 +33,7 @@ from protocol.messages import make
 
 from . import api
 from .common import response_module
+from .metadata import controller_id
 
 log = logging.getLogger("kafkalite.admin")
 
@@ -59,14 +61,17 @@ async def describe_cluster(ctx, request):
         return make(mod.DescribeClusterResponse, throttle_time=0, error_code=code, error_message=message,
                     endpoint_type=BROKERS_ENDPOINT, cluster_id="", controller_id=-1, brokers=(),
                     cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS)
-    adv = ctx.broker.advertised[ctx.listener.name]
-    broker = make(mod.DescribeClusterBroker, broker_id=cluster.node_id, host=adv.host, port=adv.port, rack=None,
-                  is_fenced=False)
+    include_fenced = getattr(request, "include_fenced_brokers", False)
+    brokers = tuple(
+        make(mod.DescribeClusterBroker, broker_id=node, host=adv.host, port=adv.port, rack=None,
+             is_fenced=not cluster.alive(node))
+        for node in cluster.node_ids if include_fenced or cluster.alive(node)
+        for adv in (ctx.broker.address_of(node, ctx.listener.name),))
     ops = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
            else NO_AUTHORIZED_OPERATIONS)
     return make(mod.DescribeClusterResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
-                endpoint_type=BROKERS_ENDPOINT, cluster_id=cluster.cluster_id, controller_id=cluster.node_id,
-                brokers=(broker,), cluster_authorized_operations=ops)
+                endpoint_type=BROKERS_ENDPOINT, cluster_id=cluster.cluster_id, controller_id=controller_id(cluster),
+                brokers=brokers, cluster_authorized_operations=ops)
 
 
 def _size_bytes(plog) -> int:
@@ -94,7 +99,7 @@ async def describe_log_dirs(ctx, request):
         parts = tuple(
             make(mod.DescribeLogDirsPartition, partition_index=p.index, partition_size=_size_bytes(p.log),
                  offset_lag=0, is_future_key=False)
-            for p in topic.partitions if indexes is None or p.index in indexes
+            for p in topic.partitions if (indexes is None or p.index in indexes) and ctx.node_id in p.replicas
         )
         if parts:
             topics.append(make(mod.DescribeLogDirsTopic, name=name, partitions=parts))

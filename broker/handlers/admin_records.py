@@ -5,16 +5,19 @@ DeleteRecords (Kafka's ReplicaManager.deleteRecords / Partition.deleteRecordsOnL
   beyond the high watermark, or below -1, is OFFSET_OUT_OF_RANGE. An offset at or below the
   current log start changes nothing. low_watermark is the log start offset afterwards (-1 on
   error).
-- Internal topics are INVALID_TOPIC_EXCEPTION; a topic whose cleanup.policy lacks "delete" is
-  POLICY_VIOLATION; unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
+- Internal topics are INVALID_TOPIC_EXCEPTION; a partition this node does not lead
+  NOT_LEADER_OR_FOLLOWER; a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION;
+  unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 
 OffsetForLeaderEpoch (Kafka's LeaderEpochFileCache.endOffsetFor)
-- A partition has one leader epoch, the one Metadata reports, which began at the log start
-  offset. For the current epoch the answer is (epoch, log end offset); for an older epoch it
-  is (that epoch, the log start offset) — the start of the next known epoch; for -1 or an epoch
-  newer than the current one, (-1, -1).
+- Epoch 0 began at the log start offset; every leader change since the broker started (a
+  topology control) began a new epoch at the log end offset of that moment. For the current
+  epoch the answer is (epoch, log end offset); for an older one, (the largest known epoch at or
+  below it, the start offset of the epoch after that); below every known epoch, (that epoch,
+  the log start offset); for -1 or an epoch newer than the current one, (-1, -1).
 - current_leader_epoch (when not -1) fences: older is FENCED_LEADER_EPOCH, newer
-  UNKNOWN_LEADER_EPOCH. Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
+  UNKNOWN_LEADER_EPOCH; a partition this node does not lead is NOT_LEADER_OR_FOLLOWER.
+  Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from protocol.messages import make
 
 from . import api
 from .common import response_module
+from .leadership import partition_error
 
 log = logging.getLogger("kafkalite.admin")
 
@@ -49,6 +53,9 @@ def delete_records(ctx, topic_name: str, index: int, offset: int) -> tuple[Error
         return ErrorCode.unknown_topic_or_partition, -1
     if part.topic.internal:
         return ErrorCode.invalid_topic_exception, -1
+    refused = partition_error(ctx, part)
+    if refused is not None:
+        return refused, -1
     if not _deletes_allowed(ctx, part.topic):
         return ErrorCode.policy_violation, -1
     hwm = part.high_watermark
@@ -80,19 +87,29 @@ async def handle_delete_records(ctx, request):
     return make(mod.DeleteRecordsResponse, throttle_time=0, topics=tuple(topics))
 
 
-def end_offset_for_epoch(part, current_leader_epoch: int, requested: int) -> tuple[ErrorCode, int, int]:
+def end_offset_for_epoch(ctx, part, current_leader_epoch: int, requested: int) -> tuple[ErrorCode, int, int]:
     """(error, leader epoch, end offset) for one partition."""
     epoch = part.leader_epoch
-    if current_leader_epoch != UNDEFINED_EPOCH:
-        if current_leader_epoch < epoch:
-            return ErrorCode.fenced_leader_epoch, -1, -1
-        if current_leader_epoch > epoch:
-            return ErrorCode.unknown_leader_epoch, -1, -1
+    refused = partition_error(ctx, part, current_leader_epoch)
+    if refused is not None:
+        return refused, -1, -1
     if requested == UNDEFINED_EPOCH or requested > epoch:
         return ErrorCode.none, UNDEFINED_EPOCH, -1
     if requested == epoch:
         return ErrorCode.none, epoch, part.log.log_end_offset
-    return ErrorCode.none, requested, part.log.log_start_offset
+    # Kafka's LeaderEpochFileCache.endOffsetFor: the largest epoch at or below the requested one,
+    # ending where the epoch after it starts; below every epoch, the requested one, ending where
+    # the first starts
+    history = [(0, part.log.log_start_offset), *part.epoch_starts]
+    floor = None
+    for i, (e, _start) in enumerate(history):
+        if e > requested:
+            break
+        floor = i
+    if floor is None:
+        return ErrorCode.none, requested, history[0][1]
+    end = history[floor + 1][1] if floor + 1 < len(history) else part.log.log_end_offset
+    return ErrorCode.none, history[floor][0], end
 
 
 @api(23, 2, 4)
@@ -106,7 +123,7 @@ async def handle_offset_for_leader_epoch(ctx, request):
             if part is None:
                 err, epoch, end = ErrorCode.unknown_topic_or_partition, -1, -1
             else:
-                err, epoch, end = end_offset_for_epoch(part, p.current_leader_epoch, p.leader_epoch)
+                err, epoch, end = end_offset_for_epoch(ctx, part, p.current_leader_epoch, p.leader_epoch)
             parts.append(make(mod.EpochEndOffset, error_code=err, partition=p.partition, leader_epoch=epoch,
                               end_offset=end))
         topics.append(make(mod.OffsetForLeaderTopicResult, topic=t.topic, partitions=tuple(parts)))

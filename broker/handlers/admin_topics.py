@@ -11,12 +11,15 @@ CreateTopics
   one only by '.' versus '_' (INVALID_TOPIC_EXCEPTION "... collides with existing topic: ..."),
   the configs (INVALID_CONFIG, see broker.topic_configs), then partitions and replication.
 - num_partitions and replication_factor -1 mean num.partitions and default.replication.factor.
-  There is one broker, so a replication factor above 1 is INVALID_REPLICATION_FACTOR ("Unable to
+  A replication factor above the node count is INVALID_REPLICATION_FACTOR ("Unable to
   replicate the partition 3 time(s): The target replication factor of 3 cannot be reached
   because only 1 broker(s) are registered."); 0 or below -1 is INVALID_REPLICATION_FACTOR and
-  0 partitions INVALID_PARTITIONS.
+  0 partitions INVALID_PARTITIONS. Replicas are placed by Kafka's rack-unaware rule
+  (broker.placement); the first replica leads.
 - Manual assignments need num_partitions = replication_factor = -1 (else INVALID_REQUEST), name
-  only this broker, once per partition, partitions 0..n-1 (else INVALID_REPLICA_ASSIGNMENT).
+  only known nodes, each once per partition, the same number of replicas for every partition,
+  partitions 0..n-1 (else INVALID_REPLICA_ASSIGNMENT); CreatePartitions' assignments the topic's
+  replication factor.
 - validate_only runs every check and creates nothing. More than 10,000 partitions in one request
   fail every topic with POLICY_VIOLATION, as Kafka's controller does.
 - v5+ answers the partition count, replication factor and every effective config of the topic
@@ -57,6 +60,7 @@ from kio.schema.errors import ErrorCode
 from protocol.messages import make
 
 from ..internal_topics import INTERNAL_TOPICS
+from ..placement import replication_error_text
 from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
 from . import api
 from .common import response_module
@@ -104,14 +108,14 @@ def colliding_topic(cluster, name: str) -> str | None:
     return None
 
 
-def check_manual_assignment(node_id: int, broker_ids, replication_factor: int | None) -> None:
+def check_manual_assignment(node_ids, broker_ids, replication_factor: int | None) -> None:
     """ReplicationControlManager.validateManualPartitionAssignment."""
     if not broker_ids:
         raise AdminError(ErrorCode.invalid_replica_assignment,
                          "The manual partition assignment includes an empty replica list.")
     previous = None
     for broker in sorted(broker_ids):
-        if broker != node_id:
+        if broker not in node_ids:
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              f"The manual partition assignment includes broker {broker}, but no such broker "
                              "is registered.")
@@ -126,10 +130,8 @@ def check_manual_assignment(node_id: int, broker_ids, replication_factor: int | 
                          "replica(s).")
 
 
-def replication_error(replication_factor: int) -> AdminError:
-    return AdminError(ErrorCode.invalid_replication_factor,
-                      f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                      f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
+def replication_error(replication_factor: int, brokers: int) -> AdminError:
+    return AdminError(ErrorCode.invalid_replication_factor, replication_error_text(replication_factor, brokers))
 
 
 # --- CreateTopics ---------------------------------------------------------------------------
@@ -143,9 +145,9 @@ def _requested_partitions(t, default: int) -> int:
     return max(t.num_partitions, 0)
 
 
-def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str]]:
+def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str], list[list[int]] | None]:
     """Every check Kafka makes before creating one topic; returns (partitions, replication
-    factor, configs as stored)."""
+    factor, configs as stored, the manual replica assignment or None)."""
     cluster = ctx.cluster
     config = ctx.broker.config
     name = t.name
@@ -166,7 +168,7 @@ def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str]]:
             configs = validate_topic_configs(requested, broker_values=config.values)
         except ConfigError as exc:
             raise AdminError(ErrorCode.invalid_config, str(exc)) from None
-    node = cluster.node_id
+    nodes = cluster.node_ids
     if t.assignments:
         if t.replication_factor != -1:
             raise AdminError(ErrorCode.invalid_request, "A manual partition assignment was specified, but "
@@ -180,13 +182,14 @@ def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str]]:
             if a.partition_index in seen:
                 raise AdminError(ErrorCode.invalid_replica_assignment,
                                  f"Found multiple manual partition assignments for partition {a.partition_index}")
-            check_manual_assignment(node, a.broker_ids, replication)
+            check_manual_assignment(nodes, a.broker_ids, replication)
             replication = len(a.broker_ids)
             seen.add(a.partition_index)
         if seen != set(range(len(seen))):
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              "partitions should be a consecutive 0-based integer sequence")
-        return len(seen), replication or 1, configs
+        by_index = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        return len(seen), replication or 1, configs, [by_index[i] for i in range(len(seen))]
     if t.replication_factor < -1 or t.replication_factor == 0:
         raise AdminError(ErrorCode.invalid_replication_factor,
                          "Replication factor must be larger than 0, or -1 to use the default value.")
@@ -199,9 +202,9 @@ def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str]]:
         raise AdminError(ErrorCode.invalid_replication_factor,
                          f"Unable to replicate the partition {replication} time(s): Invalid replication factor "
                          f"{replication}: the replication factor must be positive.")
-    if replication > 1:
-        raise replication_error(replication)
-    return partitions, replication, configs
+    if replication > len(nodes):
+        raise replication_error(replication, len(nodes))
+    return partitions, replication, configs, None
 
 
 def _created_result(ctx, mod, name: str, topic_id: uuid.UUID, partitions: int, replication: int,
@@ -246,7 +249,7 @@ async def create_topics(ctx, request):
             unauthorized.append(t.name)
             continue
         try:
-            partitions, replication, configs = _plan_topic(ctx, t)
+            partitions, replication, configs, assignment = _plan_topic(ctx, t)
         except AdminError as exc:
             results.append(_error_result(mod, t.name, exc.code, exc.message))
             continue
@@ -254,7 +257,8 @@ async def create_topics(ctx, request):
             topic_id = uuid.uuid4()
         else:
             try:
-                topic = cluster.create_topic(t.name, partitions, configs)
+                topic = cluster.create_topic(t.name, partitions, configs, replication_factor=replication,
+                                             assignment=assignment)
             except OSError as exc:
                 log.error("creating topic %s failed: %s", t.name, exc)
                 results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, str(exc)))
@@ -376,7 +380,7 @@ def _check_new_partitions(ctx, t) -> int:
                              f"Attempted to add {additional} additional partition(s), but only "
                              f"{len(t.assignments)} assignment(s) were specified.")
         for a in t.assignments:
-            check_manual_assignment(ctx.cluster.node_id, a.broker_ids, 1)
+            check_manual_assignment(ctx.cluster.node_ids, a.broker_ids, len(topic.partitions[0].replicas))
     return additional
 
 
@@ -405,7 +409,8 @@ async def create_partitions(ctx, request):
         budget -= additional
         if not request.validate_only:
             try:
-                cluster.add_partitions(cluster.topics[t.name], t.count)
+                cluster.add_partitions(cluster.topics[t.name], t.count,
+                                       [list(a.broker_ids) for a in t.assignments] if t.assignments else None)
             except OSError as exc:
                 log.error("adding partitions to %s failed: %s", t.name, exc)
                 result(t.name, ErrorCode.kafka_storage_error, str(exc))
@@ -425,7 +430,7 @@ async def create_partitions(ctx, request):
 async def describe_topic_partitions(ctx, request):
     mod = response_module(ctx)
     cluster = ctx.cluster
-    node = cluster.node_id
+    down = cluster.down
     fetch_all = not request.topics
     cursor = request.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
@@ -467,9 +472,11 @@ async def describe_topic_partitions(ctx, request):
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(len(topic.partitions), start + remaining)
         parts = tuple(
-            make(mod.DescribeTopicPartitionsResponsePartition, error_code=ErrorCode.none, partition_index=p.index,
-                 leader_id=node, leader_epoch=p.leader_epoch, replica_nodes=(node,), isr_nodes=(node,),
-                 eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
+            make(mod.DescribeTopicPartitionsResponsePartition,
+                 error_code=ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
+                 partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+                 replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr), eligible_leader_replicas=(),
+                 last_known_elr=(), offline_replicas=tuple(n for n in p.replicas if n in down))
             for p in topic.partitions[start:upper]
         )
         topics_out.append(make(mod.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.none, name=name,

@@ -14,6 +14,10 @@ answers only those with records, a new high watermark or log start offset, or an
 unknown session id gets FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH
 (top-level errors, session id 0, no partitions); epoch -1 closes the session; a full cache
 answers session id 0 and the client keeps sending full fetches.
+A partition this node does not lead is NOT_LEADER_OR_FOLLOWER; a current_leader_epoch other
+than the partition's is FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer); v16+
+answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the current leader and its
+endpoint (KIP-951, broker.handlers.leadership).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ..clock import now_ms
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
 from . import api
 from .common import response_module
+from .leadership import current_leader, node_endpoints, partition_error
 
 READ_COMMITTED = 1
 
@@ -69,10 +74,7 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
             slots.append(_Slot(key, index, None, p, ErrorCode.unknown_topic_or_partition))
         else:
             part = topic.partitions[index]
-            err = ErrorCode.none
-            epoch = getattr(p, "current_leader_epoch", -1)
-            if epoch >= 0 and epoch != part.leader_epoch:
-                err = ErrorCode.fenced_leader_epoch if epoch < part.leader_epoch else ErrorCode.unknown_leader_epoch
+            err = partition_error(ctx, part, getattr(p, "current_leader_epoch", -1)) or ErrorCode.none
             slots.append(_Slot(key, index, part, p, err))
     return slots
 
@@ -170,8 +172,12 @@ def _offsets(part, error) -> tuple[int, int, int]:
     return part.high_watermark, part.last_stable_offset, part.log.log_start_offset
 
 
+_LEADER_HINTED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
+
+
 def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION_ID):
     topics: dict = {}
+    endpoints: dict = {}
     for s in slots:
         hwm, lso, log_start_offset = _offsets(s.part, s.error)
         aborted = None
@@ -184,13 +190,16 @@ def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION
                             for a in s.aborted)
         elif read_committed:
             aborted = ()
-        pd = make(mod.PartitionData, partition_index=s.index, error_code=s.error, high_watermark=hwm,
-                  last_stable_offset=lso, log_start_offset=log_start_offset, aborted_transactions=aborted,
-                  preferred_read_replica=-1, records=bytes(s.records))
+        fields = dict(partition_index=s.index, error_code=s.error, high_watermark=hwm, last_stable_offset=lso,
+                      log_start_offset=log_start_offset, aborted_transactions=aborted, preferred_read_replica=-1,
+                      records=bytes(s.records))
+        if s.error in _LEADER_HINTED and s.part is not None and ctx.api_version >= 16:  # KIP-951
+            fields["current_leader"] = current_leader(ctx, mod, s.part, endpoints)
+        pd = make(mod.PartitionData, **fields)
         topics.setdefault(s.topic_key, []).append(pd)
     responses = tuple(
         make(mod.FetchableTopicResponse, topic=None if by_id else key, topic_id=key if by_id else None,
              partitions=tuple(parts))
         for key, parts in topics.items())
     return make(mod.FetchResponse, throttle_time=0, error_code=ErrorCode.none, session_id=session_id,
-                responses=responses)
+                responses=responses, node_endpoints=node_endpoints(endpoints))

@@ -1,8 +1,11 @@
 """Group membership APIs, served by the group coordinator (broker.groups).
 
-- FindCoordinator (10) v0-v6: this broker coordinates every group and every transactional id;
-  key type 0 (group) and 1 (transaction); v4+ answers a batch of keys. Other key types get
-  INVALID_REQUEST.
+- FindCoordinator (10) v0-v6: the coordinator of a group id or transactional id is the leader
+  of the key's partition of __consumer_offsets / __transaction_state (created on first use);
+  a leaderless partition is COORDINATOR_NOT_AVAILABLE. Key type 0 (group) and 1 (transaction);
+  v4+ answers a batch of keys. Other key types get INVALID_REQUEST.
+- Every group request on a node that does not coordinate its group is NOT_COORDINATOR
+  (broker.handlers.leadership); ListGroups lists the groups this node coordinates.
 - JoinGroup (11) v0-v9, SyncGroup (14) v0-v5, Heartbeat (12) v0-v4, LeaveGroup (13) v0-v5
   (v3+ batched members, static members by group.instance.id): the classic protocol. From
   JoinGroup v4 a member without an id is answered MEMBER_ID_REQUIRED with its new id
@@ -32,6 +35,7 @@ from ..kafka_versions import unsupported_group_api
 
 from . import api
 from .common import response_module
+from .leadership import group_coordinator_error, group_partition, transaction_partition
 
 NO_AUTHORIZED_OPS = -(2**31)
 KEY_TYPE_GROUP = 0
@@ -58,25 +62,32 @@ def _client_host(ctx) -> str:
 
 # --- FindCoordinator -------------------------------------------------------------------------
 
+def _locate(ctx, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, str, int]:
+    """(error, message, node id, host, port) of the coordinator of one key."""
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+        return ErrorCode.invalid_request, f"key type {key_type} is not supported", -1, "", -1
+    part = group_partition(ctx, key) if key_type == KEY_TYPE_GROUP else transaction_partition(ctx, key)
+    node = part.leader
+    if node < 0 or not ctx.cluster.alive(node):
+        return ErrorCode.coordinator_not_available, None, -1, "", -1
+    adv = ctx.broker.address_of(node, ctx.listener.name)
+    return ErrorCode.none, None, node, adv.host, adv.port
+
+
 @api(10, 0, 6)
 async def find_coordinator(ctx, request):
     mod = response_module(ctx)
-    adv = ctx.broker.advertised[ctx.listener.name]
-    node = ctx.cluster.node_id
     key_type = getattr(request, "key_type", KEY_TYPE_GROUP)
-    error = ErrorCode.none if key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) else ErrorCode.invalid_request
-    msg = None if error == ErrorCode.none else f"key type {key_type} is not supported"
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            ok = error == ErrorCode.none
-            coordinators.append(make(mod.Coordinator, key=key, node_id=node if ok else -1,
-                                     host=adv.host if ok else "", port=adv.port if ok else -1,
+            error, msg, node, host, port = _locate(ctx, key_type, key)
+            coordinators.append(make(mod.Coordinator, key=key, node_id=node, host=host, port=port,
                                      error_code=error, error_message=msg))
         return make(mod.FindCoordinatorResponse, throttle_time=0, coordinators=tuple(coordinators))
-    ok = error == ErrorCode.none
+    error, msg, node, host, port = _locate(ctx, key_type, request.key)
     return make(mod.FindCoordinatorResponse, throttle_time=0, error_code=error, error_message=msg,
-                node_id=node if ok else -1, host=adv.host if ok else "", port=adv.port if ok else -1)
+                node_id=node, host=host, port=port)
 
 
 # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
@@ -84,6 +95,10 @@ async def find_coordinator(ctx, request):
 @api(11, 0, 9)
 async def join_group(ctx, request):
     mod = response_module(ctx)
+    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+        return make(mod.JoinGroupResponse, throttle_time=0, error_code=refused, generation_id=-1,
+                    protocol_type=None, protocol_name=None if ctx.api_version >= 7 else "", leader="",
+                    skip_assignment=False, member_id="", members=())
     session_timeout = _ms(request.session_timeout)
     rebalance_timeout = _ms(getattr(request, "rebalance_timeout", None))
     if rebalance_timeout < 0:
@@ -108,6 +123,9 @@ async def join_group(ctx, request):
 @api(14, 0, 5)
 async def sync_group(ctx, request):
     mod = response_module(ctx)
+    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+        return make(mod.SyncGroupResponse, throttle_time=0, error_code=refused, protocol_type=None,
+                    protocol_name=None, assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     result = await _coordinator(ctx).sync_group(
         group_id=request.group_id, member_id=request.member_id,
@@ -122,6 +140,8 @@ async def sync_group(ctx, request):
 @api(12, 0, 4)
 async def heartbeat(ctx, request):
     mod = response_module(ctx)
+    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+        return make(mod.HeartbeatResponse, throttle_time=0, error_code=refused)
     err = _coordinator(ctx).heartbeat(group_id=request.group_id, member_id=request.member_id,
                                       group_instance_id=getattr(request, "group_instance_id", None),
                                       generation_id=request.generation_id)
@@ -131,6 +151,8 @@ async def heartbeat(ctx, request):
 @api(13, 0, 5)
 async def leave_group(ctx, request):
     mod = response_module(ctx)
+    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+        return make(mod.LeaveGroupResponse, throttle_time=0, error_code=refused, members=())
     if ctx.api_version < 3:
         members = [(request.member_id, None)]
     else:
@@ -154,6 +176,11 @@ async def describe_groups(ctx, request):
     out = []
     for gid in request.groups:
         group = coord.groups.get(gid)
+        if (refused := group_coordinator_error(ctx, gid)) is not None:
+            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
+                            group_state="", protocol_type="", protocol_data="", members=(),
+                            authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if not isinstance(group, ClassicGroup):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             out.append(make(mod.DescribedGroup, error_code=err,
@@ -181,7 +208,7 @@ async def list_groups(ctx, request):
     mod = response_module(ctx)
     states = list(getattr(request, "states_filter", None) or ()) or None
     types = list(getattr(request, "types_filter", None) or ()) or None
-    groups = _coordinator(ctx).list_groups(states, types)
+    groups = [g for g in _coordinator(ctx).list_groups(states, types) if group_coordinator_error(ctx, g[0]) is None]
     return make(mod.ListGroupsResponse, throttle_time=0, error_code=ErrorCode.none,
                 groups=tuple(make(mod.ListedGroup, group_id=gid, protocol_type=ptype, group_state=state,
                                   group_type=gtype) for gid, ptype, state, gtype in groups))
@@ -190,7 +217,12 @@ async def list_groups(ctx, request):
 @api(42, 0, 2)
 async def delete_groups(ctx, request):
     mod = response_module(ctx)
-    results = _coordinator(ctx).delete_groups(list(request.groups_names))
+    names = list(request.groups_names)
+    refused = {gid: err for gid in names if (err := group_coordinator_error(ctx, gid)) is not None}
+    results = _coordinator(ctx).delete_groups([g for g in names if g not in refused])
+    if refused:
+        deleted = dict(results)
+        results = [(gid, refused[gid] if gid in refused else deleted[gid]) for gid in names]
     return make(mod.DeleteGroupsResponse, throttle_time=0,
                 results=tuple(make(mod.DeletableGroupResult, group_id=gid, error_code=err) for gid, err in results))
 
@@ -203,6 +235,9 @@ async def consumer_group_heartbeat(ctx, request):
     if refused is not None:
         return refused
     mod = response_module(ctx)
+    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+        return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,
+                    member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
     owned = None
     if request.topic_partitions is not None:
         owned = {tp.topic_id: set(tp.partitions) for tp in request.topic_partitions}

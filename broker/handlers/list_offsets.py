@@ -5,7 +5,8 @@ watermark, or the last stable offset when the request is read_committed; MAX_TIM
 the record with the largest timestamp; a real timestamp the first offset whose timestamp is
 at or after it. A lookup that lands at or past what the isolation level may read answers
 offset -1, as Kafka does. LATEST_TIERED (-5) and EARLIEST_PENDING_UPLOAD (-6) have no tiered
-storage behind them here and answer -1.
+storage behind them here and answer -1. A partition this node does not lead is NOT_LEADER_OR_FOLLOWER; a
+current_leader_epoch other than the partition's is FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from protocol.messages import make
 
 from . import api
 from .common import response_module
+from .leadership import partition_error
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 READ_COMMITTED = 1
@@ -55,9 +57,8 @@ async def handle(ctx, request):
             epoch = getattr(p, "current_leader_epoch", -1)
             if part is None:
                 err, offset, ts = ErrorCode.unknown_topic_or_partition, -1, -1
-            elif epoch >= 0 and epoch != part.leader_epoch:
-                err = ErrorCode.fenced_leader_epoch if epoch < part.leader_epoch else ErrorCode.unknown_leader_epoch
-                offset, ts = -1, -1
+            elif (refused := partition_error(ctx, part, epoch)) is not None:
+                err, offset, ts = refused, -1, -1
             else:
                 err, offset, ts = lookup(part, p.timestamp, read_committed)
             parts.append(make(mod.ListOffsetsPartitionResponse, partition_index=p.partition_index, error_code=err,

@@ -1,6 +1,9 @@
 """Metadata (key 3), v0-v13.
 
-One broker, leader of every partition, leader epoch as kept per partition. Topics have
+Every node that is up, at its address on the listener the request came in on; each
+partition's leader (-1 with LEADER_NOT_AVAILABLE when it has none), leader epoch, replicas,
+in-sync replicas and offline replicas (those on nodes that are down). The controller id is
+the first node that is up, as a KRaft broker answers with an alive broker. Topics have
 stable ids (v10+ lookups by id work). Unknown topics are created with num.partitions when
 the request allows it and auto.create.topics.enable is on (a dev-broker default, like Kafka's);
 the new topic is answered at once, with no LEADER_NOT_AVAILABLE round trip. A null topic
@@ -16,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from protocol.messages import make
 
 from ..cluster import validate_topic_name
+from ..placement import PlacementError
 from . import api
 from .common import response_module
 
@@ -24,16 +28,27 @@ NO_AUTHORIZED_OPS = -(2**31)
 
 
 def broker_entries(ctx, mod):
-    adv = ctx.broker.advertised[ctx.listener.name]
+    cluster = ctx.cluster
+    name = ctx.listener.name
     # v0 has no rack field
-    return (make(mod.MetadataResponseBroker, node_id=ctx.cluster.node_id, host=adv.host, port=adv.port, rack=None),)
+    return tuple(
+        make(mod.MetadataResponseBroker, node_id=node, host=adv.host, port=adv.port, rack=None)
+        for node in cluster.node_ids if cluster.alive(node)
+        for adv in (ctx.broker.address_of(node, name),))
+
+
+def controller_id(cluster) -> int:
+    return next((n for n in cluster.node_ids if cluster.alive(n)), -1)
 
 
 def topic_entry(ctx, mod, topic):
-    node = ctx.cluster.node_id
+    down = ctx.cluster.down
     parts = tuple(
-        make(mod.MetadataResponsePartition, error_code=ErrorCode.none, partition_index=p.index, leader_id=node,
-             leader_epoch=p.leader_epoch, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
+        make(mod.MetadataResponsePartition,
+             error_code=ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
+             partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+             replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr),
+             offline_replicas=tuple(n for n in p.replicas if n in down))
         for p in topic.partitions
     )
     return _make_topic(mod, ErrorCode.none, topic.name, topic.topic_id, topic.internal, parts)
@@ -74,7 +89,12 @@ async def handle(ctx, request):
                     topics_out.append(_make_topic(mod, ErrorCode.invalid_topic_exception, name, None, False, ()))
                     continue
                 if allow_auto and ctx.broker.config["auto.create.topics.enable"] and not name.startswith("__"):
-                    topic = cluster.create_topic(name, ctx.broker.config["num.partitions"])
+                    try:
+                        topic = cluster.create_topic(name, ctx.broker.config["num.partitions"])
+                    except PlacementError:  # default.replication.factor above the node count
+                        topics_out.append(_make_topic(mod, ErrorCode.invalid_replication_factor, name, None, False,
+                                                      ()))
+                        continue
                 else:
                     topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_or_partition, name, None, False, ()))
                     continue
@@ -84,7 +104,7 @@ async def handle(ctx, request):
         throttle_time=0,
         brokers=broker_entries(ctx, mod),
         cluster_id=cluster.cluster_id,
-        controller_id=cluster.node_id,
+        controller_id=controller_id(cluster),
         topics=tuple(topics_out),
         cluster_authorized_operations=NO_AUTHORIZED_OPS,
         error_code=ErrorCode.none,

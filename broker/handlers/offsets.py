@@ -16,6 +16,7 @@
   v9+ members of KIP-848 groups are checked (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID).
 - OffsetDelete (47) v0: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group that is not
   a consumer group, GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume.
+- On a node that does not coordinate the group, all three answer NOT_COORDINATOR.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from protocol.messages import make
 
 from . import api
 from .common import response_module
+from .leadership import group_coordinator_error
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -48,9 +50,9 @@ async def offset_commit(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     by_id = ctx.api_version >= 10
-    group_err = coord.validate_commit(request.group_id, request.generation_id_or_member_epoch,
-                                      request.member_id or "", getattr(request, "group_instance_id", None),
-                                      ctx.api_version)
+    group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
+        request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
+        getattr(request, "group_instance_id", None), ctx.api_version)
     results: list[tuple[object, str | None, list[tuple[int, ErrorCode]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
@@ -86,6 +88,8 @@ async def offset_commit(ctx, request):
 
 def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
     """(group error, [(topic key, name, [(partition, offset, epoch, metadata, error)])])"""
+    if (refused := group_coordinator_error(ctx, group_id)) is not None:
+        return refused, []
     unknown: list = []
     if topics is None:
         tps = None
@@ -144,7 +148,8 @@ async def offset_fetch(ctx, request):
 async def offset_delete(ctx, request):
     mod = response_module(ctx)
     tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    err, errors = _coordinator(ctx).delete_offsets(request.group_id, tps)
+    refused = group_coordinator_error(ctx, request.group_id)
+    err, errors = (refused, {}) if refused is not None else _coordinator(ctx).delete_offsets(request.group_id, tps)
     if err != ErrorCode.none:
         return make(mod.OffsetDeleteResponse, error_code=err, throttle_time=0, topics=())
     return make(mod.OffsetDeleteResponse, error_code=ErrorCode.none, throttle_time=0, topics=tuple(

@@ -13,6 +13,9 @@ acks=0 gets no response, and an error on acks=0 closes the connection as in Kafk
 fsync=always the data is fsynced before the response. A failed log write or fsync (a full
 disk, an I/O error) is KAFKA_STORAGE_ERROR for that partition; writes succeed again once the
 disk does (Kafka instead takes the log directory offline until a restart).
+A partition this node does not lead is NOT_LEADER_OR_FOLLOWER, answered from v10 with the
+current leader and its endpoint (KIP-951, broker.handlers.leadership); acks=all on a partition
+whose ISR is smaller than min.insync.replicas is NOT_ENOUGH_REPLICAS, before the batch is looked at.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from ..cluster import flush_appended
 from ..producers import ProduceError
 from . import api
 from .common import CloseConnection, response_module
+from .leadership import current_leader, node_endpoints, partition_error
 
 log = logging.getLogger("kafkalite.produce")
 
 
 class PartitionResult:
-    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message", "record_errors")
+    __slots__ = ("error", "base_offset", "log_append_time", "log_start_offset", "message", "record_errors", "part")
 
     def __init__(self, error=ErrorCode.none, base_offset=-1, log_append_time=-1, log_start_offset=-1, message=None,
                  record_errors=()):
@@ -45,6 +49,7 @@ class PartitionResult:
         self.log_start_offset = log_start_offset
         self.message = message
         self.record_errors = record_errors  # ((batch index, message), ...)
+        self.part = None  # set with NOT_LEADER_OR_FOLLOWER: the partition whose leader the answer names
 
 
 def _rejected_by_log(res: PartitionResult, plog) -> PartitionResult:
@@ -54,10 +59,20 @@ def _rejected_by_log(res: PartitionResult, plog) -> PartitionResult:
     return res
 
 
-def append_to_partition(ctx, part, records, transactional_id) -> PartitionResult:
+def append_to_partition(ctx, part, records, transactional_id, acks: int = 1) -> PartitionResult:
     """Validate and append one partition's batch. No await: atomic on the trio loop."""
     if part.topic.internal:
         return PartitionResult(ErrorCode.invalid_topic_exception, message=f"cannot write to internal topic {part.topic.name}")
+    not_leader = partition_error(ctx, part)
+    if not_leader is not None:
+        res = PartitionResult(not_leader, message=f"node {ctx.node_id} does not lead {part.topic.name}-{part.index}")
+        res.part = part
+        return res
+    if acks == -1 and len(part.isr) < part.topic.policy.min_insync_replicas:
+        # Kafka's Partition.appendRecordsToLeader, before the log sees the batch
+        return PartitionResult(ErrorCode.not_enough_replicas, message=(
+            f"The size of the current ISR {sorted(part.isr)} is insufficient to satisfy the min.isr requirement "
+            f"of {part.topic.policy.min_insync_replicas} for partition {part.topic.name}-{part.index}"))
     if not records:
         return PartitionResult(ErrorCode.invalid_record, message="a produce request needs one record batch per partition")
     plog = part.log
@@ -173,7 +188,7 @@ async def handle(ctx, request):
                                       message="Produce requests with version < 7 cannot use zstd compression")
             else:
                 part = topic.partitions[pdata.index]
-                res = append_to_partition(ctx, part, pdata.records, request.transactional_id)
+                res = append_to_partition(ctx, part, pdata.records, request.transactional_id, acks)
                 if res.error == ErrorCode.none:
                     touched.append(part)
             if res.error != ErrorCode.none:
@@ -193,19 +208,25 @@ async def handle(ctx, request):
             raise CloseConnection("error on an acks=0 produce")
         return None
     mod = response_module(ctx)
+    endpoints: dict = {}
     return make(
         mod.ProduceResponse,
         responses=tuple(
             make(mod.TopicProduceResponse, name=getattr(tdata, "name", None), topic_id=getattr(tdata, "topic_id", None),
-                 partition_responses=tuple(
-                     make(mod.PartitionProduceResponse, index=idx, error_code=r.error, base_offset=r.base_offset,
-                          log_append_time=r.log_append_time, log_start_offset=r.log_start_offset,
-                          record_errors=_record_errors(mod, r),
-                          error_message=r.message)
-                     for idx, r in prs))
+                 partition_responses=tuple(_partition_response(ctx, mod, idx, r, endpoints) for idx, r in prs))
             for tdata, prs in results),
         throttle_time=0,
+        node_endpoints=node_endpoints(endpoints),
     )
+
+
+
+def _partition_response(ctx, mod, idx: int, r: PartitionResult, endpoints: dict):
+    fields = dict(index=idx, error_code=r.error, base_offset=r.base_offset, log_append_time=r.log_append_time,
+                  log_start_offset=r.log_start_offset, record_errors=_record_errors(mod, r), error_message=r.message)
+    if r.part is not None and hasattr(mod, "LeaderIdAndEpoch"):  # KIP-951, v10+
+        fields["current_leader"] = current_leader(ctx, mod, r.part, endpoints)
+    return make(mod.PartitionProduceResponse, **fields)
 
 
 def _record_errors(mod, r: PartitionResult) -> tuple:

@@ -19,6 +19,10 @@ DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v
 - PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH to the versions that predate it
   (InitProducerId < 4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < 2).
 - WriteTxnMarkers writes COMMIT/ABORT markers with the same code the coordinator uses.
+- On a node that does not coordinate the transactional id, InitProducerId (with one),
+  AddPartitionsToTxn, AddOffsetsToTxn and EndTxn answer NOT_COORDINATOR; TxnOffsetCommit
+  answers it on a node that does not coordinate the group (broker.handlers.leadership).
+  DescribeProducers on a node that does not lead the partition is NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ..transactions.coordinator import TransactionCoordinator
 from ..transactions.markers import write_markers_durably
 from . import api
 from .common import response_module
+from .leadership import group_coordinator_error, partition_error, transaction_coordinator_error
 
 E = ErrorCode
 _MS = timedelta(milliseconds=1)
@@ -65,6 +70,9 @@ async def init_producer_id(ctx, request):
     pid = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
     expected = (pid, epoch) if pid != -1 else None
+    if (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
+        return make(mod.InitProducerIdResponse, throttle_time=0, error_code=refused, producer_id=-1,
+                    producer_epoch=-1)
     err, pid, epoch = txn.core.init_producer_id(request.transactional_id, timeout_ms, expected)
     return make(mod.InitProducerIdResponse, throttle_time=0, error_code=_fenced(err, ctx.api_version, 4),
                 producer_id=pid, producer_epoch=epoch)
@@ -110,7 +118,12 @@ async def add_partitions_to_txn(ctx, request):
     txn = _coordinator(ctx)
     v = ctx.api_version
     if v <= 3:
-        errors = _add_one(ctx, txn, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+        tid = request.v3_and_below_transactional_id
+        if (refused := transaction_coordinator_error(ctx, tid)) is not None:
+            errors = {tp: refused for tp in _partition_errors(ctx, request.v3_and_below_topics)[0]}
+            return make(mod.AddPartitionsToTxnResponse, throttle_time=0,
+                        results_by_topic_v3_and_below=_topic_results(mod, errors))
+        errors = _add_one(ctx, txn, tid, request.v3_and_below_producer_id,
                           request.v3_and_below_producer_epoch, request.v3_and_below_topics)
         errors = {tp: _fenced(e, v, 2) for tp, e in errors.items()}
         return make(mod.AddPartitionsToTxnResponse, throttle_time=0, results_by_topic_v3_and_below=_topic_results(mod, errors))
@@ -131,7 +144,9 @@ async def add_partitions_to_txn(ctx, request):
 async def add_offsets_to_txn(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    if not request.group_id:
+    if (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
+        err = refused
+    elif not request.group_id:
         err = E.invalid_group_id
     else:
         part = ctx.broker.services.groups.offsets_partition(request.group_id)
@@ -147,6 +162,8 @@ async def end_txn(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     client_tv = 2 if ctx.api_version >= 5 else 0
+    if (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
+        return make(mod.EndTxnResponse, throttle_time=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     res = txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
                       client_tv)
     return make(mod.EndTxnResponse, throttle_time=0, error_code=_fenced(res.error, ctx.api_version, 2),
@@ -193,7 +210,7 @@ async def txn_offset_commit(ctx, request):
     txn = _coordinator(ctx)
     groups = ctx.broker.services.groups
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    err = _txn_offset_check(ctx, txn, groups, request)
+    err = group_coordinator_error(ctx, request.group_id) or _txn_offset_check(ctx, txn, groups, request)
     if err != E.none:
         errors = {tp: err for tp in wanted}
     else:
@@ -222,8 +239,9 @@ async def describe_producers(ctx, request):
         parts = []
         for p in t.partition_indexes:
             part = ctx.cluster.partition(t.name, p)
-            if part is None:
-                parts.append(make(mod.PartitionResponse, partition_index=p, error_code=E.unknown_topic_or_partition,
+            refused = E.unknown_topic_or_partition if part is None else partition_error(ctx, part)
+            if refused is not None:
+                parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
                                   error_message=None, active_producers=()))
                 continue
             active = tuple(

@@ -1,0 +1,76 @@
+"""Which node answers for a partition or a coordinator key (several nodes, `--nodes N`).
+
+- A partition request (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
+  DescribeProducers) on a node that is not a replica of the partition is
+  NOT_LEADER_OR_FOLLOWER; on a replica, a `current_leader_epoch` older than the partition's is
+  FENCED_LEADER_EPOCH and a newer one UNKNOWN_LEADER_EPOCH (Kafka's
+  Partition.localLogWithEpochOrThrow checks the epoch before leadership); then a follower
+  answers NOT_LEADER_OR_FOLLOWER. A leaderless partition (-1) is NOT_LEADER_OR_FOLLOWER on
+  every node.
+- KIP-951: with NOT_LEADER_OR_FOLLOWER (Produce v10+; Fetch v16+ also with
+  FENCED_LEADER_EPOCH) Kafka answers the partition's current leader id and epoch, and the
+  endpoint of that leader when it is alive (`node_endpoints`).
+- The group coordinator of a group id and the transaction coordinator of a transactional id
+  are the leaders of the key's partition of __consumer_offsets / __transaction_state; a
+  group or transaction request on any other node is NOT_COORDINATOR.
+With one node every check passes: the node leads everything.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+UNDEFINED_EPOCH = -1
+
+
+def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH) -> ErrorCode | None:
+    """The error a partition request gets on this node, or None when the node leads it."""
+    node = ctx.node_id
+    if part.leader == node and (current_leader_epoch < 0 or current_leader_epoch == part.leader_epoch):
+        return None
+    if node not in part.replicas:
+        return ErrorCode.not_leader_or_follower
+    if current_leader_epoch >= 0 and current_leader_epoch != part.leader_epoch:
+        return (ErrorCode.fenced_leader_epoch if current_leader_epoch < part.leader_epoch
+                else ErrorCode.unknown_leader_epoch)
+    return ErrorCode.not_leader_or_follower
+
+
+def current_leader(ctx, mod, part, endpoints: dict):
+    """KIP-951's LeaderIdAndEpoch for a partition, adding the leader's endpoint to `endpoints`
+    (node id -> NodeEndpoint) when the leader is alive."""
+    leader = part.leader
+    cluster = ctx.cluster
+    if leader >= 0 and cluster.alive(leader) and hasattr(mod, "NodeEndpoint"):
+        adv = ctx.broker.address_of(leader, ctx.listener.name)
+        endpoints[leader] = make(mod.NodeEndpoint, node_id=leader, host=adv.host, port=adv.port, rack=None)
+    return make(mod.LeaderIdAndEpoch, leader_id=leader, leader_epoch=part.leader_epoch)
+
+
+def node_endpoints(endpoints: dict) -> tuple:
+    return tuple(endpoints[n] for n in sorted(endpoints))
+
+
+def group_partition(ctx, group_id: str):
+    """The __consumer_offsets partition of a group (created on first use)."""
+    return ctx.broker.services.groups.offsets_partition(group_id)
+
+
+def transaction_partition(ctx, transactional_id: str):
+    return ctx.broker.services.transactions.store.partition_of(transactional_id)
+
+
+def group_coordinator_error(ctx, group_id: str | None) -> ErrorCode | None:
+    """NOT_COORDINATOR when this node does not lead the group's partition, else None."""
+    if group_id is None:
+        return None
+    return None if group_partition(ctx, group_id).leader == ctx.node_id else ErrorCode.not_coordinator
+
+
+def transaction_coordinator_error(ctx, transactional_id: str | None) -> ErrorCode | None:
+    if transactional_id is None:
+        return None
+    part = transaction_partition(ctx, transactional_id)
+    return None if part.leader == ctx.node_id else ErrorCode.not_coordinator
