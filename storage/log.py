@@ -42,7 +42,7 @@ from protocol.records import (
 
 from .config import LogConfig
 from .compaction import compact_segments
-from .files import unlink, write_all, write_atomic
+from .files import unlink, write_atomic
 from .segment import AbortedTxn, Segment, segment_name
 
 log = logging.getLogger("kafkalite.storage")
@@ -183,11 +183,7 @@ class PartitionLog:
             offset += lod + 1
 
         start_size = seg.size
-        try:
-            write_all(seg.fd, buf)
-        except BaseException:
-            os.ftruncate(seg.fd, start_size)   # never leave a partial batch behind an error
-            raise
+        seg.write(buf)
         seg.dirty = True
 
         interval = self.config.index_interval_bytes
@@ -265,9 +261,9 @@ class PartitionLog:
         if base >= ub:
             return b""
         if first_size > max_bytes:
-            return os.pread(seg.fd, first_size, pos) if min_one else b""
+            return seg.pread(first_size, pos) if min_one else b""
         want = min(max_bytes, seg.size - pos)
-        data = os.pread(seg.fd, want, pos)
+        data = seg.pread(want, pos)
         n = len(data)
         q = first_size
         unpack_i32 = _I32.unpack_from
@@ -592,7 +588,7 @@ class PartitionLog:
             self._dir_dirty = False
         for s in dirty:
             try:
-                os.fsync(s.fd)
+                s.fsync()
             except OSError as exc:
                 if exc.errno != errno.EBADF:
                     s.dirty = True      # not on disk: the next flush tries again
