@@ -32,8 +32,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Iterator
 
-from crc32c import crc32c
-
 from protocol import records as R
 from protocol.records import (
     INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
@@ -527,7 +525,7 @@ class PartitionLog:
 
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
-        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, crc32c(blob)) + bytes(blob)
+        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, R.crc32c(blob)) + bytes(blob)
         write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
         self._dir_dirty = True
         offs = self._snapshot_offsets()
@@ -547,7 +545,7 @@ class PartitionLog:
                 continue
             magic, _version, crc = _SNAPSHOT_HEADER.unpack_from(data)
             blob = data[_SNAPSHOT_HEADER.size:]
-            if magic != SNAPSHOT_MAGIC or crc32c(blob) != crc:
+            if magic != SNAPSHOT_MAGIC or R.crc32c(blob) != crc:
                 log.warning("%s: ignoring a damaged producer snapshot", self._snapshot_path(off))
                 continue
             return off, blob
