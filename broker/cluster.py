@@ -29,6 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.records import BatchHeader, build_control_batch, parse_control_record
 from storage import LogConfig, PartitionLog
+from storage.open_files import OPEN_FILES
 
 from .clock import now_ms
 from .config import BROKER_KEYS, BrokerConfig
@@ -266,6 +267,7 @@ class Cluster:
         self.down: set[int] = set()
         self.cluster_id: str = config["cluster.id"]
         self.data_dir = Path(config.data_dir)
+        OPEN_FILES.set_limit(config["log.segment.open.files.max"])
         self.meta_dir = self.data_dir / "__cluster_metadata"
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}

@@ -116,6 +116,8 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.LONG, None, (_s("log.flush.scheduler.interval.ms", str(LONG_MAX)),)),
     "fsync": K(_fsync, "interval", "always: fsync before acknowledging; interval; never",
              T.STRING, None),
+    "log.segment.open.files.max": K(int, -1, "segment files kept open at once by all partitions together, "
+             "least recently used closed first (-1: half the soft RLIMIT_NOFILE)", T.INT, None),
     "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",
              T.INT, "50"),
     "offsets.retention.minutes": K(int, 7 * 24 * 60, "committed offsets of empty groups expire after this",

@@ -134,6 +134,10 @@ class FrameReader:
     """
 
     BUFFER_SIZE = 256 * 1024
+    # once the buffer is drained after holding more than this, its pages go back to the kernel
+    # (madvise DONTNEED): a connection that sent one large batch and went idle costs a page or
+    # two again, not the 256 KiB it touched
+    RELEASE_ABOVE = 64 * 1024
 
     def __init__(self, sock, max_size: int):
         self.sock = sock
@@ -147,6 +151,8 @@ class FrameReader:
 
     async def _receive_more(self) -> None:
         if self.start == self.end:
+            if self.end > self.RELEASE_ABOVE:
+                self.buf.madvise(mmap.MADV_DONTNEED, 0, self.end - self.end % mmap.PAGESIZE)
             self.start = self.end = 0
         elif self.end == len(self.buf):
             pending = self.end - self.start

@@ -3,12 +3,14 @@ connections, many partitions, a client that never reads, and the broker's resour
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import resource
 import selectors
 import socket
 import struct
 import time
+from typing import Iterator
 
 import psutil
 
@@ -25,6 +27,18 @@ def raise_fd_limit(want: int) -> int:
         target = want if hard == resource.RLIM_INFINITY else min(want, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+@contextlib.contextmanager
+def fd_soft_limit(limit: int) -> Iterator[None]:
+    """Lower this process's soft RLIMIT_NOFILE to `limit` for the block: a broker started
+    inside it inherits the limit and keeps it; this process gets its own back afterwards."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def broker_figures(pid: int) -> dict[str, int]:

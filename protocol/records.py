@@ -31,12 +31,30 @@ timestamp lookups, compaction and tests.
 
 from __future__ import annotations
 
-import gzip
 import struct
 import time
-from typing import Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
-from crc32c import crc32c as _crc32c
+_crc32c_impl: Callable[[Any], int] | None = None
+
+
+def crc32c(data) -> int:
+    """CRC-32C (Castagnoli) of `data`, by the crc32c package. Imported on first use: the
+    package reads its own distribution metadata on import, a cost a broker start (ApiVersions,
+    Metadata) need not pay."""
+    impl = _crc32c_impl
+    if impl is None:
+        impl = _load_crc32c()
+    return impl(data)
+
+
+def _load_crc32c() -> Callable[[Any], int]:
+    global _crc32c_impl
+    from crc32c import crc32c as impl
+
+    _crc32c_impl = impl
+    return impl
+
 
 __all__ = [
     "BATCH_HEADER_SIZE", "LOG_OVERHEAD", "MIN_BATCH_LENGTH", "MAGIC",
@@ -268,7 +286,7 @@ class BatchHeader:
     def compute_crc(self) -> int:
         start = self.pos + ATTRIBUTES_OFFSET
         end = self.pos + self.total_size
-        return _crc32c(memoryview(self.buf)[start:end])
+        return crc32c(memoryview(self.buf)[start:end])
 
     def crc_ok(self) -> bool:
         return self.compute_crc() == self.crc
@@ -311,7 +329,7 @@ def set_max_timestamp_and_log_append_time(buf, pos: int, timestamp_ms: int) -> N
 
 def _rewrite_crc(buf, pos: int) -> None:
     length = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0]
-    crc = _crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET:pos + LOG_OVERHEAD + length])
+    crc = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET:pos + LOG_OVERHEAD + length])
     _U32.pack_into(buf, pos + CRC_OFFSET, crc)
 
 
@@ -420,7 +438,7 @@ def validate_produce_batches(buf, *, single_batch: bool = True,
         if base_offset != 0 and not allow_nonzero_base_offset:
             raise InvalidRecord("INVALID_RECORD",
                                 f"The baseOffset of the record batch should be 0, but it is {base_offset}")
-        if _crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET:pos + total]) != crc:
+        if crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET:pos + total]) != crc:
             raise InvalidRecord("CORRUPT_MESSAGE", f"Record is corrupt (stored crc = {crc}) at position {pos}")
         if lod + 1 <= 0:
             raise InvalidRecord("INVALID_RECORD", f"Batch has an invalid offset range: last offset delta {lod}")
@@ -463,17 +481,19 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")   # magic, version, compatible version
 _XERIAL_BLOCK = 32 * 1024
 
-try:  # optional: snappy, lz4 and zstd
-    import cramjam as _cramjam
-except ImportError:  # pragma: no cover - exercised only without cramjam
-    _cramjam = None
+_cramjam: Any = None      # optional (snappy, lz4, zstd): imported when a batch first needs it
 
 
 def _need_cramjam(codec: int):
+    global _cramjam
     if _cramjam is None:
-        raise UnsupportedCompression(
-            f"{COMPRESSION_NAMES.get(codec, codec)} batches need the optional 'cramjam' package "
-            f"(pip install 'kafkalite[compression]')")
+        try:
+            import cramjam
+        except ImportError:
+            raise UnsupportedCompression(
+                f"{COMPRESSION_NAMES.get(codec, codec)} batches need the optional 'cramjam' package "
+                f"(pip install 'kafkalite[compression]')") from None
+        _cramjam = cramjam
     return _cramjam
 
 
@@ -482,6 +502,8 @@ def decompress(codec: int, data) -> bytes:
     if codec == COMPRESSION_NONE:
         return bytes(data)
     if codec == COMPRESSION_GZIP:
+        import gzip
+
         return gzip.decompress(bytes(data))
     if codec == COMPRESSION_SNAPPY:
         cj = _need_cramjam(codec)
@@ -511,6 +533,8 @@ def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     if codec == COMPRESSION_NONE:
         return bytes(data)
     if codec == COMPRESSION_GZIP:
+        import gzip
+
         return gzip.compress(bytes(data), compresslevel=6 if level is None or level < 0 else level)
     if codec == COMPRESSION_SNAPPY:
         cj = _need_cramjam(codec)

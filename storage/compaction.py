@@ -135,10 +135,10 @@ def _replace_segment(seg: Segment, data: bytearray, index_interval_bytes: int, f
     write_new(tmp, data, fsync)
     unlink(seg.index_path)
     unlink(seg.time_index_path)
+    seg.hold_file()   # the old segment is read from its own file until the log retires it
     os.replace(tmp, seg.log_path)
     new = Segment(seg.directory, seg.base_offset, seg.created_ms)
-    new.fd = os.open(new.log_path, os.O_RDWR | os.O_APPEND)
-    new.size = os.fstat(new.fd).st_size
+    new.size = os.stat(new.log_path).st_size
     new.txns = list(seg.txns)
     new.rebuild(index_interval_bytes, check_crc=False)
     new.persist_indexes()

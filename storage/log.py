@@ -32,8 +32,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Iterator
 
-from crc32c import crc32c
-
 from protocol import records as R
 from protocol.records import (
     INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
@@ -42,7 +40,7 @@ from protocol.records import (
 
 from .config import LogConfig
 from .compaction import compact_segments
-from .files import unlink, write_all, write_atomic
+from .files import unlink, write_atomic
 from .segment import AbortedTxn, Segment, segment_name
 
 log = logging.getLogger("kafkalite.storage")
@@ -183,11 +181,7 @@ class PartitionLog:
             offset += lod + 1
 
         start_size = seg.size
-        try:
-            write_all(seg.fd, buf)
-        except BaseException:
-            os.ftruncate(seg.fd, start_size)   # never leave a partial batch behind an error
-            raise
+        seg.write(buf)
         seg.dirty = True
 
         interval = self.config.index_interval_bytes
@@ -265,9 +259,9 @@ class PartitionLog:
         if base >= ub:
             return b""
         if first_size > max_bytes:
-            return os.pread(seg.fd, first_size, pos) if min_one else b""
+            return seg.pread(first_size, pos) if min_one else b""
         want = min(max_bytes, seg.size - pos)
-        data = os.pread(seg.fd, want, pos)
+        data = seg.pread(want, pos)
         n = len(data)
         q = first_size
         unpack_i32 = _I32.unpack_from
@@ -531,7 +525,7 @@ class PartitionLog:
 
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
-        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, crc32c(blob)) + bytes(blob)
+        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, R.crc32c(blob)) + bytes(blob)
         write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
         self._dir_dirty = True
         offs = self._snapshot_offsets()
@@ -551,7 +545,7 @@ class PartitionLog:
                 continue
             magic, _version, crc = _SNAPSHOT_HEADER.unpack_from(data)
             blob = data[_SNAPSHOT_HEADER.size:]
-            if magic != SNAPSHOT_MAGIC or crc32c(blob) != crc:
+            if magic != SNAPSHOT_MAGIC or R.crc32c(blob) != crc:
                 log.warning("%s: ignoring a damaged producer snapshot", self._snapshot_path(off))
                 continue
             return off, blob
@@ -592,7 +586,7 @@ class PartitionLog:
             self._dir_dirty = False
         for s in dirty:
             try:
-                os.fsync(s.fd)
+                s.fsync()
             except OSError as exc:
                 if exc.errno != errno.EBADF:
                     s.dirty = True      # not on disk: the next flush tries again

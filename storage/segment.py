@@ -16,6 +16,10 @@
 
 Index entries live in memory (arrays) and are appended to their files on flush, roll and
 close; a missing, short or inconsistent index file is rebuilt from the log.
+
+The `.log` file's descriptor belongs to the process-wide cache of open files
+(storage.open_files): every use borrows it (`pread`, `write`, `truncate_file`, `fsync`), and a
+segment nobody has used lately holds no descriptor at all.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from protocol.records import (
     BatchHeader, CorruptBatch, iter_batches,
 )
 
-from .files import append_file, unlink, write_atomic
+from .files import append_file, unlink, write_all, write_atomic
+from .open_files import OPEN_FILES
 
 log = logging.getLogger("kafkalite.storage")
 
@@ -72,7 +77,10 @@ class Segment:
         self.index_path = directory / f"{stem}.index"
         self.time_index_path = directory / f"{stem}.timeindex"
         self.txn_index_path = directory / f"{stem}.txnindex"
-        self.fd: int = -1
+        self._fd = -1                           # open descriptor, owned by OPEN_FILES
+        self._pins = 0                          # borrowers of _fd right now
+        self._closed = False
+        self._held = False                      # kept open until close (file deleted or replaced)
         self.size = 0
         self.next_offset = base_offset          # last offset + 1 of the data held here
         self.max_timestamp = -1
@@ -96,7 +104,7 @@ class Segment:
         seg = cls(directory, base_offset, now_ms)
         for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
             unlink(p)
-        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        OPEN_FILES.adopt(seg, os.open(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644))
         seg.dirty = True
         return seg
 
@@ -108,8 +116,7 @@ class Segment:
         are loaded if they are consistent and only the batches after the last index entry
         are scanned."""
         seg = cls(directory, base_offset, now_ms)
-        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND)
-        seg.size = os.fstat(seg.fd).st_size
+        seg.size = seg.file_size()
         seg._load_txn_index()
         if recover or not seg._load_indexes():
             seg.rebuild(index_interval, check_crc=True)
@@ -118,15 +125,71 @@ class Segment:
             if not seg._scan(start, index_interval, check_crc=False):
                 seg.rebuild(index_interval, check_crc=True)
             elif seg.size:
-                seg.first_batch_timestamp = _I64.unpack(os.pread(seg.fd, 8, MAX_TIMESTAMP_OFFSET))[0]
+                seg.first_batch_timestamp = _I64.unpack(seg.pread(8, MAX_TIMESTAMP_OFFSET))[0]
         return seg
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Done with the file for good: its descriptor closes now or when its last borrower
+        returns it."""
+        OPEN_FILES.close(self)
+
+    # --- the .log file, through the cache of open files ------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        """Whether the segment holds a descriptor right now (the cache may close it any time)."""
+        return self._fd >= 0
+
+    def pread(self, n: int, pos: int) -> bytes:
+        fd = OPEN_FILES.acquire(self)
+        try:
+            return os.pread(fd, n, pos)
+        finally:
+            OPEN_FILES.release(self)
+
+    def write(self, data) -> None:
+        """Append every byte of `data` at the end, or nothing: a failed write is cut off
+        again, so no partial batch stays behind an error."""
+        fd = OPEN_FILES.acquire(self)
+        try:
+            try:
+                write_all(fd, data)
+            except BaseException:
+                os.ftruncate(fd, self.size)
+                raise
+        finally:
+            OPEN_FILES.release(self)
+
+    def truncate_file(self, size: int) -> None:
+        fd = OPEN_FILES.acquire(self)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            OPEN_FILES.release(self)
+
+    def file_size(self) -> int:
+        fd = OPEN_FILES.acquire(self)
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            OPEN_FILES.release(self)
+
+    def fsync(self) -> None:
+        fd = OPEN_FILES.acquire(self)
+        try:
+            os.fsync(fd)
+        finally:
+            OPEN_FILES.release(self)
+
+    def hold_file(self) -> None:
+        """Keep the file open until close(): its path is about to be deleted or replaced."""
+        OPEN_FILES.hold(self)
 
     def delete_files(self) -> None:
+        if not self._closed:
+            try:
+                self.hold_file()    # readers of the retired segment keep their data until close
+            except FileNotFoundError:
+                pass
         for p in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
             unlink(p)
 
@@ -188,13 +251,12 @@ class Segment:
     def locate(self, offset: int, start: int | None = None) -> tuple[int, int, int] | None:
         """(position, base offset, total size) of the first batch whose last offset is >=
         offset, or None when the segment holds nothing at or after it. Reads headers only."""
-        fd = self.fd
         size = self.size
         pos = self.index_position(offset) if start is None else start
         unpack = _BASE_AND_LENGTH.unpack_from
         unpack_i32 = _I32.unpack_from
         while pos < size:
-            buf = os.pread(fd, min(LOCATE_CHUNK, size - pos), pos)
+            buf = self.pread(min(LOCATE_CHUNK, size - pos), pos)
             n = len(buf)
             if n == 0:
                 break
@@ -223,13 +285,12 @@ class Segment:
                      check_crc: bool = False) -> Iterator[tuple[int, BatchHeader]]:
         """Sequential scan of whole batches, read in chunks and walked by protocol.records'
         iter_batches (header views into the current chunk)."""
-        fd = self.fd
         end = self.size if end is None else end
         pos = start
         want = SCAN_CHUNK
         while pos < end:
             asked = min(want, end - pos)
-            buf = os.pread(fd, asked, pos)
+            buf = self.pread(asked, pos)
             # a chunk that reaches `end` (or a short read) holds the last batch: cut off, it is corrupt
             last = len(buf) < asked or pos + len(buf) >= end
             consumed = 0
@@ -258,12 +319,12 @@ class Segment:
         self._scan(0, index_interval, check_crc=check_crc)
         self.first_batch_timestamp = -1
         if self.size:
-            self.first_batch_timestamp = _I64.unpack(os.pread(self.fd, 8, MAX_TIMESTAMP_OFFSET))[0]
+            self.first_batch_timestamp = _I64.unpack(self.pread(8, MAX_TIMESTAMP_OFFSET))[0]
 
     def _scan(self, start: int, index_interval: int, *, check_crc: bool) -> bool:
         """Account for the batches from `start` to the end of the file; truncate the file at
         the first invalid batch. Returns False when something was truncated."""
-        file_size = os.fstat(self.fd).st_size
+        file_size = self.file_size()
         valid_end = start
         prev_next = self.base_offset
         self.bytes_since_index = 0    # the batch at `start` is indexed already (or is at 0)
@@ -289,7 +350,7 @@ class Segment:
             log.warning("%s: %s; truncating the segment from %d to %d bytes", self.log_path, e.reason,
                         file_size, valid_end)
         if valid_end < file_size:
-            os.ftruncate(self.fd, valid_end)
+            self.truncate_file(valid_end)
             self.dirty = True
         self.size = valid_end
         return ok
@@ -323,7 +384,7 @@ class Segment:
             toff.append(rel)
             prev_ts = ts
         if poss:
-            head = os.pread(self.fd, LOG_OVERHEAD, poss[-1])
+            head = self.pread(LOG_OVERHEAD, poss[-1])
             if len(head) < LOG_OVERHEAD or BatchHeader(head).base_offset != self.base_offset + offs[-1]:
                 return False
         self.idx_off, self.idx_pos, self.tidx_ts, self.tidx_off = offs, poss, tts, toff
@@ -342,7 +403,7 @@ class Segment:
         if found is None:
             return
         pos = found[0]
-        os.ftruncate(self.fd, pos)
+        self.truncate_file(pos)
         self.size = pos
         self.dirty = True
         self.rebuild(index_interval, check_crc=False)

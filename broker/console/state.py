@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import os
 from collections import deque
 from typing import Any, Iterator
 
@@ -158,7 +157,7 @@ def _headers_from(plog, offset: int) -> Iterator[tuple[int, BatchHeader, Any, in
             rel = pos - bstart
             if rel + BATCH_HEADER_SIZE > len(buf):
                 try:
-                    buf = os.pread(seg.fd, min(HEADER_CHUNK, size - pos), pos)
+                    buf = seg.pread(min(HEADER_CHUNK, size - pos), pos)
                 except (OSError, ValueError):
                     return  # the segment was deleted by retention meanwhile
                 bstart, rel = pos, 0
@@ -171,7 +170,7 @@ def _headers_from(plog, offset: int) -> Iterator[tuple[int, BatchHeader, Any, in
 
 
 def _whole_batch(seg, pos: int, h: BatchHeader) -> bytes:
-    return os.pread(seg.fd, h.total_size, pos)
+    return seg.pread(h.total_size, pos)
 
 
 def _batches(part, start: int | None, limit: int) -> tuple[list, bool]:

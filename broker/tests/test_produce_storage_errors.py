@@ -10,6 +10,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 import storage.log
+import storage.segment
 from broker.config import BrokerConfig, Listener
 from broker.server import serve
 from protocol.client import WireClient
@@ -30,7 +31,7 @@ def _with_broker(tmp_path, values, exchange):
 
 
 def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path, monkeypatch):
-    real_write_all = storage.log.write_all
+    real_write_all = storage.segment.write_all
     full = {"on": False}
 
     def write_all(fd, data):
@@ -39,7 +40,7 @@ def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write_all(fd, data)
 
-    monkeypatch.setattr(storage.log, "write_all", write_all)
+    monkeypatch.setattr(storage.segment, "write_all", write_all)
 
     def exchange(address):
         with WireClient(address) as c:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from protocol.records import Record, build_batch, decode_records, iter_batches
@@ -47,9 +46,7 @@ def read_all(plog: PartitionLog, start: int | None = None) -> list[tuple[int, by
 def crash(plog: PartitionLog) -> None:
     """Drop a log the way kill -9 would: close the fds, persist nothing, write no marker."""
     for seg in plog.segments:
-        if seg.fd >= 0:
-            os.close(seg.fd)
-            seg.fd = -1
+        seg.close()
     plog._closed = True
 
 

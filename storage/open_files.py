@@ -1,0 +1,149 @@
+"""The bounded cache of open segment files shared by every partition of the process.
+
+A broker with 10 000 partitions must not hold 10 000 descriptors (the common limit is
+1 024), so a segment's `.log` file is opened when it is first used and closed again when
+it is the least recently used of more than `limit` open files. Appends, reads, truncation
+and fsync all borrow the descriptor through `acquire`/`release`: a borrowed descriptor is
+pinned and never closed under its user (a flush thread and the event loop may borrow at the
+same time), so the cache may exceed its limit for as long as more files than that are
+borrowed at once. Closing a file loses nothing: appends are `os.write`s to the page cache,
+and an fsync through a new descriptor flushes the file's data whichever descriptor wrote it.
+
+The limit comes from the broker setting `log.segment.open.files.max` (broker/config.py);
+`-1` means half the process's soft RLIMIT_NOFILE, leaving the other half to sockets.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol
+
+DEFAULT_LIMIT = 512      # where RLIMIT_NOFILE cannot be read
+MIN_LIMIT = 2            # a roll holds the old and the new segment
+
+
+class CachedFile(Protocol):
+    """What the cache keeps per file: a Segment (storage.segment) carries these fields."""
+
+    log_path: Path
+    _fd: int
+    _pins: int
+    _closed: bool
+    _held: bool
+
+
+def default_limit() -> int:
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return DEFAULT_LIMIT
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return DEFAULT_LIMIT * 8
+    return max(MIN_LIMIT, soft // 2)
+
+
+class OpenFiles:
+    """An LRU of open descriptors, keyed by the object that owns the file."""
+
+    def __init__(self, limit: int = -1):
+        self._lock = threading.Lock()
+        self._lru: OrderedDict[CachedFile, None] = OrderedDict()
+        self.limit = default_limit()
+        self.opened = 0       # descriptors opened since start (reopens after eviction included)
+        self.set_limit(limit)
+
+    def set_limit(self, limit: int) -> None:
+        """`limit` open files at most (-1: half the soft descriptor limit); closes the excess."""
+        self.limit = default_limit() if limit < 0 else max(MIN_LIMIT, limit)
+        with self._lock:
+            self._evict()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def adopt(self, owner: CachedFile, fd: int) -> None:
+        """Put a descriptor its owner has just opened (a new segment) under the cache."""
+        with self._lock:
+            owner._fd = fd
+            self._lru[owner] = None
+            self.opened += 1
+            self._evict()
+
+    def acquire(self, owner: CachedFile) -> int:
+        """The owner's open descriptor, opened if needed and pinned until `release`."""
+        with self._lock:
+            if owner._closed:
+                raise OSError(errno.EBADF, f"{owner.log_path} is closed")
+            fd = owner._fd
+            if fd >= 0:
+                self._lru.move_to_end(owner)
+            else:
+                fd = os.open(owner.log_path, os.O_RDWR | os.O_APPEND)
+                owner._fd = fd
+                self._lru[owner] = None
+                self.opened += 1
+            owner._pins += 1
+            if len(self._lru) > self.limit:
+                self._evict()
+            return fd
+
+    def release(self, owner: CachedFile) -> None:
+        with self._lock:
+            owner._pins -= 1
+            if owner._pins == 0 and (owner._closed or len(self._lru) > self.limit):
+                if owner._closed:
+                    self._close(owner)
+                else:
+                    self._evict()
+
+    def hold(self, owner: CachedFile) -> None:
+        """Keep the owner's current file open until `close`, whatever happens to its path: a
+        segment about to be deleted or replaced by the cleaner is still read, until it is
+        retired, from the file it named (a reopen by path would find nothing, or another file)."""
+        self.acquire(owner)
+        with self._lock:
+            if owner._held:
+                owner._pins -= 1
+            owner._held = True
+
+    def close(self, owner: CachedFile) -> None:
+        """The owner is done with its file for good (segment closed, retired or deleted): the
+        descriptor is closed now, or by the last borrower's `release`."""
+        with self._lock:
+            owner._closed = True
+            if owner._held:
+                owner._held = False
+                owner._pins -= 1
+            if owner._pins == 0:
+                self._close(owner)
+
+    def _close(self, owner: CachedFile) -> None:
+        fd = owner._fd
+        self._lru.pop(owner, None)
+        if fd >= 0:
+            owner._fd = -1
+            os.close(fd)
+
+    def _evict(self) -> None:
+        """Close least recently used, unpinned files until at most `limit` are open."""
+        excess = len(self._lru) - self.limit
+        if excess <= 0:
+            return
+        victims = []
+        for owner in self._lru:
+            if owner._pins == 0:
+                victims.append(owner)
+                if len(victims) == excess:
+                    break
+        for owner in victims:
+            self._close(owner)
+
+
+# One cache for the process: the descriptor limit it protects is the process's.
+OPEN_FILES = OpenFiles()
