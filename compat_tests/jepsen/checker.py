@@ -35,8 +35,8 @@ Anomalies (each a list of cases naming the operations, ``index`` of the history)
 - ``unseen``: an acknowledged write that no poll ever returned, the final reads included (and
   not already a lost write).
 - ``poll-skip`` / ``nonmonotonic-poll``: two successive polls of one process (no assign,
-  subscribe or rebalance of that key in between) that jumped over values of the key, or went
-  back (or repeated a value).
+  subscribe or rebalance of that key in between, nor during either of them) that jumped over
+  values of the key, or went back (or repeated a value).
 - ``int-poll-skip`` / ``int-nonmonotonic-poll``: the same within one poll operation.
 - ``nonmonotonic-send``: a process' later send to a key sits before its earlier one.
 - ``int-nonmonotonic-send``: the same within one transaction.
@@ -306,6 +306,9 @@ def check(history: list[Op]) -> Result:
         last_send: dict[int, Op] = {}
         for op in ops:
             f = op.get("f")
+            rebalanced = {k for ev in op.get("rebalance_log") or () for k in ev.get("keys", ())}
+            for k in rebalanced:
+                last_read.pop(k, None)
             if f in ("assign", "subscribe"):
                 if op["type"] in ("ok", "info"):
                     keep = set() if op.get("seek_to_beginning") else set(op.get("value") or ())
@@ -314,9 +317,6 @@ def check(history: list[Op]) -> Result:
                 continue
             if f not in ("txn", "poll", "send"):
                 continue
-            rebalanced = {k for ev in op.get("rebalance_log") or () for k in ev.get("keys", ())}
-            for k in rebalanced:
-                last_read.pop(k, None)
             if op["type"] == "ok":
                 for k, pairs in op_reads(op).items():
                     prev = last_read.get(k)
@@ -333,7 +333,7 @@ def check(history: list[Op]) -> Result:
                         elif delta < 1:
                             found["nonmonotonic-poll"].append({"key": k, "values": [v, v2], "delta": delta,
                                                                "ops": [prev["index"], op["index"]]})
-                    if pairs:
+                    if pairs and k not in rebalanced:  # where in the operation the rebalance fell is unknown
                         last_read[k] = op
             if op["type"] in ("ok", "info"):
                 for k, pairs in op_writes(op).items():
