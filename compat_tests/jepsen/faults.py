@@ -71,14 +71,17 @@ class Planned:
 def schedule(rng: random.Random, seconds: float, kinds: tuple[str, ...], *, first: float = 1.5,
              gap: tuple[float, float] = (1.0, 3.0), length: tuple[float, float] = (0.5, 3.0)) -> list[Planned]:
     """Faults one after another from ``first`` until ``seconds``, none overlapping, the last one
-    over before the end (so the run ends on a healthy broker)."""
+    over before the end (so the run ends on a healthy broker). Every kind comes once (in a
+    seeded order) before any comes twice."""
     plan: list[Planned] = []
     t = first
+    first_round = rng.sample(list(kinds), len(kinds))
     while kinds:
         n = round(rng.uniform(*length), 2)
         if t + n > seconds:
             break
-        plan.append(Planned(round(t, 2), rng.choice(kinds), n))
+        kind = first_round.pop(0) if first_round else rng.choice(kinds)
+        plan.append(Planned(round(t, 2), kind, n))
         t += n + rng.uniform(*gap)
     return plan
 
