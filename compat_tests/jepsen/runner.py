@@ -62,6 +62,7 @@ class RunConfig:
     partitions: int = 3
     faults: tuple[str, ...] = ("kill", "pause")
     op_timeout: float = 15.0
+    recovery: float = 5.0  # operations go on this long after the last fault ended
     final_timeout: float = 60.0
 
     @property
@@ -101,7 +102,7 @@ class WorkerProcess:
             setup = {**setup, "producer": JAVA_PRODUCER, "consumer": JAVA_CONSUMER}
         elif kind == "rdkafka":
             cmd = [sys.executable, "-m", "compat_tests.jepsen.rdkafka_worker"]
-            setup = {**setup, "producer": RDKAFKA_PRODUCER, "consumer": RDKAFKA_CONSUMER, "timeout_s": 8}
+            setup = {**setup, "producer": RDKAFKA_PRODUCER, "consumer": RDKAFKA_CONSUMER, "timeout_s": 5}
         else:
             raise ValueError(f"unknown client {kind!r}; known: java, rdkafka")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
@@ -237,6 +238,25 @@ def _create_topics(bootstrap: str, prefix: str, cfg: RunConfig) -> None:
     raise TimeoutError(f"topics {prefix}-* not visible in metadata")
 
 
+def _warm_up(bootstrap: str, prefix: str) -> None:
+    """One committed transaction with an offset commit on a topic of its own, so that the
+    transaction and group coordinators are loaded before the clock starts (a fresh Apache Kafka
+    creates __transaction_state and __consumer_offsets on first use, which takes seconds)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = f"{prefix}-warmup"
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{prefix}-warmup"})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-warmup"})
+    try:
+        p.init_transactions(90)
+        p.begin_transaction()
+        p.produce(topic, b"warm-up")
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 1)], c.consumer_group_metadata(), 90)
+        p.commit_transaction(90)
+    finally:
+        c.close()
+
+
 def final_reads(bootstrap: str, prefix: str, cfg: RunConfig, rec: Recorder) -> str | None:
     """Jepsen's final polls: once no transaction is open any more (read_committed end offset ==
     high watermark on every partition), read every key from the beginning with read_committed.
@@ -297,6 +317,7 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
     rec = Recorder(path)
     errors: list[str] = []
     _create_topics(broker.bootstrap, prefix, cfg)
+    _warm_up(broker.bootstrap, prefix)
     values = Values()
     next_process = [len(cfg.clients)]
     plock = threading.Lock()
@@ -318,12 +339,26 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
     deadline = start + cfg.seconds
     nemesis = Nemesis(broker, plan, rec.record, start)
 
+    healed: list[float] = []  # when the last fault ended
+
+    def running() -> bool:
+        """Until the deadline, and on for cfg.recovery seconds once the faults are over (a
+        restart of Apache Kafka can take longer than the run)."""
+        now = time.monotonic()
+        if now < deadline:
+            return True
+        if nemesis.is_alive():
+            return True
+        if not healed:
+            healed.append(now)
+        return now < healed[0] + cfg.recovery
+
     def slot_loop(slot: int) -> None:
         kind = cfg.clients[slot]
         process = slot
         isolation = setup(slot)["isolation"]
         gen = Generator(cfg.seed, slot, cfg.keys, values)
-        while time.monotonic() < deadline:
+        while running():
             op = gen.next()
             extra = {k: op[k] for k in ("abort", "commit_offsets", "seek_to_beginning") if k in op}
             rec.record(process=process, type="invoke", f=op["f"], value=op["value"], isolation=isolation,
@@ -357,7 +392,7 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
     for t in threads:
         t.start()
     for t in threads:
-        t.join(cfg.seconds + 3 * cfg.op_timeout + 60)
+        t.join(cfg.seconds + 3 * cfg.op_timeout + 300)
     nemesis.stopping.set()
     nemesis.join(180)
     errors += nemesis.errors
