@@ -59,6 +59,7 @@ class Pause(Fault):
 
 
 FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause}
+HEALTHY = 1.5  # seconds of a healthy broker between two faults, at least
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,12 @@ class Nemesis(threading.Thread):
         self.done: list[Planned] = []
 
     def run(self) -> None:
+        healthy_since = self.t0
         for p in self.plan:
-            if self.stopping.wait(max(0.0, self.t0 + p.at - time.monotonic())):
+            # At its planned time, and never before the broker has had HEALTHY seconds since the
+            # last fault ended (a restart of Apache Kafka can outlast the plan's gaps).
+            start = max(self.t0 + p.at, healthy_since + HEALTHY)
+            if self.stopping.wait(max(0.0, start - time.monotonic())):
                 return
             fault = FAULTS[p.kind]()
             self.record(process="nemesis", type="invoke", f="fault", value={"kind": p.kind, "length": p.length})
@@ -117,3 +122,4 @@ class Nemesis(threading.Thread):
                 return
             self.record(process="nemesis", type="ok", f="fault", value={"kind": p.kind, "length": p.length})
             self.done.append(p)
+            healthy_since = time.monotonic()

@@ -62,7 +62,7 @@ class RunConfig:
     partitions: int = 3
     faults: tuple[str, ...] = ("kill", "pause")
     op_timeout: float = 15.0
-    recovery: float = 5.0  # operations go on this long after the last fault ended
+    recovery: float = 8.0  # operations go on this long after the last fault ended
     final_timeout: float = 60.0
 
     @property
