@@ -2,7 +2,7 @@
 
 Prints one line on stdout once every listener accepts connections:
 
-    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/]
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/]
 
 (`bootstrap` is the advertised address of the first listener; `listeners` names every
 listener's advertised address, with the real port when 0 was asked for.) Logs go to stderr.
@@ -15,8 +15,11 @@ Where settings come from, a later source overriding an earlier one key by key:
 
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
-KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
+
+`kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
+kafkalite.controls) instead of starting one.
 """
 
 from __future__ import annotations
@@ -66,11 +69,12 @@ FLAG_ENV = {
     "log_level": "KAFKALITE_LOG_LEVEL",
     "metrics_port": "KAFKALITE_METRICS_PORT",
     "console": "KAFKALITE_CONSOLE",
+    "controls": "KAFKALITE_CONTROLS",
     "ready_file": "KAFKALITE_READY_FILE",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
-OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR"}
+OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR", "KAFKALITE_CONTROLS_URL"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -106,6 +110,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="serve the read-only web console (partitions, transactions, groups) on "
                         "http://HOST:PORT/ (host defaults to the first listener's; 0 picks a free port; "
                         "needs the console extra: pip install 'kafkalite[console]') [KAFKALITE_CONSOLE]")
+    p.add_argument("--controls", default=None, metavar="[HOST:]PORT",
+                   help="serve the test controls (faults, the clock, ...) over HTTP/JSON on http://HOST:PORT/ "
+                        "(host defaults to the first listener's; 0 picks a free port; needs the console extra) "
+                        "[KAFKALITE_CONTROLS]")
     p.add_argument("--ready-file", default=None, metavar="FILE",
                    help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
                         "to FILE; removed on exit [KAFKALITE_READY_FILE]")
@@ -126,6 +134,7 @@ class Settings:
     origins: dict[str, str] = field(default_factory=dict)
     ready_file: str | None = None
     console: tuple[str, int] | None = None
+    controls: tuple[str, int] | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -165,9 +174,10 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     level = _log_level(flag("log_level"))
     metrics = _http_address(flag("metrics_port"), listeners, "--metrics-port")
     console = _http_address(flag("console"), listeners, "--console")
+    controls = _http_address(flag("controls"), listeners, "--controls")
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
-                    console=console)
+                    console=console, controls=controls)
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -305,6 +315,11 @@ def main(argv: list[str] | None = None, *, wiring: Wiring | None = None) -> int:
 
 
 def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["control"]:
+        from kafkalite.controls import main as control_main
+
+        return control_main(given[1:])
     args = parse_args(argv)
     if args.list_configs:
         print(list_configs())
@@ -339,7 +354,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     code = 0
     hidden = _hide_hypothesis()
     try:
-        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console)
+        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -379,7 +394,8 @@ def _find_oserror(exc: BaseException) -> OSError | None:
     return None
 
 
-def ready_line(broker, metrics_url: str | None = None, console_url: str | None = None) -> str:
+def ready_line(broker, metrics_url: str | None = None, console_url: str | None = None,
+               controls_url: str | None = None) -> str:
     first = broker.listeners[0]
     parts = [f"kafkalite ready bootstrap={broker.advertised[first.name].address()}",
              "listeners=" + ",".join(f"{l.name}://{broker.advertised[l.name].address()}" for l in broker.listeners)]
@@ -387,6 +403,8 @@ def ready_line(broker, metrics_url: str | None = None, console_url: str | None =
         parts.append(f"metrics={metrics_url}")
     if console_url:
         parts.append(f"console={console_url}")
+    if controls_url:
+        parts.append(f"controls={controls_url}")
     return " ".join(parts)
 
 
@@ -407,7 +425,8 @@ def write_ready_file(path: str, line: str, broker) -> None:
 
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                ready_file: str | None = None, wiring: Wiring | None = None,
-               console_addr: tuple[str, int] | None = None) -> None:
+               console_addr: tuple[str, int] | None = None,
+               controls_addr: tuple[str, int] | None = None) -> None:
     from .server import serve
 
     async with trio.open_nursery() as nursery:
@@ -441,11 +460,25 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
             chost, cport = await nursery.start(serve_console, broker, console_addr[0], console_addr[1])
             console_url = f"http://{_shown(chost)}:{cport}/"
             log.info("console on %s", console_url)
+        controls_url = None
+        if controls_addr is not None:
+            try:
+                import hypercorn.trio  # noqa: F401,F811 - checked before anything binds
+                import starlette  # noqa: F401,F811
+
+                from .controls.http import serve_controls
+            except ImportError as exc:
+                log.error("the controls endpoint needs Starlette and hypercorn "
+                          "(pip install 'kafkalite[console]'): %s", exc)
+                raise SystemExit(2) from None
+            khost, kport = await nursery.start(serve_controls, broker, controls_addr[0], controls_addr[1])
+            controls_url = f"http://{_shown(khost)}:{kport}/"
+            log.info("controls on %s", controls_url)
         log.info("listening on %s; data in %s",
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
                            for l in broker.listeners),
                  config.data_dir)
-        line = ready_line(broker, metrics_url, console_url)
+        line = ready_line(broker, metrics_url, console_url, controls_url)
         if ready_file:
             try:
                 write_ready_file(ready_file, line, broker)

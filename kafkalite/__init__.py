@@ -16,6 +16,10 @@ imported from first).
     # the web console on a free port (needs the console extra)
     with kafkalite.running(console=0) as broker:
         print(broker.console_url)   # "http://127.0.0.1:PORT/"
+
+    # the test controls (faults, the clock, ...; see kafkalite.controls)
+    with kafkalite.running(controls=0) as broker:
+        broker.controls.advance_clock(ms=60_000)
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-__all__ = ["Broker", "running", "start", "broker_command", "READY_PATTERN"]
+from .controls import ControlFailed, Controls
+
+__all__ = ["Broker", "running", "start", "broker_command", "READY_PATTERN", "Controls", "ControlFailed"]
 
 # The one line the broker prints on stdout once every listener accepts connections.
 READY_PATTERN = re.compile(r"^kafkalite ready bootstrap=(?P<bootstrap>\S+)")
@@ -44,7 +50,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # the caller's environment (say, for a container) must not move a broker started from Python.
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
-                   "KAFKALITE_CONSOLE")
+                   "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS")
 
 
 @dataclass
@@ -59,6 +65,8 @@ class Broker:
     listeners: dict[str, str] = field(default_factory=dict)
     metrics_url: str | None = None
     console_url: str | None = None
+    # the controls endpoint (running(controls=...)), "http://HOST:PORT/"
+    controls_url: str | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
     _owned_log: bool = field(default=False, repr=False)
 
@@ -69,6 +77,13 @@ class Broker:
     @property
     def port(self) -> int:
         return int(self.bootstrap.rsplit(":", 1)[1])
+
+    @property
+    def controls(self) -> Controls:
+        """The broker's test controls: ``broker.controls.call("advance-clock", ms=1000)``."""
+        if self.controls_url is None:
+            raise RuntimeError("this broker was started without controls; start it with controls=0")
+        return Controls(self.controls_url)
 
     @property
     def pid(self) -> int:
@@ -149,6 +164,7 @@ def broker_args(
     log_level: str | None = None,
     metrics_port: int | str | None = None,
     console: int | str | None = None,
+    controls: int | str | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -170,6 +186,8 @@ def broker_args(
         args += ["--metrics-port", str(metrics_port)]
     if console is not None:
         args += ["--console", str(console)]
+    if controls is not None:
+        args += ["--controls", str(controls)]
     return args + list(extra_args)
 
 
@@ -184,6 +202,7 @@ def start(
     log_level: str | None = None,
     metrics_port: int | str | None = None,
     console: int | str | None = None,
+    controls: int | str | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -197,6 +216,7 @@ def start(
     ``env`` adds variables to the broker's environment (which is otherwise this process's).
     The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
     (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
+    ``controls`` (likewise) serves the test controls, reached through ``broker.controls``.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
@@ -213,7 +233,7 @@ def start(
     log_path = Path(log_path)
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, console=console, extra_args=extra_args)
+                       metrics_port=metrics_port, console=console, controls=controls, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
@@ -231,12 +251,13 @@ def start(
     info = parse_ready_line(line)
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
-                  console_url=info.get("console"),
+                  console_url=info.get("console"), controls_url=info.get("controls"),
                   _owned_data_dir=owned, _owned_log=owned_log)
 
 
 def parse_ready_line(line: str) -> dict[str, Any]:
-    """``kafkalite ready bootstrap=H:P listeners=A://H:P,B://H:P metrics=URL console=URL`` -> a dict."""
+    """``kafkalite ready bootstrap=H:P listeners=A://H:P,B://H:P metrics=URL console=URL controls=URL``
+    -> a dict."""
     m = READY_PATTERN.match(line)
     if not m:
         raise ValueError(f"not a ready line: {line!r}")
@@ -245,7 +266,7 @@ def parse_ready_line(line: str) -> dict[str, Any]:
         key, _, value = token.partition("=")
         if key == "listeners":
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
-        elif key in ("metrics", "console"):
+        elif key in ("metrics", "console", "controls"):
             info[key] = value
     return info
 

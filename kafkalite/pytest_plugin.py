@@ -10,6 +10,11 @@ Fixtures
         ``@pytest.mark.kafka_topic(partitions=3, configs={"cleanup.policy": "compact"})`` to change).
     ``kafka_topic_factory`` (function): ``make(partitions=1, configs=None, name=None) -> name``
         for tests that need several topics.
+    ``kafkalite_controls`` (function): the started broker's test controls
+        (:class:`kafkalite.Controls`: ``kafkalite_controls.call("advance-clock", ms=1000)``); after
+        the test, the faults it armed are cleared. The broker serves them on a free loopback port
+        whenever Starlette and hypercorn are installed (``pip install 'kafkalite[console]'``); a
+        test asking for them fails, with the reason, against an external broker or without those.
 
 Topics are created with a real CreateTopics request (no Kafka client library needed) and
 deleted when the test ends.
@@ -41,7 +46,7 @@ import pytest
 
 _BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
 _LOG_OFFSET = pytest.StashKey[int]()
-_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory"}
+_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls"}
 _MAX_SECTION = 64 * 1024
 
 
@@ -98,6 +103,13 @@ def _console(config: pytest.Config) -> str | None:
     return config.getoption("kafka_console", None) or config.getini("kafkalite_console") or None
 
 
+def _controls_available() -> bool:
+    """The controls endpoint's libraries (the broker runs on this interpreter)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("starlette", "hypercorn"))
+
+
 def _start_broker(config: pytest.Config):
     """The session's broker, started on first use (or, with a console, once tests are collected)."""
     broker = config.stash.get(_BROKER, None)
@@ -106,7 +118,8 @@ def _start_broker(config: pytest.Config):
     import kafkalite
 
     level = config.getoption("kafkalite_log_level", None) or config.getini("kafkalite_log_level")
-    broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config))
+    broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
+                             controls="127.0.0.1:0" if _controls_available() else None)
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -187,6 +200,20 @@ def kafka_topic(kafka_topic_factory: Callable[..., str], request: pytest.Fixture
     if marker and marker.args:
         kwargs.setdefault("partitions", marker.args[0])
     return kafka_topic_factory(**kwargs)
+
+
+@pytest.fixture
+def kafkalite_controls(pytestconfig: pytest.Config, kafkalite_broker):
+    """The session broker's test controls; faults this test armed are cleared afterwards."""
+    if kafkalite_broker is None:
+        pytest.fail("kafkalite_controls needs the kafkalite broker the session starts, not an external one "
+                    f"({external_bootstrap(pytestconfig)})")
+    if kafkalite_broker.controls_url is None:
+        pytest.fail("kafkalite_controls needs Starlette and hypercorn: pip install 'kafkalite[console]'")
+    controls = kafkalite_broker.controls
+    yield controls
+    if "clear-faults" in controls.names():
+        controls.call("clear-faults")
 
 
 # --- the broker's log on failing tests ----------------------------------------------------------

@@ -216,3 +216,33 @@ def test_external_broker(project: pytest.Pytester, how: str):
         else:
             result = run(project, EXPECTED_BOOTSTRAP=external.bootstrap, KAFKA_BOOTSTRAP=external.bootstrap)
         result.assert_outcomes(passed=1)
+
+
+def test_controls_of_the_session_broker(project: pytest.Pytester):
+    project.makepyfile(test_user=textwrap.dedent("""
+        import pytest
+        import kafkalite
+
+        def test_controls(kafkalite_broker, kafkalite_controls):
+            assert kafkalite_controls.url == kafkalite_broker.controls_url
+            assert kafkalite_controls.url.startswith("http://127.0.0.1:")
+            assert isinstance(kafkalite_controls.names(), list)
+            with pytest.raises(kafkalite.ControlFailed, match="no control named 'no-such'"):
+                kafkalite_controls.no_such()
+    """))
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
+    result = run(project, PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(passed=1)
+
+
+def test_controls_against_an_external_broker_fail_with_the_reason(project: pytest.Pytester):
+    project.makepyfile(test_user=textwrap.dedent("""
+        def test_controls(kafkalite_controls):
+            pass
+    """))
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
+    with kafkalite.running() as external:
+        result = run(project, KAFKA_BOOTSTRAP=external.bootstrap,
+                     PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*kafkalite_controls needs the kafkalite broker the session starts*"])

@@ -1,0 +1,140 @@
+"""The Python side of a broker's test controls (faults, the clock, ...), over the broker's
+HTTP/JSON controls endpoint (`kafkalite --controls PORT`), with the standard library only.
+
+    with kafkalite.running(controls=0) as broker:
+        broker.controls.call("advance-clock", ms=60_000)
+        broker.controls.advance_clock(ms=60_000)      # the same: `_` stands for `-`
+        broker.controls.names()                       # what the broker offers
+
+    # a broker started elsewhere
+    Controls("http://127.0.0.1:PORT/").call(...)
+
+A control that refuses its arguments raises `ControlFailed` with the broker's text.
+
+From a shell: `kafkalite control [--url URL] NAME key=value ...` (URL defaults to
+$KAFKALITE_CONTROLS_URL) prints the JSON result; a value that reads as JSON (3, true, null,
+[1,2], "x") is taken as such, anything else as a string. `kafkalite control --url URL` with no
+name lists the controls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import builtins
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+__all__ = ["Controls", "ControlFailed", "main"]
+
+URL_ENV = "KAFKALITE_CONTROLS_URL"
+
+
+class ControlFailed(Exception):
+    """The broker refused or failed a control; `text` is its explanation, `status` the HTTP status."""
+
+    def __init__(self, name: str, text: str, status: int):
+        super().__init__(f"control {name}: {text}")
+        self.name = name
+        self.text = text
+        self.status = status
+
+
+class Controls:
+    """The controls of one broker, reached at `url` (the `controls=` URL of its ready line)."""
+
+    def __init__(self, url: str, timeout: float = 30.0):
+        self.url = url if url.endswith("/") else url + "/"
+        self.timeout = timeout
+
+    def _request(self, path: str, name: str, body: bytes | None = None) -> Any:
+        req = urllib.request.Request(self.url + path, data=body, method="POST" if body is not None else "GET",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                text = json.loads(raw)["error"]
+            except (ValueError, KeyError, TypeError):
+                text = raw.decode(errors="replace") or exc.reason
+            raise ControlFailed(name, str(text), exc.code) from None
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every control: name, parameters ({name: {"required", "default"}}) and doc."""
+        return self._request("controls", "list")["controls"]
+
+    def names(self) -> builtins.list[str]:
+        return [c["name"] for c in self.list()]
+
+    def call(self, name: str, **arguments: Any) -> Any:
+        """Run control `name` with these arguments and return its result."""
+        body = json.dumps(arguments).encode()
+        return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body)["result"]
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        name = attr.replace("_", "-")
+
+        def bound(**arguments: Any) -> Any:
+            return self.call(name, **arguments)
+
+        bound.__name__ = attr
+        return bound
+
+    def __repr__(self) -> str:
+        return f"Controls({self.url!r})"
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kafkalite control",
+                                description="Run a test control of a running kafkalite broker and print its "
+                                            "JSON result; without NAME, list the controls.")
+    p.add_argument("--url", default=None,
+                   help=f"the broker's controls URL (its ready line's controls=...) [{URL_ENV}]")
+    p.add_argument("name", nargs="?", help="the control, e.g. advance-clock")
+    p.add_argument("arguments", nargs="*", metavar="KEY=VALUE",
+                   help="arguments; a value that reads as JSON is taken as such (3, true, null, [1,2])")
+    args = p.parse_args(argv)
+    url = args.url or os.environ.get(URL_ENV)
+    if not url:
+        print(f"kafkalite control: give --url or set {URL_ENV}", file=sys.stderr)
+        return 2
+    arguments: dict[str, Any] = {}
+    for item in args.arguments:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"kafkalite control: expected KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        arguments[key.replace("-", "_")] = _value(value)
+    controls = Controls(url)
+    try:
+        if args.name is None:
+            for ctl in controls.list():
+                params = " ".join(n if spec["required"] else f"[{n}={json.dumps(spec['default'])}]"
+                                  for n, spec in ctl["parameters"].items())
+                first = ctl["doc"].splitlines()[0] if ctl["doc"] else ""
+                print(f"{ctl['name']} {params}".rstrip() + (f"\n    {first}" if first else ""))
+            return 0
+        result = controls.call(args.name, **arguments)
+    except ControlFailed as exc:
+        print(f"kafkalite control: {exc.text}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"kafkalite control: cannot reach {url}: {getattr(exc, 'reason', exc)}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
