@@ -51,6 +51,8 @@ class Broker:
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
     fetch_sessions: FetchSessionCache = field(init=False)
+    # armed faults by api key (broker.controls.faults); empty unless a test arms one
+    faults: dict[int, list] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
@@ -180,8 +182,17 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
             ctx = RequestContext(broker, header, listener, peer)
+            fault = None
+            armed = broker.faults.get(header.api_key)
+            if armed:
+                from .controls import faults
+
+                fault = faults.take(broker, armed, ctx, request)
             try:
-                response = await HANDLERS[header.api_key](ctx, request)
+                if fault is None or fault.action in ("drop", "delay"):
+                    response = await HANDLERS[header.api_key](ctx, request)
+                else:
+                    response = faults.answer(ctx, request, fault)
                 out = None if response is None else encode_response(
                     header.api_key, header.api_version, header.correlation_id, response)
             except CloseConnection as exc:
@@ -193,6 +204,14 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.exception("error handling %s v%d from %s (client %r); closing the connection",
                               rng.name, header.api_version, peer, header.client_id)
                 return
+            if fault is not None:
+                if fault.action == "drop":
+                    metrics.record(header.api_key, t0, len(frame) + 4, 0)
+                    log.info("dropped the response to %s v%d from %s (client %r); the connection now "
+                             "ignores what it receives", rng.name, header.api_version, peer, header.client_id)
+                    while True:
+                        await reader.read_frame()
+                await trio.sleep(fault.delay_ms / 1000)
             if out is not None:
                 await stream.send_all(out)
                 metrics.record(header.api_key, t0, len(frame) + 4, len(out))

@@ -226,13 +226,17 @@ def test_controls_of_the_session_broker(project: pytest.Pytester):
         def test_controls(kafkalite_broker, kafkalite_controls):
             assert kafkalite_controls.url == kafkalite_broker.controls_url
             assert kafkalite_controls.url.startswith("http://127.0.0.1:")
-            assert isinstance(kafkalite_controls.names(), list)
+            armed = kafkalite_controls.fail_requests(api="Metadata", error="NOT_COORDINATOR", count=5)
+            assert [f["id"] for f in kafkalite_controls.list_faults()] == [armed["id"]]
             with pytest.raises(kafkalite.ControlFailed, match="no control named 'no-such'"):
                 kafkalite_controls.no_such()
+
+        def test_the_fault_of_the_test_before_is_gone(kafkalite_controls):
+            assert kafkalite_controls.list_faults() == []
     """))
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
     result = run(project, PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
 
 
 def test_controls_against_an_external_broker_fail_with_the_reason(project: pytest.Pytester):

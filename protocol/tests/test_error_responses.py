@@ -1,0 +1,58 @@
+"""Error responses built from the request, for every API and version we serve."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.handlers import load_all
+from protocol.apis import API_TABLE
+from protocol.error_responses import error_response
+from protocol.messages import encode_response
+
+load_all()
+
+
+@pytest.mark.parametrize("api_key", sorted(API_TABLE))
+def test_every_served_version_builds_and_encodes(api_key):
+    rng = API_TABLE[api_key]
+    for version in range(rng.min_version, rng.max_version + 1):
+        body = error_response(api_key, version, None, ErrorCode.not_coordinator)
+        assert encode_response(api_key, version, 7, body)[4:8] == b"\0\0\0\7"
+
+
+def test_fetch_mirrors_topics_and_partitions_under_their_other_names():
+    m = importlib.import_module("kio.schema.fetch.v12.request")
+    req = m.FetchRequest(max_wait=0, min_bytes=1, topics=(m.FetchTopic(topic="t", partitions=(
+        m.FetchPartition(partition=3, fetch_offset=5, partition_max_bytes=100),)),), forgotten_topics_data=())
+    resp = error_response(1, 12, req, ErrorCode.not_leader_or_follower)
+    (topic,) = resp.responses
+    (part,) = topic.partitions
+    assert (topic.topic, part.partition_index, part.error_code, part.high_watermark, part.records) == (
+        "t", 3, ErrorCode.not_leader_or_follower, -1, None)
+    assert resp.error_code == ErrorCode.not_leader_or_follower
+
+
+def test_offset_fetch_and_init_producer_id():
+    m = importlib.import_module("kio.schema.offset_fetch.v8.request")
+    req = m.OffsetFetchRequest(groups=(m.OffsetFetchRequestGroup(group_id="g", topics=(
+        m.OffsetFetchRequestTopics(name="t", partition_indexes=(0, 1)),)),), require_stable=True)
+    (group,) = error_response(9, 8, req, ErrorCode.not_coordinator).groups
+    assert group.group_id == "g" and group.error_code == ErrorCode.not_coordinator
+    assert [(p.partition_index, p.committed_offset, p.error_code) for p in group.topics[0].partitions] == [
+        (0, -1, ErrorCode.not_coordinator), (1, -1, ErrorCode.not_coordinator)]
+    m = importlib.import_module("kio.schema.init_producer_id.v5.request")
+    resp = error_response(22, 5, m.InitProducerIdRequest(transactional_id="x", transaction_timeout=60000,
+                                                         producer_id=5, producer_epoch=3), ErrorCode.not_coordinator)
+    # an error response's producer id and epoch are "none", not the request's
+    assert (resp.error_code, resp.producer_id, resp.producer_epoch) == (ErrorCode.not_coordinator, -1, -1)
+
+
+def test_describe_groups_puts_each_group_id_in_its_key_field():
+    m = importlib.import_module("kio.schema.describe_groups.v5.request")
+    resp = error_response(15, 5, m.DescribeGroupsRequest(groups=("a", "b"), include_authorized_operations=False),
+                          ErrorCode.coordinator_load_in_progress)
+    assert [(g.group_id, g.error_code) for g in resp.groups] == [
+        ("a", ErrorCode.coordinator_load_in_progress), ("b", ErrorCode.coordinator_load_in_progress)]
