@@ -15,7 +15,8 @@ Where settings come from, a later source overriding an earlier one key by key:
 
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
-KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_READY_FILE, KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_READY_FILE,
+KAFKALITE_FSYNC; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
@@ -70,6 +71,7 @@ FLAG_ENV = {
     "metrics_port": "KAFKALITE_METRICS_PORT",
     "console": "KAFKALITE_CONSOLE",
     "controls": "KAFKALITE_CONTROLS",
+    "clock": "KAFKALITE_CLOCK",
     "ready_file": "KAFKALITE_READY_FILE",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
@@ -114,6 +116,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="serve the test controls (faults, the clock, ...) over HTTP/JSON on http://HOST:PORT/ "
                         "(host defaults to the first listener's; 0 picks a free port; needs the console extra) "
                         "[KAFKALITE_CONTROLS]")
+    p.add_argument("--clock", default=None, metavar="MODE",
+                   help="system (default): wall-clock time, moved on by the advance-clock control; manual: "
+                        "time stands still and moves only when advanced [KAFKALITE_CLOCK]")
     p.add_argument("--ready-file", default=None, metavar="FILE",
                    help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
                         "to FILE; removed on exit [KAFKALITE_READY_FILE]")
@@ -135,6 +140,7 @@ class Settings:
     ready_file: str | None = None
     console: tuple[str, int] | None = None
     controls: tuple[str, int] | None = None
+    clock: str = "system"
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -175,9 +181,12 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     metrics = _http_address(flag("metrics_port"), listeners, "--metrics-port")
     console = _http_address(flag("console"), listeners, "--console")
     controls = _http_address(flag("controls"), listeners, "--controls")
+    clock = (flag("clock") or "system").strip().lower()
+    if clock not in ("system", "manual"):
+        raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
-                    console=console, controls=controls)
+                    console=console, controls=controls, clock=clock)
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -352,6 +361,11 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     for key in sorted(config.origins):
         log.info("config %s=%s (from %s)", key, config.values[key], config.origins[key])
     code = 0
+    from .clock import CLOCK
+
+    CLOCK.reset(settings.clock)
+    if settings.clock != "system":
+        log.info("clock: %s (time moves only when advanced)", settings.clock)
     hidden = _hide_hypothesis()
     try:
         trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls)

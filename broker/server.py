@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
-from .clock import now_ms
+from .clock import CLOCK, now_ms, on_jump
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
 from .handlers import HANDLERS, load_all
@@ -284,22 +284,31 @@ async def _accept_loop(broker: Broker, listeners, listener: Listener) -> None:
 
 
 async def _housekeeping(broker: Broker) -> None:
-    """Retention, compaction and the fsync=interval flush, off the request path."""
+    """Retention, compaction and the fsync=interval flush, off the request path. Retention is due
+    by the broker's clock and a jump of it wakes this loop, so an advance past
+    log.retention.check.interval.ms applies retention at once, at the advanced time."""
     config = broker.config
     flush_every = config["log.flush.interval.ms"] / 1000
-    retention_every = config["log.retention.check.interval.ms"] / 1000
-    next_retention = trio.current_time() + retention_every
-    while True:
-        await trio.sleep(flush_every)
-        if config["fsync"] == "interval":
-            parts = list(broker.cluster.all_partitions())
-            if parts:
-                await trio.to_thread.run_sync(_flush_all, parts)
-        if trio.current_time() >= next_retention:
-            next_retention = trio.current_time() + retention_every
-            jobs = retention_jobs(broker)
-            if jobs:
-                await trio.to_thread.run_sync(run_retention_jobs, jobs)
+    retention_every_ms = config["log.retention.check.interval.ms"]
+    next_retention = now_ms() + retention_every_ms
+    wake = [trio.Event()]
+    unregister = on_jump(CLOCK, lambda: wake[0].set())
+    try:
+        while True:
+            with trio.move_on_after(flush_every):
+                await wake[0].wait()
+            wake[0] = trio.Event()
+            if config["fsync"] == "interval":
+                parts = list(broker.cluster.all_partitions())
+                if parts:
+                    await trio.to_thread.run_sync(_flush_all, parts)
+            if now_ms() >= next_retention:
+                next_retention = now_ms() + retention_every_ms
+                jobs = retention_jobs(broker)
+                if jobs:
+                    await trio.to_thread.run_sync(run_retention_jobs, jobs)
+    finally:
+        unregister()
 
 
 def _flush_all(parts) -> None:

@@ -50,7 +50,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # the caller's environment (say, for a container) must not move a broker started from Python.
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
-                   "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS")
+                   "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS", "KAFKALITE_CLOCK")
 
 
 @dataclass
@@ -165,6 +165,7 @@ def broker_args(
     metrics_port: int | str | None = None,
     console: int | str | None = None,
     controls: int | str | None = None,
+    clock: str | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -188,6 +189,8 @@ def broker_args(
         args += ["--console", str(console)]
     if controls is not None:
         args += ["--controls", str(controls)]
+    if clock is not None:
+        args += ["--clock", clock]
     return args + list(extra_args)
 
 
@@ -203,6 +206,7 @@ def start(
     metrics_port: int | str | None = None,
     console: int | str | None = None,
     controls: int | str | None = None,
+    clock: str | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -216,7 +220,8 @@ def start(
     ``env`` adds variables to the broker's environment (which is otherwise this process's).
     The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
     (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
-    ``controls`` (likewise) serves the test controls, reached through ``broker.controls``.
+    ``controls`` (likewise) serves the test controls, reached through ``broker.controls``;
+    ``clock="manual"`` starts the broker on a clock that moves only when advanced.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     """
     owned = data_dir is None
@@ -233,7 +238,8 @@ def start(
     log_path = Path(log_path)
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, console=console, controls=controls, extra_args=extra_args)
+                       metrics_port=metrics_port, console=console, controls=controls, clock=clock,
+                       extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.records import Record, build_batch
 
-from ..clock import now_ms
+from ..clock import CLOCK, on_jump
 from ..cluster import AppendOrigin
 from ..internal_topics import OFFSETS_TOPIC, partition_for
 from . import records as rec
@@ -52,7 +52,7 @@ BUSY_HEARTBEAT_INTERVAL_MS = 250
 
 
 class GroupCoordinator:
-    def __init__(self, broker, *, clock: Callable[[], int] = now_ms):
+    def __init__(self, broker, *, clock: Callable[[], int] = CLOCK):
         self.broker = broker
         self.config = broker.config
         self.clock = clock
@@ -76,6 +76,14 @@ class GroupCoordinator:
         if self.groups or self.offsets.committed:
             log.info("loaded %d group(s) from %s in %.3f s", len(self.groups), OFFSETS_TOPIC, time.monotonic() - t0)
         task_status.started()
+        # a jump of the broker's clock (advance-clock) re-reads every deadline at once
+        unregister = on_jump(self.clock, self._kick)
+        try:
+            await self._deadlines()
+        finally:
+            unregister()
+
+    async def _deadlines(self) -> None:
         next_retention = self.clock() + RETENTION_CHECK_INTERVAL_MS
         while True:
             now = self.clock()

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.records import BatchHeader, Record, build_batch, decode_records
 
-from ..clock import now_ms
+from ..clock import CLOCK, now_ms, on_jump
 from ..cluster import AppendOrigin
 from .core import TxnCoordinatorCore
 from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
@@ -106,7 +106,7 @@ class TransactionCoordinator:
         self.broker = broker
         self.marker_channel = marker_channel
         config = broker.config
-        self.clock = clock or now_ms
+        self.clock = clock or CLOCK
         self.store = TxnLogStore(broker)
         self.pids = ProducerIdManager(broker.cluster.meta_dir / "producer_ids.json")
         self.core = TxnCoordinatorCore(
@@ -147,17 +147,27 @@ class TransactionCoordinator:
                      statistics.median(data), data[min(len(data) - 1, int(len(data) * 0.99))])
 
     async def _timeouts(self) -> None:
+        """The timeout scan every cleanup interval, and at once whenever the broker's clock jumps
+        (so an advance past a transaction's timeout aborts it now); the expiration scans are due
+        by the broker's clock, so an advance past them runs them too."""
         config = self.broker.config
         every = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
-        expire_every = 3600.0
-        next_expire = trio.current_time() + expire_every
-        while True:
-            await trio.sleep(every)
-            self.core.abort_timed_out()
-            if trio.current_time() >= next_expire:
-                next_expire = trio.current_time() + expire_every
-                self.core.expire_transactional_ids()
-                self._expire_producers()
+        expire_every_ms = 3_600_000
+        next_expire = self.clock() + expire_every_ms
+        wake = [trio.Event()]
+        unregister = on_jump(self.clock, lambda: wake[0].set())
+        try:
+            while True:
+                with trio.move_on_after(every):
+                    await wake[0].wait()
+                wake[0] = trio.Event()
+                self.core.abort_timed_out()
+                if self.clock() >= next_expire:
+                    next_expire = self.clock() + expire_every_ms
+                    self.core.expire_transactional_ids()
+                    self._expire_producers()
+        finally:
+            unregister()
 
     def _expire_producers(self) -> None:
         expiration = self.broker.config["producer.id.expiration.ms"]
