@@ -1,0 +1,70 @@
+"""The long mode: many seeded runs of the queue workload under faults, each checked.
+
+    python -m compat_tests.jepsen --runs 200 --seed 1 [--seconds 20] [--broker kafkalite|kafka]
+                                  [--faults kill,pause] [--clients java,rdkafka,java,rdkafka] [--out DIR]
+
+Seeds are SEED, SEED+1, ...; every history is kept in --out (default a new temporary folder).
+A run with an anomaly prints its seed and the history lines that show it; the exit status is 1
+if any run had one (or could not finish). One run again: ``--runs 1 --seed N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from compat_tests import brokers
+from compat_tests.jepsen.runner import BROKER_CONFIG, RunConfig, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat_tests.jepsen", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=20.0, help="operations per run last this long")
+    ap.add_argument("--broker", choices=brokers.KINDS, default=os.environ.get("COMPAT_BROKER", "kafkalite"))
+    ap.add_argument("--faults", default="kill,pause", help="comma-separated kinds of faults.FAULTS, or ''")
+    ap.add_argument("--clients", default="java,rdkafka,java,rdkafka")
+    ap.add_argument("--out", default=None, help="folder for the histories")
+    args = ap.parse_args(argv)
+    os.environ["COMPAT_BROKER"] = args.broker
+    out = args.out or tempfile.mkdtemp(prefix="jepsen-")
+    faults = tuple(f for f in args.faults.split(",") if f)
+    clients = tuple(c for c in args.clients.split(",") if c)
+    bad, ops, writes, reads = [], 0, 0, 0
+    broker = None
+    t0 = time.monotonic()
+    try:
+        for seed in range(args.seed, args.seed + args.runs):
+            if broker is None:
+                broker = brokers.start(tempfile.mkdtemp(prefix="data-", dir=out), BROKER_CONFIG)
+            try:
+                r = run(broker, RunConfig(seed=seed, seconds=args.seconds, faults=faults, clients=clients), out)
+            except Exception as e:  # noqa: BLE001 - a run that cannot finish is reported with its seed
+                print(f"seed {seed}: run failed: {e!r}", flush=True)
+                bad.append(seed)
+                broker.close()
+                broker = None
+                continue
+            ops += r.result.stats["ops"]
+            writes += r.result.stats["acknowledged_writes"]
+            reads += r.result.stats["reads"]
+            if r.result.valid and not r.errors:
+                print(f"seed {seed}: ok {r.result.stats} faults: {', '.join(r.faults) or 'none'}", flush=True)
+            else:
+                bad.append(seed)
+                print(r.report(), flush=True)
+    finally:
+        if broker is not None:
+            broker.close()
+    print(f"{args.runs} runs on {args.broker}, {ops} operations, {writes} acknowledged writes, {reads} reads "
+          f"checked in {time.monotonic() - t0:.0f}s; runs with anomalies or errors: {bad or 'none'}; histories in {out}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
