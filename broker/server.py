@@ -23,6 +23,8 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
+from .authorizer import ANONYMOUS, Authorizer
+from .authorizer import from_config as authorizer_from_config
 from .clock import now_ms
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
@@ -51,20 +53,25 @@ class Broker:
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
     fetch_sessions: FetchSessionCache = field(init=False)
+    # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
+    authorizer: Authorizer | None = field(init=False)
 
     def __post_init__(self) -> None:
+        self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
 
 
 class RequestContext:
-    __slots__ = ("broker", "header", "listener", "peer")
+    __slots__ = ("broker", "header", "listener", "peer", "principal")
 
-    def __init__(self, broker: Broker, header, listener: Listener, peer: str):
+    def __init__(self, broker: Broker, header, listener: Listener, peer: str, principal: str = ANONYMOUS):
         self.broker = broker
         self.header = header
         self.listener = listener
         self.peer = peer
+        # Kafka's principal string of the connection ("User:name")
+        self.principal = principal
 
     @property
     def api_version(self) -> int:
