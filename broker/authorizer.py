@@ -35,6 +35,8 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Iterable
 
+from kio.schema.errors import ErrorCode
+
 from storage.files import write_atomic
 
 log = logging.getLogger("kafkalite.authorizer")
@@ -48,6 +50,15 @@ CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 ANONYMOUS = "User:ANONYMOUS"
+
+
+# Kafka's Errors default messages, for the answers that carry one (FindCoordinator v0-v3)
+AUTHORIZATION_MESSAGES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+}
 
 
 class ResourceType(enum.IntEnum):

@@ -29,6 +29,7 @@ from protocol.messages import make
 
 from ..groups.states import ClassicGroupState
 
+from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
 
@@ -68,14 +69,31 @@ async def find_coordinator(ctx, request):
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            ok = error == ErrorCode.none
+            err = _refused_key(ctx, key_type, key) or error
+            ok = err == ErrorCode.none
             coordinators.append(make(mod.Coordinator, key=key, node_id=node if ok else -1,
                                      host=adv.host if ok else "", port=adv.port if ok else -1,
-                                     error_code=error, error_message=msg))
+                                     error_code=err, error_message=msg if err == error else None))
         return make(mod.FindCoordinatorResponse, throttle_time=0, coordinators=tuple(coordinators))
+    refused = _refused_key(ctx, key_type, request.key)
+    if refused is not None:
+        error, msg = refused, AUTHORIZATION_MESSAGES[refused]
     ok = error == ErrorCode.none
     return make(mod.FindCoordinatorResponse, throttle_time=0, error_code=error, error_message=msg,
                 node_id=node if ok else -1, host=adv.host if ok else "", port=adv.port if ok else -1)
+
+
+def _refused_key(ctx, key_type: int, key: str) -> ErrorCode | None:
+    """FindCoordinator needs DESCRIBE on the group or the transactional id."""
+    if key_type == KEY_TYPE_GROUP and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.group_authorization_failed
+    if key_type == KEY_TYPE_TRANSACTION and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return ErrorCode.transactional_id_authorization_failed
+    return None
+
+
+def _may_read_group(ctx, group_id: str) -> bool:
+    return allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
 
 
 # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
@@ -87,6 +105,10 @@ async def join_group(ctx, request):
     rebalance_timeout = _ms(getattr(request, "rebalance_timeout", None))
     if rebalance_timeout < 0:
         rebalance_timeout = session_timeout
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.JoinGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
+                    generation_id=-1, protocol_type=None, protocol_name=None if ctx.api_version >= 7 else "",
+                    leader="", skip_assignment=False, member_id="", members=())
     result = await _coordinator(ctx).join_group(
         group_id=request.group_id, member_id=request.member_id or "",
         group_instance_id=getattr(request, "group_instance_id", None), client_id=ctx.client_id or "",
@@ -107,6 +129,9 @@ async def join_group(ctx, request):
 @api(14, 0, 5)
 async def sync_group(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.SyncGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
+                    protocol_type=None, protocol_name=None, assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     result = await _coordinator(ctx).sync_group(
         group_id=request.group_id, member_id=request.member_id,
@@ -121,6 +146,8 @@ async def sync_group(ctx, request):
 @api(12, 0, 4)
 async def heartbeat(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.HeartbeatResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed)
     err = _coordinator(ctx).heartbeat(group_id=request.group_id, member_id=request.member_id,
                                       group_instance_id=getattr(request, "group_instance_id", None),
                                       generation_id=request.generation_id)
@@ -130,6 +157,9 @@ async def heartbeat(ctx, request):
 @api(13, 0, 5)
 async def leave_group(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.LeaveGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
+                    members=())
     if ctx.api_version < 3:
         members = [(request.member_id, None)]
     else:
@@ -153,6 +183,11 @@ async def describe_groups(ctx, request):
     out = []
     for gid in request.groups:
         group = coord.groups.get(gid)
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed, error_message=None,
+                            group_id=gid, group_state="", protocol_type="", protocol_data="", members=(),
+                            authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if not isinstance(group, ClassicGroup):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             out.append(make(mod.DescribedGroup, error_code=err,
@@ -181,6 +216,9 @@ async def list_groups(ctx, request):
     states = list(getattr(request, "states_filter", None) or ()) or None
     types = list(getattr(request, "types_filter", None) or ()) or None
     groups = _coordinator(ctx).list_groups(states, types)
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        # without DESCRIBE on the cluster, only the groups the principal may DESCRIBE
+        groups = [g for g in groups if allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0])]
     return make(mod.ListGroupsResponse, throttle_time=0, error_code=ErrorCode.none,
                 groups=tuple(make(mod.ListedGroup, group_id=gid, protocol_type=ptype, group_state=state,
                                   group_type=gtype) for gid, ptype, state, gtype in groups))
@@ -189,7 +227,11 @@ async def list_groups(ctx, request):
 @api(42, 0, 2)
 async def delete_groups(ctx, request):
     mod = response_module(ctx)
-    results = _coordinator(ctx).delete_groups(list(request.groups_names))
+    names = list(request.groups_names)
+    deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    refused = [] if deletable is None else [g for g in names if g not in deletable]
+    results = _coordinator(ctx).delete_groups([g for g in names if deletable is None or g in deletable])
+    results = list(results) + [(g, ErrorCode.group_authorization_failed) for g in refused]
     return make(mod.DeleteGroupsResponse, throttle_time=0,
                 results=tuple(make(mod.DeletableGroupResult, group_id=gid, error_code=err) for gid, err in results))
 
@@ -199,6 +241,10 @@ async def delete_groups(ctx, request):
 @api(68, 0, 1)
 async def consumer_group_heartbeat(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
+                    error_code=ErrorCode.group_authorization_failed, error_message=None, member_id=None,
+                    member_epoch=0, heartbeat_interval=0, assignment=None)
     owned = None
     if request.topic_partitions is not None:
         owned = {tp.topic_id: set(tp.partitions) for tp in request.topic_partitions}
@@ -242,6 +288,11 @@ async def consumer_group_describe(ctx, request):
     out = []
     for gid in request.group_ids:
         group = coord.groups.get(gid)
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed, error_message=None,
+                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
             # Kafka's error entry leaves the state empty and the epochs at 0

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api
 from .common import response_module
 
@@ -48,12 +49,15 @@ async def handle(ctx, request):
     cluster = ctx.cluster
     read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partitions:
             part = cluster.partition(t.name, p.partition_index)
             epoch = getattr(p, "current_leader_epoch", -1)
-            if part is None:
+            if described is not None and t.name not in described:
+                err, offset, ts, part = ErrorCode.topic_authorization_failed, -1, -1, None
+            elif part is None:
                 err, offset, ts = ErrorCode.unknown_topic_or_partition, -1, -1
             elif epoch >= 0 and epoch != part.leader_epoch:
                 err = ErrorCode.fenced_leader_epoch if epoch < part.leader_epoch else ErrorCode.unknown_leader_epoch

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from . import api
 from .common import response_module
 
@@ -48,9 +49,15 @@ async def offset_commit(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     by_id = ctx.api_version >= 10
-    group_err = coord.validate_commit(request.group_id, request.generation_id_or_member_epoch,
-                                      request.member_id or "", getattr(request, "group_instance_id", None),
-                                      ctx.api_version)
+    readable = None
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        group_err = ErrorCode.group_authorization_failed
+    else:
+        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (n for t in request.topics if (n := _topic_name(ctx, t, by_id)) is not None))
+        group_err = coord.validate_commit(request.group_id, request.generation_id_or_member_epoch,
+                                          request.member_id or "", getattr(request, "group_instance_id", None),
+                                          ctx.api_version)
     results: list[tuple[object, str | None, list[tuple[int, ErrorCode]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
@@ -58,7 +65,12 @@ async def offset_commit(ctx, request):
         topic = ctx.cluster.topics.get(name) if name is not None else None
         parts = []
         for p in t.partitions:
-            if group_err != ErrorCode.none:
+            if group_err == ErrorCode.group_authorization_failed:
+                parts.append((p.partition_index, group_err))
+            elif readable is not None and name is not None and name not in readable:
+                # Kafka checks the topic before the group's member and generation
+                parts.append((p.partition_index, ErrorCode.topic_authorization_failed))
+            elif group_err != ErrorCode.none:
                 parts.append((p.partition_index, group_err))
             elif topic is None:
                 parts.append((p.partition_index, ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition))
@@ -86,7 +98,10 @@ async def offset_commit(ctx, request):
 
 def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
     """(group error, [(topic key, name, [(partition, offset, epoch, metadata, error)])])"""
+    if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
     unknown: list = []
+    refused: list = []
     if topics is None:
         tps = None
     else:
@@ -96,9 +111,15 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
             if name is None:
                 unknown.append(t)
                 continue
+            if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                refused.append((t, name))
+                continue
             tps.extend((name, p) for p in t.partition_indexes)
     err, rows = coord.fetch_offsets(group_id, tps, require_stable=require_stable, member_id=member_id,
                                     member_epoch=member_epoch)
+    if topics is None and ctx.broker.authorizer is not None:
+        # every committed offset: those of topics the principal may not DESCRIBE are left out
+        rows = [r for r in rows if allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, r[0])]
     grouped: dict[str, list] = {}
     for topic, p, off, epoch, meta, perr in rows:
         grouped.setdefault(topic, []).append((p, off, epoch, meta, perr))
@@ -108,6 +129,10 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
         out.append((key, name, parts))
     for t in unknown:
         out.append((t.topic_id, None, [(p, -1, -1, "", ErrorCode.unknown_topic_id) for p in t.partition_indexes]))
+    if err == ErrorCode.none:
+        for t, name in refused:
+            out.append((getattr(t, "topic_id", None), name,
+                        [(p, -1, -1, "", ErrorCode.topic_authorization_failed) for p in t.partition_indexes]))
     return err, out
 
 
@@ -143,8 +168,17 @@ async def offset_fetch(ctx, request):
 @api(47, 0, 0)
 async def offset_delete(ctx, request):
     mod = response_module(ctx)
-    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if not allowed(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return make(mod.OffsetDeleteResponse, error_code=ErrorCode.group_authorization_failed, throttle_time=0,
+                    topics=())
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
+           if readable is None or t.name in readable]
     err, errors = _coordinator(ctx).delete_offsets(request.group_id, tps)
+    if readable is not None:
+        errors = dict(errors)
+        errors.update({(t.name, p.partition_index): ErrorCode.topic_authorization_failed
+                       for t in request.topics if t.name not in readable for p in t.partitions})
     if err != ErrorCode.none:
         return make(mod.OffsetDeleteResponse, error_code=err, throttle_time=0, topics=())
     return make(mod.OffsetDeleteResponse, error_code=ErrorCode.none, throttle_time=0, topics=tuple(
