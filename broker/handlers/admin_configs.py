@@ -51,6 +51,7 @@ from ..topic_configs import (
     topic_config_default,
     validate_topic_configs,
 )
+from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
 from . import api
 from .admin_topics import AdminError, topic_name_error
 from .common import response_module
@@ -199,6 +200,12 @@ async def describe_configs(ctx, request):
     docs_wanted = getattr(request, "include_documentation", False)
     results = []
     for resource in request.resources:
+        refused = _refused(ctx, resource, AclOperation.DESCRIBE_CONFIGS)
+        if refused is not None:
+            results.append(make(mod.DescribeConfigsResult, error_code=refused,
+                                error_message=AUTHORIZATION_MESSAGES[refused], resource_type=resource.resource_type,
+                                resource_name=resource.resource_name, configs=()))
+            continue
         try:
             entries = _describe_entries(ctx, resource)
         except AdminError as exc:
@@ -218,6 +225,24 @@ async def describe_configs(ctx, request):
                             resource_type=resource.resource_type, resource_name=resource.resource_name,
                             configs=configs))
     return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results))
+
+
+def _refused(ctx, resource, op: AclOperation) -> ErrorCode | None:
+    """The authorisation error for a config resource (Kafka's ConfigHelper / ControllerApis):
+    broker, logger and client-metrics resources need `op` on the cluster, topics and groups on
+    themselves."""
+    if ctx.broker.authorizer is None:
+        return None
+    rtype = resource.resource_type
+    if rtype in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
+        return None if allowed_cluster(ctx, op) else ErrorCode.cluster_authorization_failed
+    if rtype == TOPIC:
+        return None if allowed(ctx, op, ResourceType.TOPIC, resource.resource_name) \
+            else ErrorCode.topic_authorization_failed
+    if rtype == GROUP:
+        return None if allowed(ctx, op, ResourceType.GROUP, resource.resource_name) \
+            else ErrorCode.group_authorization_failed
+    return None
 
 
 # --- AlterConfigs ---------------------------------------------------------------------------
@@ -243,6 +268,10 @@ def _alter_each(ctx, request, *, incremental: bool, alter_one) -> tuple:
     results = []
     for i, resource in enumerate(request.resources):
         err = errors.get(i)
+        if err is None:
+            refused = _refused(ctx, resource, AclOperation.ALTER_CONFIGS)
+            if refused is not None:
+                err = AdminError(refused, AUTHORIZATION_MESSAGES[refused])
         if err is None:
             try:
                 alter_one(ctx, resource, request.validate_only)
