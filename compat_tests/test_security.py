@@ -6,9 +6,8 @@ PLAINTEXT) with DENY ACLs on the resources they use. ACLs are created, listed an
 the Java Admin client and confluent-kafka's AdminClient; the refusals are seen through every
 client family (Java, librdkafka, kafka-python, aiokafka, kafkajs, kcat).
 
-Apache Kafka needs its own controller traffic authorised before its ACLs are loaded, so there its
-controller listener authenticates as ``User:admin`` (SASL PLAIN), a super user; that is the only
-difference in configuration and it changes nothing the tests assert.
+compat_tests/authorizer.py holds the settings (and the one difference on Apache Kafka: its
+controller listener authenticates as a super user), which changes nothing the tests assert.
 """
 
 from __future__ import annotations
@@ -18,7 +17,8 @@ import uuid
 
 import pytest
 
-from compat_tests import brokers
+from compat_tests import authorizer, brokers
+from compat_tests.authorizer import ANONYMOUS
 from compat_tests.clients import load_adapter
 from compat_tests.clients.admin import BrokerError
 from compat_tests.clients.base import Msg
@@ -26,27 +26,11 @@ from compat_tests.waiting import wait_until
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(180)]
 
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-ANONYMOUS = "User:ANONYMOUS"
 ANY_ACL = ("ANY", None, "ANY", None, None, "ANY", "ANY")
-
-# Kafka only: the controller listener authenticates its own traffic as a super user
-KAFKA_CONTROLLER_AS_ADMIN = {
-    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-    "sasl.mechanism.controller.protocol": "PLAIN",
-    "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
-    "listener.name.controller.plain.sasl.jaas.config":
-        'org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'username="admin" password="admin-secret" user_admin="admin-secret";',
-}
 
 
 def secured_config(super_users: str = "User:admin") -> dict[str, str]:
-    config = {"authorizer.class.name": STANDARD_AUTHORIZER, "allow.everyone.if.no.acl.found": "true",
-              "super.users": super_users}
-    if brokers.on_kafka():
-        config.update(KAFKA_CONTROLLER_AS_ADMIN)
-    return config
+    return authorizer.secured_config(brokers.on_kafka(), super_users)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,11 @@
   as Kafka's AclApis does.
 - DescribeAcls needs DESCRIBE on the cluster, CreateAcls and DeleteAcls ALTER; refused, the
   answer carries CLUSTER_AUTHORIZATION_FAILED in the same places.
-- CreateAcls validates each creation on its own (INVALID_REQUEST with Kafka's message): a
-  CLUSTER resource not named `kafka-cluster`, an empty name, resource type ANY/UNKNOWN, a
-  pattern type other than LITERAL/PREFIXED, operation ANY/UNKNOWN, permission other than
-  ALLOW/DENY, a principal without `Type:`; the valid ones are stored.
+- CreateAcls: a creation with a filter's code (resource type, operation or permission ANY,
+  pattern type ANY or MATCH) fails the whole request, every creation UNKNOWN_SERVER_ERROR, as
+  Kafka, which cannot build such a binding. Otherwise each creation is validated on its own
+  (INVALID_REQUEST with Kafka's message): a CLUSTER resource not named `kafka-cluster`, an
+  empty name, an unknown code, a principal without `Type:`; the valid ones are stored.
 - DescribeAcls returns the ACLs its filter matches grouped by resource pattern; DeleteAcls
   removes every ACL any of its filters matches and lists, per filter, those it matched.
   Filters follow Kafka's AclBindingFilter (broker.authorizer.AclFilter): pattern type ANY,
@@ -21,11 +22,19 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
-from ..authorizer import Acl, AclFilter, AclOperation, allowed_cluster, validate_new_acl
+from ..authorizer import (Acl, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType, allowed_cluster,
+                          validate_new_acl)
 from . import api
 from .common import response_module
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
+UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
+
+
+def _indefinite(c) -> bool:
+    """A creation naming a filter's ANY or MATCH, which no ACL can have."""
+    return (c.resource_type == ResourceType.ANY or c.resource_pattern_type in (PatternType.ANY, PatternType.MATCH)
+            or c.operation == AclOperation.ANY or c.permission_type == AclPermissionType.ANY)
 
 
 def _filter(f, resource_type, resource_name, pattern_type) -> AclFilter:
@@ -73,6 +82,11 @@ async def create_acls(ctx, request):
         refused = (ErrorCode.security_disabled, "No Authorizer is configured.")
     if refused is not None:
         return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(result(*refused) for _ in request.creations))
+    if any(_indefinite(c) for c in request.creations):
+        # Kafka cannot even build such a binding: the whole request fails, every creation with
+        # the generic server error
+        return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(
+            result(ErrorCode.unknown_server_error, UNKNOWN_SERVER_ERROR) for _ in request.creations))
     results = []
     valid = []
     for c in request.creations:

@@ -199,10 +199,11 @@ async def describe_configs(ctx, request):
     synonyms_wanted = request.include_synonyms
     docs_wanted = getattr(request, "include_documentation", False)
     results = []
+    unauthorized = []  # answered after the rest, as Kafka's ConfigHelper does
     for resource in request.resources:
         refused = _refused(ctx, resource, AclOperation.DESCRIBE_CONFIGS)
         if refused is not None:
-            results.append(make(mod.DescribeConfigsResult, error_code=refused,
+            unauthorized.append(make(mod.DescribeConfigsResult, error_code=refused,
                                 error_message=AUTHORIZATION_MESSAGES[refused], resource_type=resource.resource_type,
                                 resource_name=resource.resource_name, configs=()))
             continue
@@ -224,7 +225,7 @@ async def describe_configs(ctx, request):
         results.append(make(mod.DescribeConfigsResult, error_code=ErrorCode.none, error_message="",
                             resource_type=resource.resource_type, resource_name=resource.resource_name,
                             configs=configs))
-    return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results))
+    return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results + unauthorized))
 
 
 def _refused(ctx, resource, op: AclOperation) -> ErrorCode | None:

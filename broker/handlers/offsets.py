@@ -157,6 +157,9 @@ async def offset_fetch(ctx, request):
         return make(mod.OffsetFetchResponse, throttle_time=0, groups=tuple(groups_out))
     topics_req = request.topics
     err, topics = _fetch_group(ctx, coord, request.group_id, topics_req, require_stable, None, -1, False)
+    if err == ErrorCode.group_authorization_failed and v < 2 and topics_req:
+        # v1 has no group-level error: Kafka puts it on every requested partition
+        topics = [(None, t.name, [(p, -1, -1, "", err) for p in t.partition_indexes]) for t in topics_req]
     return make(mod.OffsetFetchResponse, throttle_time=0, error_code=err, topics=tuple(
         make(mod.OffsetFetchResponseTopic, name=name, partitions=tuple(
             make(mod.OffsetFetchResponsePartition, partition_index=p, committed_offset=off,
