@@ -29,6 +29,10 @@ AlterConfigs / IncrementalAlterConfigs
   update these configs dynamically: Set(k)" (Kafka's message for its static settings);
   DELETE of a broker setting has nothing to remove and succeeds. Logger levels (resource
   type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
+
+With an authorizer: DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster for
+broker and logger resources, on the topic or group otherwise; refused resources get CLUSTER_ /
+TOPIC_ / GROUP_AUTHORIZATION_FAILED with Kafka's message (DescribeConfigs lists them last).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ OffsetForLeaderEpoch (Kafka's LeaderEpochFileCache.endOffsetFor)
   newer than the current one, (-1, -1).
 - current_leader_epoch (when not -1) fences: older is FENCED_LEADER_EPOCH, newer
   UNKNOWN_LEADER_EPOCH. Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
+
+With an authorizer: DeleteRecords needs DELETE per topic, OffsetForLeaderEpoch CLUSTER_ACTION on
+the cluster or DESCRIBE per topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations

@@ -44,6 +44,12 @@ DescribeTopicPartitions
   means every topic (unknown names are then never reported); a named unknown topic is
   UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a bad name). A cursor outside the
   requested topics or with a negative partition fails the request with INVALID_REQUEST.
+
+With an authorizer (Kafka's ControllerApis): CreateTopics needs CREATE on the cluster or the
+topic, DeleteTopics DELETE on the cluster or DESCRIBE and DELETE on the topic (a topic given by
+id and not describable is answered without its name), CreatePartitions ALTER on the topic,
+DescribeTopicPartitions DESCRIBE (left out of an all-topics answer, refused when named);
+TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ answers only those with records, a new high watermark or log start offset, or an
 unknown session id gets FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH
 (top-level errors, session id 0, no partitions); epoch -1 closes the session; a full cache
 answers session id 0 and the client keeps sending full fetches.
+
+With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, checked before the topic's
+existence; a v13+ unknown topic id stays UNKNOWN_TOPIC_ID).
 """
 
 from __future__ import annotations

@@ -19,6 +19,12 @@
   groups with server-side `uniform` (default) and `range` assignors; heartbeat interval and
   session timeout come from group.consumer.heartbeat.interval.ms / .session.timeout.ms. v0
   members get their id from us; v1 members bring their own (empty is INVALID_REQUEST).
+
+With an authorizer: FindCoordinator needs DESCRIBE on the group or transactional id (GROUP_ /
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, no node); JoinGroup, SyncGroup, Heartbeat, LeaveGroup and
+ConsumerGroupHeartbeat READ on the group; DescribeGroups and ConsumerGroupDescribe DESCRIBE per
+group; DeleteGroups DELETE per group; ListGroups without DESCRIBE on the cluster lists only the
+groups the principal may DESCRIBE.
 """
 
 from __future__ import annotations

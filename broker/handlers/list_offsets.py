@@ -6,6 +6,8 @@ the record with the largest timestamp; a real timestamp the first offset whose t
 at or after it. A lookup that lands at or past what the isolation level may read answers
 offset -1, as Kafka does. LATEST_TIERED (-5) and EARLIEST_PENDING_UPLOAD (-6) have no tiered
 storage behind them here and answer -1.
+
+With an authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@
   v9+ members of KIP-848 groups are checked (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID).
 - OffsetDelete (47) v0: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group that is not
   a consumer group, GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume.
+
+With an authorizer: OffsetCommit needs READ on the group (every partition
+GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED); OffsetFetch DESCRIBE on
+the group (the group's error; v1 puts it on each partition) and on each named topic (all-topics
+answers leave the others out); OffsetDelete DELETE on the group and READ on each topic.
 """
 
 from __future__ import annotations

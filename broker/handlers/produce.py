@@ -13,6 +13,10 @@ acks=0 gets no response, and an error on acks=0 closes the connection as in Kafk
 fsync=always the data is fsynced before the response. A failed log write or fsync (a full
 disk, an I/O error) is KAFKA_STORAGE_ERROR for that partition; writes succeed again once the
 disk does (Kafka instead takes the log directory offline until a restart).
+
+With an authorizer (broker.authorizer): transactional batches need WRITE on the transactional
+id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), then each topic WRITE
+(TOPIC_AUTHORIZATION_FAILED, checked before the topic's existence).
 """
 
 from __future__ import annotations

@@ -19,6 +19,14 @@ DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v
 - PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH to the versions that predate it
   (InitProducerId < 4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < 2).
 - WriteTxnMarkers writes COMMIT/ABORT markers with the same code the coordinator uses.
+- With an authorizer: InitProducerId, AddOffsetsToTxn, EndTxn, TxnOffsetCommit and the
+  client's AddPartitionsToTxn (v0-v3) need WRITE on the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent InitProducerId needs IDEMPOTENT_WRITE on
+  the cluster or WRITE on some topic (KIP-679, else CLUSTER_AUTHORIZATION_FAILED);
+  AddOffsetsToTxn and TxnOffsetCommit READ on the group; AddPartitionsToTxn WRITE and
+  TxnOffsetCommit READ on each topic; the brokers' AddPartitionsToTxn (v4+) and WriteTxnMarkers
+  CLUSTER_ACTION; DescribeProducers READ per topic; DescribeTransactions and ListTransactions
+  DESCRIBE per transactional id (and list only the topics the principal may DESCRIBE).
 """
 
 from __future__ import annotations
