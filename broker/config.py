@@ -150,6 +150,13 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "86400000"),
     "transaction.version": K(int, 2, "finalized transaction.version feature level (KIP-890): 0, 1 or 2",
              T.SHORT, None),
+    # authorisation (broker/authorizer.py); Kafka's StandardAuthorizer reads the last two
+    "authorizer.class.name": K(str, "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on",
+             T.STRING, ""),
+    "super.users": K(str, "", "principals (User:name, ;-separated) allowed everything",
+             T.STRING, None),
+    "allow.everyone.if.no.acl.found": K(_bool, False, "allow what no ACL applies to (StandardAuthorizer)",
+             T.BOOLEAN, None),
     # Kafka settings that mean nothing on one node; accepted so that Kafka's own test configs work.
     "offsets.topic.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",
              T.SHORT, "3"),

@@ -29,6 +29,8 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE, ApiRange
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
+from .authorizer import ANONYMOUS, Authorizer
+from .authorizer import from_config as authorizer_from_config
 from .clock import CLOCK, now_ms, on_jump
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
@@ -71,8 +73,11 @@ class Broker:
     node_listeners: dict[int, list[Listener]] = field(default_factory=dict)
     _node_scopes: dict[int, trio.CancelScope] = field(default_factory=dict)
     _nursery: trio.Nursery | None = None
+    # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
+    authorizer: Authorizer | None = field(init=False)
 
     def __post_init__(self) -> None:
+        self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
         version = self.config.kafka_version
@@ -98,15 +103,18 @@ class Broker:
 
 
 class RequestContext:
-    __slots__ = ("broker", "header", "listener", "peer", "node_id")
+    __slots__ = ("broker", "header", "listener", "peer", "node_id", "principal")
 
-    def __init__(self, broker: Broker, header, listener: Listener, peer: str, node_id: int | None = None):
+    def __init__(self, broker: Broker, header, listener: Listener, peer: str, node_id: int | None = None,
+                 principal: str = ANONYMOUS):
         self.broker = broker
         self.header = header
         self.listener = listener
         self.peer = peer
         # the node whose port the request came in on
         self.node_id = broker.cluster.node_id if node_id is None else node_id
+        # Kafka's principal string of the connection ("User:name")
+        self.principal = principal
 
     @property
     def api_version(self) -> int:

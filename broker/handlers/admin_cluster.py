@@ -6,8 +6,10 @@ DescribeCluster
   the first node that is up, as a KRaft broker answers with an alive broker id. Endpoint type 1 (brokers) is served; 2
   (controllers) is MISMATCHED_ENDPOINT_TYPE and anything else UNSUPPORTED_ENDPOINT_TYPE
   (INVALID_REQUEST in v0), as Kafka answers on a broker listener.
-- include_cluster_authorized_operations reports every cluster operation: there is no
-  authorizer, so everything is allowed.
+- include_cluster_authorized_operations reports the cluster operations the principal may
+  perform (0 without DESCRIBE on the cluster); every one when no authorizer is configured.
+- DescribeLogDirs and ListPartitionReassignments need DESCRIBE on the cluster
+  (CLUSTER_AUTHORIZATION_FAILED).
 
 DescribeLogDirs
 - One log directory: the data directory (absolute path), with its volume's total and usable
@@ -31,6 +33,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType, allowed_cluster, operations
 from . import api
 from .common import response_module
 from .metadata import controller_id
@@ -67,8 +70,10 @@ async def describe_cluster(ctx, request):
              is_fenced=not cluster.alive(node))
         for node in cluster.node_ids if include_fenced or cluster.alive(node)
         for adv in (ctx.broker.address_of(node, ctx.listener.name),))
-    ops = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
-           else NO_AUTHORIZED_OPERATIONS)
+    ops = NO_AUTHORIZED_OPERATIONS
+    if request.include_cluster_authorized_operations:
+        ops = (operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_AUTHORIZED_OPERATIONS)
+               if allowed_cluster(ctx, AclOperation.DESCRIBE) else 0)
     return make(mod.DescribeClusterResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
                 endpoint_type=BROKERS_ENDPOINT, cluster_id=cluster.cluster_id, controller_id=controller_id(cluster),
                 brokers=brokers, cluster_authorized_operations=ops)
@@ -82,6 +87,9 @@ def _size_bytes(plog) -> int:
 @api(35, 1, 5)
 async def describe_log_dirs(ctx, request):
     mod = response_module(ctx)
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        return make(mod.DescribeLogDirsResponse, throttle_time=0, error_code=ErrorCode.cluster_authorization_failed,
+                    results=())
     cluster = ctx.cluster
     data_dir = Path(cluster.data_dir).resolve()
     if request.topics is None:
@@ -116,5 +124,8 @@ async def describe_log_dirs(ctx, request):
 @api(46, 0, 0)
 async def list_partition_reassignments(ctx, request):
     mod = response_module(ctx)
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        return make(mod.ListPartitionReassignmentsResponse, throttle_time=0,
+                    error_code=ErrorCode.cluster_authorization_failed, error_message=None, topics=())
     return make(mod.ListPartitionReassignmentsResponse, throttle_time=0, error_code=ErrorCode.none,
                 error_message=None, topics=())

@@ -29,6 +29,10 @@ AlterConfigs / IncrementalAlterConfigs
   update these configs dynamically: Set(k)" (Kafka's message for its static settings);
   DELETE of a broker setting has nothing to remove and succeeds. Logger levels (resource
   type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
+
+With an authorizer: DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster for
+broker and logger resources, on the topic or group otherwise; refused resources get CLUSTER_ /
+TOPIC_ / GROUP_AUTHORIZATION_FAILED with Kafka's message (DescribeConfigs lists them last).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ..topic_configs import (
     topic_config_default,
     validate_topic_configs,
 )
+from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
 from . import api
 from .admin_topics import AdminError, topic_name_error
 from .common import response_module
@@ -198,7 +203,14 @@ async def describe_configs(ctx, request):
     synonyms_wanted = request.include_synonyms
     docs_wanted = getattr(request, "include_documentation", False)
     results = []
+    unauthorized = []  # answered after the rest, as Kafka's ConfigHelper does
     for resource in request.resources:
+        refused = _refused(ctx, resource, AclOperation.DESCRIBE_CONFIGS)
+        if refused is not None:
+            unauthorized.append(make(mod.DescribeConfigsResult, error_code=refused,
+                                error_message=AUTHORIZATION_MESSAGES[refused], resource_type=resource.resource_type,
+                                resource_name=resource.resource_name, configs=()))
+            continue
         try:
             entries = _describe_entries(ctx, resource)
         except AdminError as exc:
@@ -217,7 +229,25 @@ async def describe_configs(ctx, request):
         results.append(make(mod.DescribeConfigsResult, error_code=ErrorCode.none, error_message="",
                             resource_type=resource.resource_type, resource_name=resource.resource_name,
                             configs=configs))
-    return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results))
+    return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results + unauthorized))
+
+
+def _refused(ctx, resource, op: AclOperation) -> ErrorCode | None:
+    """The authorisation error for a config resource (Kafka's ConfigHelper / ControllerApis):
+    broker, logger and client-metrics resources need `op` on the cluster, topics and groups on
+    themselves."""
+    if ctx.broker.authorizer is None:
+        return None
+    rtype = resource.resource_type
+    if rtype in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
+        return None if allowed_cluster(ctx, op) else ErrorCode.cluster_authorization_failed
+    if rtype == TOPIC:
+        return None if allowed(ctx, op, ResourceType.TOPIC, resource.resource_name) \
+            else ErrorCode.topic_authorization_failed
+    if rtype == GROUP:
+        return None if allowed(ctx, op, ResourceType.GROUP, resource.resource_name) \
+            else ErrorCode.group_authorization_failed
+    return None
 
 
 # --- AlterConfigs ---------------------------------------------------------------------------
@@ -243,6 +273,10 @@ def _alter_each(ctx, request, *, incremental: bool, alter_one) -> tuple:
     results = []
     for i, resource in enumerate(request.resources):
         err = errors.get(i)
+        if err is None:
+            refused = _refused(ctx, resource, AclOperation.ALTER_CONFIGS)
+            if refused is not None:
+                err = AdminError(refused, AUTHORIZATION_MESSAGES[refused])
         if err is None:
             try:
                 alter_one(ctx, resource, request.validate_only)

@@ -18,6 +18,9 @@ OffsetForLeaderEpoch (Kafka's LeaderEpochFileCache.endOffsetFor)
 - current_leader_epoch (when not -1) fences: older is FENCED_LEADER_EPOCH, newer
   UNKNOWN_LEADER_EPOCH; a partition this node does not lead is NOT_LEADER_OR_FOLLOWER.
   Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
+
+With an authorizer: DeleteRecords needs DELETE per topic, OffsetForLeaderEpoch CLUSTER_ACTION on
+the cluster or DESCRIBE per topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import AclOperation, ResourceType, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
 from .leadership import partition_error
@@ -73,9 +77,14 @@ def delete_records(ctx, topic_name: str, index: int, offset: int) -> tuple[Error
 async def handle_delete_records(ctx, request):
     mod = response_module(ctx)
     topics = []
+    deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partitions:
+            if deletable is not None and t.name not in deletable:
+                parts.append(make(mod.DeleteRecordsPartitionResult, partition_index=p.partition_index,
+                                  low_watermark=-1, error_code=ErrorCode.topic_authorization_failed))
+                continue
             try:
                 err, low = delete_records(ctx, t.name, p.partition_index, p.offset)
             except OSError as exc:
@@ -116,11 +125,15 @@ def end_offset_for_epoch(ctx, part, current_leader_epoch: int, requested: int) -
 async def handle_offset_for_leader_epoch(ctx, request):
     mod = response_module(ctx)
     topics = []
+    described = None if allowed_cluster(ctx, AclOperation.CLUSTER_ACTION) else allowed_names(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partitions:
             part = ctx.cluster.partition(t.topic, p.partition)
-            if part is None:
+            if described is not None and t.topic not in described:
+                err, epoch, end = ErrorCode.topic_authorization_failed, -1, -1
+            elif part is None:
                 err, epoch, end = ErrorCode.unknown_topic_or_partition, -1, -1
             else:
                 err, epoch, end = end_offset_for_epoch(ctx, part, p.current_leader_epoch, p.leader_epoch)

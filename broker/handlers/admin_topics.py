@@ -47,6 +47,12 @@ DescribeTopicPartitions
   means every topic (unknown names are then never reported); a named unknown topic is
   UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a bad name). A cursor outside the
   requested topics or with a negative partition fails the request with INVALID_REQUEST.
+
+With an authorizer (Kafka's ControllerApis): CreateTopics needs CREATE on the cluster or the
+topic, DeleteTopics DELETE on the cluster or DESCRIBE and DELETE on the topic (a topic given by
+id and not describable is answered without its name), CreatePartitions ALTER on the topic,
+DescribeTopicPartitions DESCRIBE (left out of an all-topics answer, refused when named);
+TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ from protocol.messages import make
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
 from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
+from ..authorizer import AclOperation, ResourceType, allowed_cluster, allowed_names, operations
 from . import api
 from .common import response_module
 
@@ -242,10 +249,12 @@ async def create_topics(ctx, request):
                                          "Excessively large number of partitions per request."))
         return make(mod.CreateTopicsResponse, throttle_time=0, topics=tuple(results))
     unauthorized = []
+    creatable = None if allowed_cluster(ctx, AclOperation.CREATE) else allowed_names(
+        ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
     for t in request.topics:
         if counts[t.name] > 1:
             continue
-        if t.name == CLUSTER_METADATA_TOPIC:
+        if t.name == CLUSTER_METADATA_TOPIC or (creatable is not None and t.name not in creatable):
             unauthorized.append(t.name)
             continue
         try:
@@ -315,6 +324,11 @@ async def delete_topics(ctx, request):
         else:
             ids.append(topic_id)
     name_counts, id_counts = Counter(names), Counter(ids)
+    # DELETE on the cluster allows every topic; else DESCRIBE and DELETE on each topic
+    everything = allowed_cluster(ctx, AclOperation.DELETE)
+    known = [t.name for i in ids if (t := cluster.topics_by_id.get(i)) is not None] + names
+    describable = None if everything else allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, known)
+    deletable = None if everything else allowed_names(ctx, AclOperation.DELETE, ResourceType.TOPIC, known)
     for name in name_counts:
         if name_counts[name] > 1:
             result(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
@@ -326,14 +340,22 @@ async def delete_topics(ctx, request):
         topic = cluster.topics_by_id.get(topic_id)
         if topic is None:
             result(None, topic_id, ErrorCode.unknown_topic_id)
+        elif deletable is not None and topic.name not in deletable:
+            # the name only to whom may DESCRIBE the topic
+            result(topic.name if describable is not None and topic.name in describable else None, topic_id,
+                   ErrorCode.topic_authorization_failed)
         else:
             to_delete[topic_id] = topic
     for name in name_counts:
         if name_counts[name] > 1:
             continue
         topic = cluster.topics.get(name)
-        if topic is None:
+        if describable is not None and name not in describable:
+            result(name, None, ErrorCode.topic_authorization_failed)
+        elif topic is None:
             result(name, None, ErrorCode.unknown_topic_or_partition)
+        elif deletable is not None and name not in deletable:
+            result(name, None, ErrorCode.topic_authorization_failed)
         elif topic.topic_id in duplicate_ids or topic.topic_id in to_delete:
             duplicate_ids.add(topic.topic_id)
             to_delete.pop(topic.topic_id, None)
@@ -395,8 +417,12 @@ async def create_partitions(ctx, request):
         results.append(make(mod.CreatePartitionsTopicResult, name=name, error_code=code, error_message=message))
 
     budget = MAX_PARTITIONS_PER_REQUEST
+    alterable = allowed_names(ctx, AclOperation.ALTER, ResourceType.TOPIC, counts)
     for t in request.topics:
         if counts[t.name] > 1:
+            continue
+        if alterable is not None and t.name not in alterable:
+            result(t.name, ErrorCode.topic_authorization_failed)
             continue
         try:
             additional = _check_new_partitions(ctx, t)
@@ -455,6 +481,12 @@ async def describe_topic_partitions(ctx, request):
 
     remaining = max(min(DESCRIBE_TOPIC_PARTITIONS_MAX, request.response_partition_limit), 1)
     topics_out = []
+    refused: list[str] = []
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    if described is not None:
+        # topics the principal may not DESCRIBE: left out of "all", refused when named
+        refused = [] if fetch_all else sorted(names - described)
+        names = names & described
     next_cursor = None
     for name in sorted(names):
         if remaining == 0:
@@ -481,10 +513,15 @@ async def describe_topic_partitions(ctx, request):
         )
         topics_out.append(make(mod.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.none, name=name,
                                topic_id=topic.topic_id, is_internal=topic.internal, partitions=parts,
-                               topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                               topic_authorized_operations=operations(ctx, ResourceType.TOPIC, name,
+                                                                      TOPIC_AUTHORIZED_OPERATIONS)))
         if upper < len(topic.partitions):
             next_cursor = make(mod.Cursor, topic_name=name, partition_index=upper)
             break
         remaining -= len(parts)
+    for name in refused:
+        topics_out.append(make(mod.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.topic_authorization_failed,
+                               name=name, topic_id=ZERO_UUID, is_internal=False, partitions=(),
+                               topic_authorized_operations=-(2**31)))
     return make(mod.DescribeTopicPartitionsResponse, throttle_time=0, topics=tuple(topics_out),
                 next_cursor=next_cursor)

@@ -18,6 +18,9 @@ A partition this node does not lead is NOT_LEADER_OR_FOLLOWER; a current_leader_
 than the partition's is FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer); v16+
 answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the current leader and its
 endpoint (KIP-951, broker.handlers.leadership).
+
+With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, checked before the topic's
+existence; a v13+ unknown topic id stays UNKNOWN_TOPIC_ID).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from storage import OffsetOutOfRange
 
 from ..clock import now_ms
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
+from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api
 from .common import response_module
 from .leadership import current_leader, node_endpoints, partition_error
@@ -65,9 +69,18 @@ def _forgotten(request, by_id: bool) -> list[tuple]:
 def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     cluster = ctx.cluster
     slots = []
+    readable = None
+    if ctx.broker.authorizer is not None:
+        # Kafka checks READ on each named topic before looking whether it exists
+        names = {key: (t.name if (t := cluster.topics_by_id.get(key)) is not None else None) if by_id else key
+                 for (key, _i), _p in partitions}
+        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (n for n in names.values() if n is not None))
     for (key, index), p in partitions:
         topic = cluster.topics_by_id.get(key) if by_id else cluster.topics.get(key)
-        if topic is None:
+        if readable is not None and (not by_id or topic is not None) and names[key] not in readable:
+            slots.append(_Slot(key, index, None, p, ErrorCode.topic_authorization_failed))
+        elif topic is None:
             err = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
             slots.append(_Slot(key, index, None, p, err))
         elif not 0 <= index < len(topic.partitions):

@@ -22,6 +22,12 @@
   groups with server-side `uniform` (default) and `range` assignors; heartbeat interval and
   session timeout come from group.consumer.heartbeat.interval.ms / .session.timeout.ms. v0
   members get their id from us; v1 members bring their own (empty is INVALID_REQUEST).
+
+With an authorizer: FindCoordinator needs DESCRIBE on the group or transactional id (GROUP_ /
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, no node); JoinGroup, SyncGroup, Heartbeat, LeaveGroup and
+ConsumerGroupHeartbeat READ on the group; DescribeGroups and ConsumerGroupDescribe DESCRIBE per
+group; DeleteGroups DELETE per group; ListGroups without DESCRIBE on the cluster lists only the
+groups the principal may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from protocol.messages import make
 from ..groups.states import ClassicGroupState
 from ..kafka_versions import unsupported_group_api
 
+from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
 from .leadership import group_coordinator_error, group_partition, transaction_partition
@@ -81,13 +88,34 @@ async def find_coordinator(ctx, request):
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            error, msg, node, host, port = _locate(ctx, key_type, key)
+            refused = _refused_key(ctx, key_type, key)
+            if refused is not None:
+                error, msg, node, host, port = refused, None, -1, "", -1
+            else:
+                error, msg, node, host, port = _locate(ctx, key_type, key)
             coordinators.append(make(mod.Coordinator, key=key, node_id=node, host=host, port=port,
                                      error_code=error, error_message=msg))
         return make(mod.FindCoordinatorResponse, throttle_time=0, coordinators=tuple(coordinators))
-    error, msg, node, host, port = _locate(ctx, key_type, request.key)
+    refused = _refused_key(ctx, key_type, request.key)
+    if refused is not None:
+        error, msg, node, host, port = refused, AUTHORIZATION_MESSAGES[refused], -1, "", -1
+    else:
+        error, msg, node, host, port = _locate(ctx, key_type, request.key)
     return make(mod.FindCoordinatorResponse, throttle_time=0, error_code=error, error_message=msg,
                 node_id=node, host=host, port=port)
+
+
+def _refused_key(ctx, key_type: int, key: str) -> ErrorCode | None:
+    """FindCoordinator needs DESCRIBE on the group or the transactional id."""
+    if key_type == KEY_TYPE_GROUP and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.group_authorization_failed
+    if key_type == KEY_TYPE_TRANSACTION and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return ErrorCode.transactional_id_authorization_failed
+    return None
+
+
+def _may_read_group(ctx, group_id: str) -> bool:
+    return allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
 
 
 # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
@@ -103,6 +131,10 @@ async def join_group(ctx, request):
     rebalance_timeout = _ms(getattr(request, "rebalance_timeout", None))
     if rebalance_timeout < 0:
         rebalance_timeout = session_timeout
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.JoinGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
+                    generation_id=-1, protocol_type=None, protocol_name=None if ctx.api_version >= 7 else "",
+                    leader="", skip_assignment=False, member_id="", members=())
     result = await _coordinator(ctx).join_group(
         group_id=request.group_id, member_id=request.member_id or "",
         group_instance_id=getattr(request, "group_instance_id", None), client_id=ctx.client_id or "",
@@ -123,6 +155,9 @@ async def join_group(ctx, request):
 @api(14, 0, 5)
 async def sync_group(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.SyncGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
+                    protocol_type=None, protocol_name=None, assignment=b"")
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.SyncGroupResponse, throttle_time=0, error_code=refused, protocol_type=None,
                     protocol_name=None, assignment=b"")
@@ -140,6 +175,8 @@ async def sync_group(ctx, request):
 @api(12, 0, 4)
 async def heartbeat(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.HeartbeatResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed)
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.HeartbeatResponse, throttle_time=0, error_code=refused)
     err = _coordinator(ctx).heartbeat(group_id=request.group_id, member_id=request.member_id,
@@ -151,6 +188,9 @@ async def heartbeat(ctx, request):
 @api(13, 0, 5)
 async def leave_group(ctx, request):
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.LeaveGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
+                    members=())
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.LeaveGroupResponse, throttle_time=0, error_code=refused, members=())
     if ctx.api_version < 3:
@@ -176,7 +216,10 @@ async def describe_groups(ctx, request):
     out = []
     for gid in request.groups:
         group = coord.groups.get(gid)
-        if (refused := group_coordinator_error(ctx, gid)) is not None:
+        refused = (ErrorCode.group_authorization_failed
+                   if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid)
+                   else group_coordinator_error(ctx, gid))
+        if refused is not None:
             out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
                             group_state="", protocol_type="", protocol_data="", members=(),
                             authorized_operations=NO_AUTHORIZED_OPS))
@@ -209,6 +252,9 @@ async def list_groups(ctx, request):
     states = list(getattr(request, "states_filter", None) or ()) or None
     types = list(getattr(request, "types_filter", None) or ()) or None
     groups = [g for g in _coordinator(ctx).list_groups(states, types) if group_coordinator_error(ctx, g[0]) is None]
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        # without DESCRIBE on the cluster, only the groups the principal may DESCRIBE
+        groups = [g for g in groups if allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0])]
     return make(mod.ListGroupsResponse, throttle_time=0, error_code=ErrorCode.none,
                 groups=tuple(make(mod.ListedGroup, group_id=gid, protocol_type=ptype, group_state=state,
                                   group_type=gtype) for gid, ptype, state, gtype in groups))
@@ -218,7 +264,11 @@ async def list_groups(ctx, request):
 async def delete_groups(ctx, request):
     mod = response_module(ctx)
     names = list(request.groups_names)
-    refused = {gid: err for gid in names if (err := group_coordinator_error(ctx, gid)) is not None}
+    deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    refused = {gid: ErrorCode.group_authorization_failed for gid in names
+               if deletable is not None and gid not in deletable}
+    refused.update({gid: err for gid in names if gid not in refused
+                    and (err := group_coordinator_error(ctx, gid)) is not None})
     results = _coordinator(ctx).delete_groups([g for g in names if g not in refused])
     if refused:
         deleted = dict(results)
@@ -235,6 +285,10 @@ async def consumer_group_heartbeat(ctx, request):
     if refused is not None:
         return refused
     mod = response_module(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
+                    error_code=ErrorCode.group_authorization_failed, error_message=None, member_id=None,
+                    member_epoch=0, heartbeat_interval=0, assignment=None)
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,
                     member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
@@ -284,6 +338,11 @@ async def consumer_group_describe(ctx, request):
     out = []
     for gid in request.group_ids:
         group = coord.groups.get(gid)
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed, error_message=None,
+                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
             # Kafka's error entry leaves the state empty and the epochs at 0

@@ -7,6 +7,8 @@ at or after it. A lookup that lands at or past what the isolation level may read
 offset -1, as Kafka does. LATEST_TIERED (-5) and EARLIEST_PENDING_UPLOAD (-6) have no tiered
 storage behind them here and answer -1. A partition this node does not lead is NOT_LEADER_OR_FOLLOWER; a
 current_leader_epoch other than the partition's is FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+
+With an authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api
 from .common import response_module
 from .leadership import partition_error
@@ -50,12 +53,15 @@ async def handle(ctx, request):
     cluster = ctx.cluster
     read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partitions:
             part = cluster.partition(t.name, p.partition_index)
             epoch = getattr(p, "current_leader_epoch", -1)
-            if part is None:
+            if described is not None and t.name not in described:
+                err, offset, ts, part = ErrorCode.topic_authorization_failed, -1, -1, None
+            elif part is None:
                 err, offset, ts = ErrorCode.unknown_topic_or_partition, -1, -1
             elif (refused := partition_error(ctx, part, epoch)) is not None:
                 err, offset, ts = refused, -1, -1

@@ -8,16 +8,26 @@ stable ids (v10+ lookups by id work). Unknown topics are created with num.partit
 the request allows it and auto.create.topics.enable is on (a dev-broker default, like Kafka's);
 the new topic is answered at once, with no LEADER_NOT_AVAILABLE round trip. A null topic
 list means every topic; internal topics are flagged is_internal.
+
+With an authorizer (broker.authorizer), as Kafka's KafkaApis: topics the principal may not
+DESCRIBE are left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when
+named (with a zero id, so their existence is not disclosed; by id, with the id); creating an
+unknown topic needs CREATE on the cluster or on the topic (else TOPIC_AUTHORIZATION_FAILED).
+Authorized-operation bit sets (v8+) report what the principal may do; without an authorizer,
+every supported operation, as Kafka does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
+                          operations)
 from ..cluster import validate_topic_name
 from ..placement import PlacementError
 from . import api
@@ -25,6 +35,8 @@ from .common import response_module
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_AUTHORIZED_OPS = -(2**31)
+TOPIC_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.TOPIC])
+CLUSTER_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.CLUSTER])
 
 
 def broker_entries(ctx, mod):
@@ -64,11 +76,14 @@ async def handle(ctx, request):
     mod = response_module(ctx)
     cluster = ctx.cluster
     version = ctx.api_version
+    auth = ctx.broker.authorizer
     topics_out = []
     if request.topics is None or (version == 0 and not request.topics):
-        # v0 had no null: an empty list meant every topic
+        # v0 had no null: an empty list meant every topic; topics the principal may not
+        # DESCRIBE are left out without a word
         for topic in cluster.topics.values():
-            topics_out.append(topic_entry(ctx, mod, topic))
+            if auth is None or allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                topics_out.append(topic_entry(ctx, mod, topic))
     else:
         allow_auto = getattr(request, "allow_auto_topic_creation", True)
         for req_topic in request.topics:
@@ -79,8 +94,15 @@ async def handle(ctx, request):
                 topic = cluster.topics_by_id.get(topic_id)
                 if topic is None:
                     topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_id, None, topic_id, False, ()))
+                elif not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                    # topic ids are not secret: the id is answered with the error
+                    topics_out.append(_make_topic(mod, ErrorCode.topic_authorization_failed, None, topic_id, False, ()))
                 else:
                     topics_out.append(topic_entry(ctx, mod, topic))
+                continue
+            if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name or ""):
+                # whether the topic exists is not disclosed
+                topics_out.append(_make_topic(mod, ErrorCode.topic_authorization_failed, name, None, False, ()))
                 continue
             topic = cluster.topics.get(name)
             if topic is None:
@@ -89,6 +111,10 @@ async def handle(ctx, request):
                     topics_out.append(_make_topic(mod, ErrorCode.invalid_topic_exception, name, None, False, ()))
                     continue
                 if allow_auto and ctx.broker.config["auto.create.topics.enable"] and not name.startswith("__"):
+                    if not (allowed_cluster(ctx, AclOperation.CREATE)
+                            or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
+                        topics_out.append(_make_topic(mod, ErrorCode.topic_authorization_failed, name, None, False, ()))
+                        continue
                     try:
                         topic = cluster.create_topic(name, ctx.broker.config["num.partitions"])
                     except PlacementError:  # default.replication.factor above the node count
@@ -99,6 +125,14 @@ async def handle(ctx, request):
                     topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_or_partition, name, None, False, ()))
                     continue
             topics_out.append(topic_entry(ctx, mod, topic))
+    cluster_ops = NO_AUTHORIZED_OPS
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = (operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                       if allowed_cluster(ctx, AclOperation.DESCRIBE) else 0)
+    if version >= 8 and request.include_topic_authorized_operations:
+        topics_out = [t if t.error_code != ErrorCode.none else dataclasses.replace(
+            t, topic_authorized_operations=operations(ctx, ResourceType.TOPIC, t.name, TOPIC_OPERATIONS))
+            for t in topics_out]
     return make(
         mod.MetadataResponse,
         throttle_time=0,
@@ -106,6 +140,6 @@ async def handle(ctx, request):
         cluster_id=cluster.cluster_id,
         controller_id=controller_id(cluster),
         topics=tuple(topics_out),
-        cluster_authorized_operations=NO_AUTHORIZED_OPS,
+        cluster_authorized_operations=cluster_ops,
         error_code=ErrorCode.none,
     )

@@ -17,6 +17,11 @@
 - OffsetDelete (47) v0: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group that is not
   a consumer group, GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume.
 - On a node that does not coordinate the group, all three answer NOT_COORDINATOR.
+
+With an authorizer: OffsetCommit needs READ on the group (every partition
+GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED); OffsetFetch DESCRIBE on
+the group (the group's error; v1 puts it on each partition) and on each named topic (all-topics
+answers leave the others out); OffsetDelete DELETE on the group and READ on each topic.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from . import api
 from .common import response_module
 from .leadership import group_coordinator_error
@@ -50,9 +56,15 @@ async def offset_commit(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     by_id = ctx.api_version >= 10
-    group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
-        request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
-        getattr(request, "group_instance_id", None), ctx.api_version)
+    readable = None
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        group_err = ErrorCode.group_authorization_failed
+    else:
+        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (n for t in request.topics if (n := _topic_name(ctx, t, by_id)) is not None))
+        group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
+            request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
+            getattr(request, "group_instance_id", None), ctx.api_version)
     results: list[tuple[object, str | None, list[tuple[int, ErrorCode]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
@@ -60,7 +72,12 @@ async def offset_commit(ctx, request):
         topic = ctx.cluster.topics.get(name) if name is not None else None
         parts = []
         for p in t.partitions:
-            if group_err != ErrorCode.none:
+            if group_err == ErrorCode.group_authorization_failed:
+                parts.append((p.partition_index, group_err))
+            elif readable is not None and name is not None and name not in readable:
+                # Kafka checks the topic before the group's member and generation
+                parts.append((p.partition_index, ErrorCode.topic_authorization_failed))
+            elif group_err != ErrorCode.none:
                 parts.append((p.partition_index, group_err))
             elif topic is None:
                 parts.append((p.partition_index, ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition))
@@ -88,9 +105,12 @@ async def offset_commit(ctx, request):
 
 def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
     """(group error, [(topic key, name, [(partition, offset, epoch, metadata, error)])])"""
-    if (refused := group_coordinator_error(ctx, group_id)) is not None:
-        return refused, []
+    if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
+    if (not_coordinator := group_coordinator_error(ctx, group_id)) is not None:
+        return not_coordinator, []
     unknown: list = []
+    refused: list = []
     if topics is None:
         tps = None
     else:
@@ -100,9 +120,15 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
             if name is None:
                 unknown.append(t)
                 continue
+            if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                refused.append((t, name))
+                continue
             tps.extend((name, p) for p in t.partition_indexes)
     err, rows = coord.fetch_offsets(group_id, tps, require_stable=require_stable, member_id=member_id,
                                     member_epoch=member_epoch)
+    if topics is None and ctx.broker.authorizer is not None:
+        # every committed offset: those of topics the principal may not DESCRIBE are left out
+        rows = [r for r in rows if allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, r[0])]
     grouped: dict[str, list] = {}
     for topic, p, off, epoch, meta, perr in rows:
         grouped.setdefault(topic, []).append((p, off, epoch, meta, perr))
@@ -112,6 +138,10 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
         out.append((key, name, parts))
     for t in unknown:
         out.append((t.topic_id, None, [(p, -1, -1, "", ErrorCode.unknown_topic_id) for p in t.partition_indexes]))
+    if err == ErrorCode.none:
+        for t, name in refused:
+            out.append((getattr(t, "topic_id", None), name,
+                        [(p, -1, -1, "", ErrorCode.topic_authorization_failed) for p in t.partition_indexes]))
     return err, out
 
 
@@ -136,6 +166,9 @@ async def offset_fetch(ctx, request):
         return make(mod.OffsetFetchResponse, throttle_time=0, groups=tuple(groups_out))
     topics_req = request.topics
     err, topics = _fetch_group(ctx, coord, request.group_id, topics_req, require_stable, None, -1, False)
+    if err == ErrorCode.group_authorization_failed and v < 2 and topics_req:
+        # v1 has no group-level error: Kafka puts it on every requested partition
+        topics = [(None, t.name, [(p, -1, -1, "", err) for p in t.partition_indexes]) for t in topics_req]
     return make(mod.OffsetFetchResponse, throttle_time=0, error_code=err, topics=tuple(
         make(mod.OffsetFetchResponseTopic, name=name, partitions=tuple(
             make(mod.OffsetFetchResponsePartition, partition_index=p, committed_offset=off,
@@ -147,9 +180,18 @@ async def offset_fetch(ctx, request):
 @api(47, 0, 0)
 async def offset_delete(ctx, request):
     mod = response_module(ctx)
-    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if not allowed(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return make(mod.OffsetDeleteResponse, error_code=ErrorCode.group_authorization_failed, throttle_time=0,
+                    topics=())
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
+           if readable is None or t.name in readable]
     refused = group_coordinator_error(ctx, request.group_id)
     err, errors = (refused, {}) if refused is not None else _coordinator(ctx).delete_offsets(request.group_id, tps)
+    if readable is not None and refused is None:
+        errors = dict(errors)
+        errors.update({(t.name, p.partition_index): ErrorCode.topic_authorization_failed
+                       for t in request.topics if t.name not in readable for p in t.partitions})
     if err != ErrorCode.none:
         return make(mod.OffsetDeleteResponse, error_code=err, throttle_time=0, topics=())
     return make(mod.OffsetDeleteResponse, error_code=ErrorCode.none, throttle_time=0, topics=tuple(

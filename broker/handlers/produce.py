@@ -16,6 +16,10 @@ disk does (Kafka instead takes the log directory offline until a restart).
 A partition this node does not lead is NOT_LEADER_OR_FOLLOWER, answered from v10 with the
 current leader and its endpoint (KIP-951, broker.handlers.leadership); acks=all on a partition
 whose ISR is smaller than min.insync.replicas is NOT_ENOUGH_REPLICAS, before the batch is looked at.
+
+With an authorizer (broker.authorizer): transactional batches need WRITE on the transactional
+id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), then each topic WRITE
+(TOPIC_AUTHORIZATION_FAILED, checked before the topic's existence).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from protocol.messages import make
 from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
                               recompress_batch, validate_produce_batches)
 
+from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from ..clock import now_ms
 from ..cluster import flush_appended
 from ..producers import ProduceError
@@ -173,12 +178,22 @@ async def handle(ctx, request):
     by_id = ctx.api_version >= 13
     results: list[tuple[object, list[tuple[int, PartitionResult]]]] = []
     touched = []
+    writable = None
+    if ctx.broker.authorizer is not None:
+        if _has_transactional_batches(request) and (
+                request.transactional_id is None
+                or not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)):
+            return _refused(ctx, request, ErrorCode.transactional_id_authorization_failed)
+        writable = allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (
+            _topic_name(cluster, t, by_id) for t in request.topic_data))
     for tdata in request.topic_data:
         topic = cluster.topics_by_id.get(tdata.topic_id) if by_id else cluster.topics.get(tdata.name)
         presults = []
         for pdata in tdata.partition_data:
             if acks not in (0, 1, -1):
                 res = PartitionResult(ErrorCode.invalid_required_acks)
+            elif writable is not None and _topic_name(cluster, tdata, by_id) not in writable:
+                res = PartitionResult(ErrorCode.topic_authorization_failed)
             elif topic is None or not 0 <= pdata.index < len(topic.partitions):
                 res = PartitionResult(ErrorCode.unknown_topic_id if by_id and topic is None
                                       else ErrorCode.unknown_topic_or_partition)
@@ -220,13 +235,47 @@ async def handle(ctx, request):
     )
 
 
-
 def _partition_response(ctx, mod, idx: int, r: PartitionResult, endpoints: dict):
     fields = dict(index=idx, error_code=r.error, base_offset=r.base_offset, log_append_time=r.log_append_time,
                   log_start_offset=r.log_start_offset, record_errors=_record_errors(mod, r), error_message=r.message)
     if r.part is not None and hasattr(mod, "LeaderIdAndEpoch"):  # KIP-951, v10+
         fields["current_leader"] = current_leader(ctx, mod, r.part, endpoints)
     return make(mod.PartitionProduceResponse, **fields)
+
+
+def _topic_name(cluster, tdata, by_id: bool) -> str:
+    """The name authorisation is checked against; an unknown topic id checks an empty name."""
+    if not by_id:
+        return tdata.name
+    topic = cluster.topics_by_id.get(tdata.topic_id)
+    return topic.name if topic is not None else ""
+
+
+def _has_transactional_batches(request) -> bool:
+    for tdata in request.topic_data:
+        for pdata in tdata.partition_data:
+            records = pdata.records
+            if records is not None and len(records) >= BATCH_HEADER_SIZE and BatchHeader(records, 0).is_transactional:
+                return True
+    return False
+
+
+def _refused(ctx, request, code):
+    """Kafka's whole-request error: every partition answers `code`."""
+    if request.acks == 0:
+        raise CloseConnection(f"{code.name} on an acks=0 produce")
+    mod = response_module(ctx)
+    return make(
+        mod.ProduceResponse,
+        responses=tuple(
+            make(mod.TopicProduceResponse, name=getattr(tdata, "name", None), topic_id=getattr(tdata, "topic_id", None),
+                 partition_responses=tuple(
+                     make(mod.PartitionProduceResponse, index=p.index, error_code=code, base_offset=-1,
+                          log_append_time=-1, log_start_offset=-1, record_errors=(), error_message=None)
+                     for p in tdata.partition_data))
+            for tdata in request.topic_data),
+        throttle_time=0,
+    )
 
 
 def _record_errors(mod, r: PartitionResult) -> tuple:

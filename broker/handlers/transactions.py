@@ -23,6 +23,14 @@ DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v
   AddPartitionsToTxn, AddOffsetsToTxn and EndTxn answer NOT_COORDINATOR; TxnOffsetCommit
   answers it on a node that does not coordinate the group (broker.handlers.leadership).
   DescribeProducers on a node that does not lead the partition is NOT_LEADER_OR_FOLLOWER.
+- With an authorizer: InitProducerId, AddOffsetsToTxn, EndTxn, TxnOffsetCommit and the
+  client's AddPartitionsToTxn (v0-v3) need WRITE on the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent InitProducerId needs IDEMPOTENT_WRITE on
+  the cluster or WRITE on some topic (KIP-679, else CLUSTER_AUTHORIZATION_FAILED);
+  AddOffsetsToTxn and TxnOffsetCommit READ on the group; AddPartitionsToTxn WRITE and
+  TxnOffsetCommit READ on each topic; the brokers' AddPartitionsToTxn (v4+) and WriteTxnMarkers
+  CLUSTER_ACTION; DescribeProducers READ per topic; DescribeTransactions and ListTransactions
+  DESCRIBE per transactional id (and list only the topics the principal may DESCRIBE).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from protocol.messages import make
 from ..clock import now_ms
 from ..transactions.coordinator import TransactionCoordinator
 from ..transactions.markers import write_markers_durably
+from ..authorizer import AclOperation, ResourceType, allowed, allowed_any, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
 from .leadership import group_coordinator_error, partition_error, transaction_coordinator_error
@@ -70,7 +79,17 @@ async def init_producer_id(ctx, request):
     pid = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
     expected = (pid, epoch) if pid != -1 else None
-    if (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
+    refused = None
+    if request.transactional_id is not None:
+        if not _may_write_tid(ctx, request.transactional_id):
+            refused = E.transactional_id_authorization_failed
+    elif not (allowed_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+              or allowed_any(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+        # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+        refused = E.cluster_authorization_failed
+    if refused is None:
+        refused = transaction_coordinator_error(ctx, request.transactional_id)
+    if refused is not None:
         return make(mod.InitProducerIdResponse, throttle_time=0, error_code=refused, producer_id=-1,
                     producer_epoch=-1)
     err, pid, epoch = txn.core.init_producer_id(request.transactional_id, timeout_ms, expected)
@@ -93,8 +112,26 @@ def _partition_errors(ctx, topics) -> tuple[list, dict]:
     return wanted, missing
 
 
-def _add_one(ctx, txn, tid, pid, epoch, topics, *, verify_only=False, client_tv=0) -> dict:
+def _may_write_tid(ctx, transactional_id: str) -> bool:
+    return allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
+def _add_one(ctx, txn, tid, pid, epoch, topics, *, verify_only=False, client_tv=0, client=False) -> dict:
+    if client and ctx.broker.authorizer is not None:
+        # the client's AddPartitionsToTxn (v0-v3): WRITE on the transactional id, then on each topic
+        if not _may_write_tid(ctx, tid):
+            return {(t.name, p): E.transactional_id_authorization_failed for t in topics for p in t.partitions}
+        writable = allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                                 (t.name for t in topics if not t.name.startswith("__")))
+        assert writable is not None
+        refused = {(t.name, p): E.topic_authorization_failed for t in topics for p in t.partitions
+                   if not t.name.startswith("__") and t.name not in writable}
+        if refused:
+            wanted, missing = _partition_errors(ctx, topics)
+            return {tp: refused.get(tp) or missing.get(tp) or E.operation_not_attempted for tp in wanted}
     wanted, missing = _partition_errors(ctx, topics)
+    if client and (not_coordinator := transaction_coordinator_error(ctx, tid)) is not None:
+        return {tp: not_coordinator for tp in wanted}
     if missing:
         return {tp: missing.get(tp, E.operation_not_attempted) for tp in wanted}
     if verify_only:
@@ -118,15 +155,14 @@ async def add_partitions_to_txn(ctx, request):
     txn = _coordinator(ctx)
     v = ctx.api_version
     if v <= 3:
-        tid = request.v3_and_below_transactional_id
-        if (refused := transaction_coordinator_error(ctx, tid)) is not None:
-            errors = {tp: refused for tp in _partition_errors(ctx, request.v3_and_below_topics)[0]}
-            return make(mod.AddPartitionsToTxnResponse, throttle_time=0,
-                        results_by_topic_v3_and_below=_topic_results(mod, errors))
-        errors = _add_one(ctx, txn, tid, request.v3_and_below_producer_id,
-                          request.v3_and_below_producer_epoch, request.v3_and_below_topics)
+        errors = _add_one(ctx, txn, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                          request.v3_and_below_producer_epoch, request.v3_and_below_topics, client=True)
         errors = {tp: _fenced(e, v, 2) for tp, e in errors.items()}
         return make(mod.AddPartitionsToTxnResponse, throttle_time=0, results_by_topic_v3_and_below=_topic_results(mod, errors))
+    if not allowed_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        # v4+ is the brokers' own request
+        return make(mod.AddPartitionsToTxnResponse, throttle_time=0, error_code=E.cluster_authorization_failed,
+                    results_by_transaction=())
     results = []
     for t in request.transactions:
         # v4+ comes from partition leaders: a non-verify add is KIP-890 part 2 (transactions v2)
@@ -144,7 +180,11 @@ async def add_partitions_to_txn(ctx, request):
 async def add_offsets_to_txn(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
-    if (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
+    if not _may_write_tid(ctx, request.transactional_id):
+        err = E.transactional_id_authorization_failed
+    elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        err = E.group_authorization_failed
+    elif (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
         err = refused
     elif not request.group_id:
         err = E.invalid_group_id
@@ -162,6 +202,9 @@ async def end_txn(ctx, request):
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     client_tv = 2 if ctx.api_version >= 5 else 0
+    if not _may_write_tid(ctx, request.transactional_id):
+        return make(mod.EndTxnResponse, throttle_time=0, error_code=E.transactional_id_authorization_failed,
+                    producer_id=-1, producer_epoch=-1)
     if (refused := transaction_coordinator_error(ctx, request.transactional_id)) is not None:
         return make(mod.EndTxnResponse, throttle_time=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     res = txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
@@ -176,6 +219,14 @@ async def end_txn(ctx, request):
 async def write_txn_markers(ctx, request):
     mod = response_module(ctx)
     results = []
+    if not (allowed_cluster(ctx, AclOperation.ALTER) or allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)):
+        return make(mod.WriteTxnMarkersResponse, markers=tuple(
+            make(mod.WritableTxnMarkerResult, producer_id=m.producer_id, topics=tuple(
+                make(mod.WritableTxnMarkerTopicResult, name=t.name, partitions=tuple(
+                    make(mod.WritableTxnMarkerPartitionResult, partition_index=p,
+                         error_code=E.cluster_authorization_failed) for p in t.partition_indexes))
+                for t in m.topics))
+            for m in request.markers))
     for m in request.markers:
         wanted = [(t.name, p) for t in m.topics for p in t.partition_indexes]
         errors = await write_markers_durably(ctx.broker, m.producer_id, m.producer_epoch, m.coordinator_epoch,
@@ -210,17 +261,33 @@ async def txn_offset_commit(ctx, request):
     txn = _coordinator(ctx)
     groups = ctx.broker.services.groups
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    err = group_coordinator_error(ctx, request.group_id) or _txn_offset_check(ctx, txn, groups, request)
+    readable = None
+    if not _may_write_tid(ctx, request.transactional_id):
+        err = E.transactional_id_authorization_failed
+    elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        err = E.group_authorization_failed
+    else:
+        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+        err = E.none
+    refused = {} if readable is None else {
+        (t.name, p.partition_index): E.topic_authorization_failed
+        for t in request.topics if t.name not in readable for p in t.partitions}
+    if err == E.none and not (refused and len(refused) == len(wanted)):
+        err = group_coordinator_error(ctx, request.group_id) or _txn_offset_check(ctx, txn, groups, request)
     if err != E.none:
         errors = {tp: err for tp in wanted}
+    elif refused and len(refused) == len(wanted):
+        # nothing left to commit: Kafka answers without asking the coordinator
+        errors = refused
     else:
         offsets = {(t.name, p.partition_index): (p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                                   p.committed_metadata)
-                   for t in request.topics for p in t.partitions}
+                   for t in request.topics for p in t.partitions if (t.name, p.partition_index) not in refused}
         errors = groups.stage_txn_offsets(
             request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
             generation_id=getattr(request, "generation_id", -1), member_id=getattr(request, "member_id", ""),
             group_instance_id=getattr(request, "group_instance_id", None), offsets=offsets, now_ms=now_ms())
+        errors = {**errors, **refused}
     by_topic: dict[str, list] = {}
     for tp in wanted:
         by_topic.setdefault(tp[0], []).append(
@@ -237,8 +304,13 @@ async def describe_producers(ctx, request):
     topics = []
     for t in request.topics:
         parts = []
+        readable = allowed(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partition_indexes:
             part = ctx.cluster.partition(t.name, p)
+            if not readable:
+                parts.append(make(mod.PartitionResponse, partition_index=p, error_code=E.topic_authorization_failed,
+                                  error_message=None, active_producers=()))
+                continue
             refused = E.unknown_topic_or_partition if part is None else partition_error(ctx, part)
             if refused is not None:
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
@@ -263,7 +335,10 @@ async def describe_transactions(ctx, request):
     txn = _coordinator(ctx)
     states = []
     for tid in request.transactional_ids:
-        err, md = txn.core.describe(tid)
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+            err, md = E.transactional_id_authorization_failed, None
+        else:
+            err, md = txn.core.describe(tid)
         if md is None:
             # Kafka leaves every other field at zero (a start time of 0, producer id 0)
             states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",
@@ -272,6 +347,8 @@ async def describe_transactions(ctx, request):
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(md.partitions):
+            if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                continue  # only partitions the principal may describe are listed
             by_topic.setdefault(topic, []).append(p)
         states.append(make(mod.TransactionState, error_code=E.none, transactional_id=tid,
                            transaction_state=md.state.kafka_name, transaction_timeout=md.timeout_ms,
@@ -295,6 +372,9 @@ async def list_transactions(ctx, request):
                         unknown_state_filters=(), transaction_states=())
     found, unknown = txn.core.list(list(request.state_filters), list(request.producer_id_filters),
                                    getattr(request, "duration_filter", -1), pattern)
+    if ctx.broker.authorizer is not None:
+        found = [md for md in found
+                 if allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, md.transactional_id)]
     return make(mod.ListTransactionsResponse, throttle_time=0, error_code=E.none,
                 unknown_state_filters=tuple(unknown),
                 transaction_states=tuple(make(mod.TransactionState, transactional_id=md.transactional_id,

@@ -81,3 +81,17 @@ class Admin:
     def delete_records(self, topic: str, before: dict[int, int]) -> dict[int, int]:
         """Deletes records before the offsets; returns the new low watermarks."""
         raise Unsupported(f"{self.name}: delete_records")
+
+    # ACLs are tuples (resource type, name, pattern type, principal, host, operation, permission)
+    # with Kafka's enum names, e.g. ("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW");
+    # a filter has the same shape with None for any name, principal or host and ANY/MATCH codes.
+
+    def create_acls(self, acls: list[tuple]) -> None:
+        raise Unsupported(f"{self.name}: create_acls")
+
+    def describe_acls(self, flt: tuple) -> set[tuple]:
+        raise Unsupported(f"{self.name}: describe_acls")
+
+    def delete_acls(self, filters: list[tuple]) -> set[tuple]:
+        """Deletes what the filters match; returns the ACLs deleted."""
+        raise Unsupported(f"{self.name}: delete_acls")

@@ -461,3 +461,12 @@ class JavaAdmin(Admin):
     def delete_records(self, topic, before):
         res = self._one("deleteRecords", topic=topic, offsets={str(p): o for p, o in before.items()})
         return {int(p): low for p, low in res.items()}
+
+    def create_acls(self, acls):
+        self._one("createAcls", acls=[list(a) for a in acls])
+
+    def describe_acls(self, flt):
+        return {tuple(a) for a in self._one("describeAcls", filter=list(flt))}
+
+    def delete_acls(self, filters):
+        return {tuple(a) for a in self._one("deleteAcls", filters=[list(f) for f in filters])}

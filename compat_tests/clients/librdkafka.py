@@ -272,3 +272,41 @@ class LibrdkafkaAdmin(Admin):
         fs = self.admin.delete_records([TopicPartition(topic, p, o) for p, o in before.items()],
                                        request_timeout=20, operation_timeout=20)
         return {tp.partition: _result(f).low_watermark for tp, f in fs.items()}
+
+    def create_acls(self, acls):
+        fs = self.admin.create_acls([_acl_binding(a) for a in acls], request_timeout=20)
+        for f in fs.values():
+            _result(f)
+
+    def describe_acls(self, flt):
+        return {_acl_tuple(b) for b in _result(self.admin.describe_acls(_acl_filter(flt), request_timeout=20))}
+
+    def delete_acls(self, filters):
+        fs = self.admin.delete_acls([_acl_filter(f) for f in filters], request_timeout=20)
+        return {_acl_tuple(b) for f in fs.values() for b in _result(f)}
+
+
+def _acl_args(a: tuple) -> list:
+    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType
+    from confluent_kafka.admin import ResourceType as RT
+
+    rt, name, pt, principal, host, op, perm = a
+    # librdkafka calls Kafka's CLUSTER resource type (4) BROKER
+    return [RT["BROKER" if rt == "CLUSTER" else rt], name, ResourcePatternType[pt], principal, host, AclOperation[op], AclPermissionType[perm]]
+
+
+def _acl_binding(a: tuple):
+    from confluent_kafka.admin import AclBinding
+
+    return AclBinding(*_acl_args(a))
+
+
+def _acl_filter(a: tuple):
+    from confluent_kafka.admin import AclBindingFilter
+
+    return AclBindingFilter(*_acl_args(a))
+
+
+def _acl_tuple(b) -> tuple:
+    return ("CLUSTER" if b.restype.name == "BROKER" else b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
+            b.permission_type.name)

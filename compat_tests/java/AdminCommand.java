@@ -33,7 +33,17 @@ import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AccessControlEntryFilter;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourcePatternFilter;
+import org.apache.kafka.common.resource.ResourceType;
 
 /**
  * admin: {"ops": [{"op": NAME, ...arguments}, ...], "config": {...}} — runs the operations in
@@ -59,6 +69,9 @@ final class AdminCommand {
         OPS.put("listOffsets", AdminCommand::listOffsets);
         OPS.put("deleteRecords", AdminCommand::deleteRecords);
         OPS.put("describeLogDirs", AdminCommand::describeLogDirs);
+        OPS.put("createAcls", AdminCommand::createAcls);
+        OPS.put("describeAcls", AdminCommand::describeAcls);
+        OPS.put("deleteAcls", AdminCommand::deleteAcls);
     }
 
     static void run(Map<String, Object> req) throws Exception {
@@ -309,6 +322,57 @@ final class AdminCommand {
             }
             out.put(Integer.toString(b.getKey()), dirs);
         }
+        return out;
+    }
+
+    // ACLs travel as [resource type, name, pattern type, principal, host, operation, permission]
+    // with Kafka's enum names; in a filter, null name/principal/host match any.
+    private static AclBinding aclBinding(Object o) {
+        List<Object> a = Json.list(o);
+        return new AclBinding(
+                new ResourcePattern(ResourceType.valueOf((String) a.get(0)), (String) a.get(1), PatternType.valueOf((String) a.get(2))),
+                new AccessControlEntry((String) a.get(3), (String) a.get(4), AclOperation.valueOf((String) a.get(5)),
+                        AclPermissionType.valueOf((String) a.get(6))));
+    }
+
+    private static AclBindingFilter aclFilter(Object o) {
+        List<Object> a = Json.list(o);
+        return new AclBindingFilter(
+                new ResourcePatternFilter(ResourceType.valueOf((String) a.get(0)), (String) a.get(1), PatternType.valueOf((String) a.get(2))),
+                new AccessControlEntryFilter((String) a.get(3), (String) a.get(4), AclOperation.valueOf((String) a.get(5)),
+                        AclPermissionType.valueOf((String) a.get(6))));
+    }
+
+    private static List<Object> aclJson(AclBinding b) {
+        List<Object> out = new ArrayList<>();
+        out.add(b.pattern().resourceType().name());
+        out.add(b.pattern().name());
+        out.add(b.pattern().patternType().name());
+        out.add(b.entry().principal());
+        out.add(b.entry().host());
+        out.add(b.entry().operation().name());
+        out.add(b.entry().permissionType().name());
+        return out;
+    }
+
+    static Object createAcls(Admin admin, Map<String, Object> args) throws Exception {
+        List<AclBinding> acls = new ArrayList<>();
+        for (Object o : Json.list(args.get("acls"))) acls.add(aclBinding(o));
+        admin.createAcls(acls).all().get();
+        return acls.size();
+    }
+
+    static Object describeAcls(Admin admin, Map<String, Object> args) throws Exception {
+        List<Object> out = new ArrayList<>();
+        for (AclBinding b : admin.describeAcls(aclFilter(args.get("filter"))).values().get()) out.add(aclJson(b));
+        return out;
+    }
+
+    static Object deleteAcls(Admin admin, Map<String, Object> args) throws Exception {
+        List<AclBindingFilter> filters = new ArrayList<>();
+        for (Object o : Json.list(args.get("filters"))) filters.add(aclFilter(o));
+        List<Object> out = new ArrayList<>();
+        for (AclBinding b : admin.deleteAcls(filters).all().get()) out.add(aclJson(b));
         return out;
     }
 }

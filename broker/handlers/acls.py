@@ -1,0 +1,132 @@
+"""DescribeAcls (key 29), CreateAcls (30) and DeleteAcls (31), v1-v3 each (Kafka 4 serves no v0).
+
+- Without an authorizer (`authorizer.class.name` unset) each answers SECURITY_DISABLED: the
+  whole-response error of DescribeAcls, every creation's and every filter's error otherwise,
+  as Kafka's AclApis does.
+- DescribeAcls needs DESCRIBE on the cluster, CreateAcls and DeleteAcls ALTER; refused, the
+  answer carries CLUSTER_AUTHORIZATION_FAILED in the same places.
+- CreateAcls: a creation with a filter's code (resource type, operation or permission ANY,
+  pattern type ANY or MATCH) fails the whole request, every creation UNKNOWN_SERVER_ERROR, as
+  Kafka, which cannot build such a binding. Otherwise each creation is validated on its own
+  (INVALID_REQUEST with Kafka's message): a CLUSTER resource not named `kafka-cluster`, an
+  empty name, an unknown code, a principal without `Type:`; the valid ones are stored.
+- DescribeAcls returns the ACLs its filter matches grouped by resource pattern; DeleteAcls
+  removes every ACL any of its filters matches and lists, per filter, those it matched.
+  Filters follow Kafka's AclBindingFilter (broker.authorizer.AclFilter): pattern type ANY,
+  MATCH (every pattern that covers the named resource), LITERAL or PREFIXED.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from protocol.messages import make
+
+from ..authorizer import (Acl, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType, allowed_cluster,
+                          validate_new_acl)
+from . import api
+from .common import response_module
+
+NO_AUTHORIZER = "No Authorizer is configured on the broker"
+UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
+
+
+def _indefinite(c) -> bool:
+    """A creation naming a filter's ANY or MATCH, which no ACL can have."""
+    return (c.resource_type == ResourceType.ANY or c.resource_pattern_type in (PatternType.ANY, PatternType.MATCH)
+            or c.operation == AclOperation.ANY or c.permission_type == AclPermissionType.ANY)
+
+
+def _filter(f, resource_type, resource_name, pattern_type) -> AclFilter:
+    return AclFilter(int(resource_type), resource_name, int(pattern_type), f.principal_filter, f.host_filter,
+                     int(f.operation), int(f.permission_type))
+
+
+@api(29, 1, 3)
+async def describe_acls(ctx, request):
+    mod = response_module(ctx)
+    auth = ctx.broker.authorizer
+
+    def error(code, message):
+        return make(mod.DescribeAclsResponse, throttle_time=0, error_code=code, error_message=message, resources=())
+
+    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
+        return error(ErrorCode.cluster_authorization_failed, None)
+    if auth is None:
+        return error(ErrorCode.security_disabled, NO_AUTHORIZER)
+    flt = _filter(request, request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter)
+    groups: dict[tuple[int, str, int], list[Acl]] = {}
+    for acl in auth.acls(flt):
+        groups.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(acl)
+    resources = tuple(
+        make(mod.DescribeAclsResource, resource_type=rt, resource_name=name, pattern_type=pt,
+             acls=tuple(make(mod.AclDescription, principal=a.principal, host=a.host, operation=a.operation,
+                             permission_type=a.permission_type) for a in acls))
+        for (rt, name, pt), acls in groups.items())
+    return make(mod.DescribeAclsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
+                resources=resources)
+
+
+@api(30, 1, 3)
+async def create_acls(ctx, request):
+    mod = response_module(ctx)
+    auth = ctx.broker.authorizer
+
+    def result(code=ErrorCode.none, message=None):
+        return make(mod.AclCreationResult, error_code=code, error_message=message)
+
+    refused = None
+    if not allowed_cluster(ctx, AclOperation.ALTER):
+        refused = (ErrorCode.cluster_authorization_failed, None)
+    elif auth is None:
+        refused = (ErrorCode.security_disabled, "No Authorizer is configured.")
+    if refused is not None:
+        return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(result(*refused) for _ in request.creations))
+    if any(_indefinite(c) for c in request.creations):
+        # Kafka cannot even build such a binding: the whole request fails, every creation with
+        # the generic server error
+        return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(
+            result(ErrorCode.unknown_server_error, UNKNOWN_SERVER_ERROR) for _ in request.creations))
+    results = []
+    valid = []
+    for c in request.creations:
+        acl = Acl(int(c.resource_type), c.resource_name, int(c.resource_pattern_type), c.principal, c.host,
+                  int(c.operation), int(c.permission_type))
+        why = validate_new_acl(acl)
+        if why is None:
+            valid.append(acl)
+            results.append(result())
+        else:
+            results.append(result(ErrorCode.invalid_request, why))
+    assert auth is not None
+    auth.create(valid)
+    return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(results))
+
+
+@api(31, 1, 3)
+async def delete_acls(ctx, request):
+    mod = response_module(ctx)
+    auth = ctx.broker.authorizer
+
+    def failed(code, message):
+        return make(mod.DeleteAclsFilterResult, error_code=code, error_message=message, matching_acls=())
+
+    refused = None
+    if not allowed_cluster(ctx, AclOperation.ALTER):
+        refused = (ErrorCode.cluster_authorization_failed, None)
+    elif auth is None:
+        refused = (ErrorCode.security_disabled, "No Authorizer is configured.")
+    if refused is not None:
+        return make(mod.DeleteAclsResponse, throttle_time=0, filter_results=tuple(failed(*refused) for _ in request.filters))
+    assert auth is not None
+    filters = [_filter(f, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter) for f in request.filters]
+    matched = auth.delete(filters)
+    results = tuple(
+        make(mod.DeleteAclsFilterResult, error_code=ErrorCode.none, error_message=None,
+             matching_acls=tuple(
+                 make(mod.DeleteAclsMatchingAcl, error_code=ErrorCode.none, error_message=None,
+                      resource_type=a.resource_type, resource_name=a.resource_name, pattern_type=a.pattern_type,
+                      principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type)
+                 for a in acls))
+        for acls in matched)
+    return make(mod.DeleteAclsResponse, throttle_time=0, filter_results=results)
