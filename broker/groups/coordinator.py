@@ -39,6 +39,8 @@ from .consumer import ConsumerGroup, HeartbeatResult, TopicView
 from .offsets import OffsetStore
 from .replay import replay_offsets_topic
 from .states import ClassicGroupState, MemberState
+from .streams import HeartbeatResult as StreamsResult
+from .streams import StreamsGroup
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -56,7 +58,7 @@ class GroupCoordinator:
         self.broker = broker
         self.config = broker.config
         self.clock = clock
-        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
+        self.groups: dict[str, ClassicGroup | ConsumerGroup | StreamsGroup] = {}
         self.offsets = OffsetStore()
         self.empty_since: dict[str, int] = {}
         self._dirty_classic: set[str] = set()
@@ -141,7 +143,9 @@ class GroupCoordinator:
     def _after(self, group) -> None:
         """Persist what the last operation changed, note emptiness, wake the timer task."""
         gid = group.group_id
-        if isinstance(group, ClassicGroup):
+        if isinstance(group, StreamsGroup):
+            pass  # streams groups are not persisted: members rejoin after a restart (DESIGN.md)
+        elif isinstance(group, ClassicGroup):
             if gid in self._dirty_classic:
                 self._dirty_classic.discard(gid)
                 self._append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
@@ -373,6 +377,9 @@ class GroupCoordinator:
             else:
                 return HeartbeatResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.",
                                        member_id=member_id or None, member_epoch=member_epoch)
+        elif isinstance(group, StreamsGroup):
+            return HeartbeatResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.",
+                                   member_id=member_id or None, member_epoch=member_epoch)
         if group is None:
             if member_epoch != 0:
                 # only a member joining (epoch 0) creates a group; Kafka's answer otherwise
@@ -387,6 +394,42 @@ class GroupCoordinator:
         self._after(group)
         return result
 
+    # StreamsGroupHeartbeat (KIP-1071) -------------------------------------------------------------
+    def streams_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, **kwargs) -> StreamsResult:
+        """One StreamsGroupHeartbeat (the arguments of StreamsGroup.heartbeat); the group is
+        created by a joining member, replaces an empty classic group (offsets stay), and is
+        refused for a consumer group as Kafka refuses it."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ClassicGroup) and group.is_empty() and member_epoch == 0:
+            self._delete_group_state(group, keep_offsets=True)
+            group = None
+        if group is not None and not isinstance(group, StreamsGroup):
+            return StreamsResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a streams group.")
+        if group is None:
+            if member_epoch != 0:
+                return StreamsResult(ErrorCode.group_id_not_found, f"Streams group {group_id} not found.")
+            group = StreamsGroup(group_id, session_timeout_ms=self.config["group.streams.session.timeout.ms"],
+                                 heartbeat_interval_ms=self.config["group.streams.heartbeat.interval.ms"],
+                                 num_standby_replicas=self.config["group.streams.num.standby.replicas"],
+                                 busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
+            self.groups[group_id] = group
+
+        def lookup(name: str) -> int | None:
+            topic = self.cluster.topics.get(name)
+            return len(topic.partitions) if topic is not None and topic.partitions else None
+
+        def create(missing, partitions) -> None:
+            # the broker's part of KIP-1071: internal topics as the topology describes them
+            for name, info in sorted(missing.items()):
+                if name not in self.cluster.topics and partitions.get(name, 0) > 0:
+                    self.cluster.create_topic(name, partitions[name], dict(info.configs))
+                    log.info("streams group %s: created internal topic %s", group_id, name)
+
+        result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, lookup=lookup,
+                                 names=lambda: list(self.cluster.topics), create=create, now=self.clock(), **kwargs)
+        self._after(group)
+        return result
+
     # Describe / List / Delete -------------------------------------------------------------------
     def list_groups(self, states: list[str] | None = None, types: list[str] | None = None):
         """[(group id, protocol type, state, group type)]"""
@@ -394,7 +437,7 @@ class GroupCoordinator:
         types_l = {t.lower() for t in types} if types else None
         out = []
         for gid, group in self.groups.items():
-            gtype = "classic" if isinstance(group, ClassicGroup) else "consumer"
+            gtype = "classic" if isinstance(group, ClassicGroup) else group.protocol_type
             state = group.state
             if states_l is not None and state.lower() not in states_l:
                 continue
@@ -425,7 +468,7 @@ class GroupCoordinator:
                 records.append((rec.offset_commit_key(gid, topic, partition), None))
         if isinstance(group, ClassicGroup):
             records.append((rec.group_metadata_key(gid), None))
-        else:
+        elif isinstance(group, ConsumerGroup):
             for mid in list(group.members) + sorted(group.removed_members):
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
@@ -450,7 +493,7 @@ class GroupCoordinator:
             if transactional or api_version < 9:
                 return ErrorCode.illegal_generation
             return ErrorCode.group_id_not_found
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, (ConsumerGroup, StreamsGroup)):
             try:
                 group.validate_offset_commit(member_id, instance_id, generation_id)
             except GroupError as exc:
@@ -508,7 +551,7 @@ class GroupCoordinator:
                       member_id: str | None = None, member_epoch: int = -1):
         """(group error, [(topic, partition, offset, leader epoch, metadata, error)])."""
         group = self.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, (ConsumerGroup, StreamsGroup)):
             try:
                 group.validate_offset_fetch(member_id, member_epoch)
             except GroupError as exc:
@@ -564,7 +607,7 @@ class GroupCoordinator:
             empty = group is None or group.is_empty()
             empty_since = self.empty_since.get(gid, 0) if empty else None
             subscribed = None
-            if isinstance(group, ConsumerGroup) and not empty:
+            if isinstance(group, (ConsumerGroup, StreamsGroup)) and not empty:
                 subscribed = group.subscribed_topics()
             elif isinstance(group, ClassicGroup) and not empty:
                 subscribed = None
