@@ -400,8 +400,9 @@ class StreamsGroup:
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         bump = is_new or old != (member.process_id, member.topology_epoch, member.rack_id, member.client_tags)
-        # the group's topology: brought by the first member, replaced when every member moved on
-        if topology is not None and (self.topology is None or
+        # the group's topology: brought by the first member (an empty group keeps the last one for
+        # StreamsGroupDescribe), replaced when every member moved on to a newer epoch
+        if topology is not None and (self.topology is None or len(self.members) == 1 or
                                      (topology.epoch > self.topology.epoch and
                                       all(m.topology_epoch >= topology.epoch for m in self.members.values()))):
             if topology != self.topology:
@@ -528,11 +529,6 @@ class StreamsGroup:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self.group_epoch += 1
-        if not self.members:
-            # an empty group keeps no topology: the next first member brings its own
-            self.topology = None
-            self.configured = None
-            self.metadata = ()
 
     def _refresh_metadata(self, lookup: Lookup, names: Callable[[], list[str]], create=None) -> bool:
         """Configure the topology when it or the partition counts of its topics changed; missing
