@@ -3,7 +3,8 @@ StreamsGroupHeartbeat with a topology whose source topic is missing (status
 MISSING_SOURCE_TOPICS, state NotReady), then present (the broker creates the repartition and
 changelog topics with the source's partition count and assigns every task), StreamsGroupDescribe,
 ListGroups with the streams type, the other group APIs refusing a streams group, a leave and
-DeleteGroups. The Kafka Streams client itself is in frameworks/test_streams_groups.py.
+DeleteGroups; a group that survives a broker restart. The Kafka Streams client itself is in
+frameworks/test_streams_groups.py.
 """
 
 from __future__ import annotations
@@ -51,13 +52,16 @@ def topology(app: str, source: str) -> hb.Topology:
 
 
 def heartbeat(c: WireClient, group: str, member: str, epoch: int, *, join_topology=None, active=None,
-              join_active: tuple | None = ()):
+              join_active: tuple | None = (), others: tuple | None = ()):
+    """`active`: the tasks the member owns, or None for unchanged; standby and warmup tasks go
+    with it as `others` (Kafka wants all three or none)."""
     joining = join_topology is not None
+    rest = () if joining else (others if active is not None else None)
     return c.request(hb.StreamsGroupHeartbeatRequest(
         group_id=group, member_id=member, member_epoch=i32(epoch), endpoint_information_epoch=i32(0),
         instance_id=None, rack_id=None, rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
-        topology=join_topology, active_tasks=join_active if joining else active, standby_tasks=() if joining else None,
-        warmup_tasks=() if joining else None, process_id="process-1" if joining else None, user_endpoint=None,
+        topology=join_topology, active_tasks=join_active if joining else active, standby_tasks=rest,
+        warmup_tasks=rest, process_id="process-1" if joining else None, user_endpoint=None,
         client_tags=() if joining else None, task_offsets=None, task_end_offsets=None, shutdown_application=False))
 
 
@@ -69,20 +73,45 @@ def tasks(ids) -> dict[str, list[int]]:
     return {t.subtopology_id: sorted(t.partitions) for t in ids or ()}
 
 
+def wait_coordinator(c: WireClient, group: str) -> None:
+    deadline = time.monotonic() + 30
+    while c.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,))).coordinators[0].error_code \
+            != ErrorCode.none:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+
+
+def join_until_assigned(c: WireClient, app: str, source: str, member: str):
+    """Join, then heartbeat until the member has tasks; the last response."""
+    deadline = time.monotonic() + 30
+    epoch = 0
+    while time.monotonic() < deadline:
+        r = heartbeat(c, app, member, epoch, join_topology=topology(app, source) if epoch == 0 else None)
+        if r.error_code in RETRIABLE:
+            time.sleep(0.3)
+            continue
+        assert r.error_code == ErrorCode.none, r
+        epoch = r.member_epoch
+        if r.active_tasks:
+            return r
+        time.sleep(0.3)
+    raise AssertionError(f"no tasks assigned in 30 s: {r}")
+
+
 def test_streams_group_heartbeat_describe_and_admin(bootstrap):
     app = f"sgw-{uuid.uuid4().hex[:8]}"
     source = f"{app}-input"
     member = str(uuid.uuid4())
     with WireClient(bootstrap) as c:
+        wait_coordinator(c, app)
         deadline = time.monotonic() + 30
-        while c.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(app,))).coordinators[0].error_code \
-                != ErrorCode.none:
-            assert time.monotonic() < deadline
-            time.sleep(0.3)
         # a join must say it owns no tasks (an empty list, not null)
         bad = heartbeat(c, app, member, 0, join_topology=topology(app, source), join_active=None)
         assert bad.error_code == ErrorCode.invalid_request
         assert bad.error_message == "ActiveTasks must be empty when (re-)joining."
+        partial = heartbeat(c, app, member, 1, active=(), others=None)
+        assert partial.error_code == ErrorCode.invalid_request
+        assert partial.error_message == "If one task-type is non-null, all must be non-null."
 
         while True:
             r = heartbeat(c, app, member, 0, join_topology=topology(app, source))
@@ -145,3 +174,34 @@ def test_streams_group_heartbeat_describe_and_admin(bootstrap):
         assert c.request(DeleteGroupsRequest(groups_names=(app,))).results[0].error_code == ErrorCode.none
         gone = describe(c, app)
         assert gone.error_code == ErrorCode.group_id_not_found and gone.error_message == f"Group {app} not found."
+
+
+@pytest.mark.restart
+def test_streams_group_survives_broker_restart(start_broker):
+    b = start_broker()
+    app = f"sgr-{uuid.uuid4().hex[:8]}"
+    source = f"{app}-input"
+    member = str(uuid.uuid4())
+    LibrdkafkaAdmin(b.bootstrap).create_topic(source, 2)
+    with WireClient(b.bootstrap) as c:
+        wait_coordinator(c, app)
+        r = join_until_assigned(c, app, source, member)
+        before = describe(c, app)
+    assert before.group_state == "Stable"
+    b.restart()
+    deadline = time.monotonic() + 60
+    with WireClient(b.bootstrap) as c:
+        while True:
+            after = describe(c, app)
+            if after.error_code not in RETRIABLE or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert after.error_code == ErrorCode.none, after
+        assert after.topology.epoch == 1 and after.group_epoch >= before.group_epoch
+        assert [(m.member_id, m.member_epoch, m.process_id) for m in after.members] == \
+            [(member, r.member_epoch, "process-1")]
+        assert tasks(after.members[0].assignment.active_tasks) == {"0": [0, 1], "1": [0, 1]}
+        # the member carries on with its epoch and its tasks
+        owned = tuple(hb.TaskIds(subtopology_id=t.subtopology_id, partitions=t.partitions) for t in r.active_tasks)
+        again = heartbeat(c, app, member, r.member_epoch, active=owned)
+        assert again.error_code == ErrorCode.none and again.member_epoch >= r.member_epoch, again.error_message

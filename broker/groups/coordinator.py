@@ -41,6 +41,10 @@ from .replay import replay_offsets_topic
 from .states import ClassicGroupState, MemberState
 from .streams import HeartbeatResult as StreamsResult
 from .streams import StreamsGroup
+from .streams_records import STREAMS_GROUP_METADATA_KEY
+from .streams_records import changes as streams_changes
+from .streams_records import records_of as streams_records_of
+from .streams_records import restore as restore_streams
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -144,7 +148,8 @@ class GroupCoordinator:
         """Persist what the last operation changed, note emptiness, wake the timer task."""
         gid = group.group_id
         if isinstance(group, StreamsGroup):
-            pass  # streams groups are not persisted: members rejoin after a restart (DESIGN.md)
+            records_, group.persisted = streams_changes(group, group.persisted)
+            self._append(gid, records_)
         elif isinstance(group, ClassicGroup):
             if gid in self._dirty_classic:
                 self._dirty_classic.discard(gid)
@@ -215,6 +220,12 @@ class GroupCoordinator:
                 member.pending_revocation = {t: set(ps) for t, ps in a.pending_revocation.items()}
             member.persisted_assignment = member.assignment_key()
             owner.load_member(member, now)
+        for gid, replayed in state.streams.items():
+            streams = self._new_streams(gid)
+            restore_streams(streams, replayed, now)
+            streams.persisted = streams_records_of(streams)
+            if streams.is_empty():
+                self.empty_since[gid] = now
         for group in self.groups.values():
             if isinstance(group, ConsumerGroup):
                 # recompute the target on the next heartbeat, sticking to what members own
@@ -270,6 +281,14 @@ class GroupCoordinator:
         group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
                               heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"],
                               busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
+        self.groups[group_id] = group
+        return group
+
+    def _new_streams(self, group_id: str) -> StreamsGroup:
+        group = StreamsGroup(group_id, session_timeout_ms=self.config["group.streams.session.timeout.ms"],
+                             heartbeat_interval_ms=self.config["group.streams.heartbeat.interval.ms"],
+                             num_standby_replicas=self.config["group.streams.num.standby.replicas"],
+                             busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
         self.groups[group_id] = group
         return group
 
@@ -408,11 +427,7 @@ class GroupCoordinator:
         if group is None:
             if member_epoch != 0:
                 return StreamsResult(ErrorCode.group_id_not_found, f"Streams group {group_id} not found.")
-            group = StreamsGroup(group_id, session_timeout_ms=self.config["group.streams.session.timeout.ms"],
-                                 heartbeat_interval_ms=self.config["group.streams.heartbeat.interval.ms"],
-                                 num_standby_replicas=self.config["group.streams.num.standby.replicas"],
-                                 busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
-            self.groups[group_id] = group
+            group = self._new_streams(group_id)
 
         def lookup(name: str) -> int | None:
             topic = self.cluster.topics.get(name)
@@ -473,6 +488,10 @@ class GroupCoordinator:
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
             records.append((rec.consumer_group_metadata_key(gid), None))
+        elif isinstance(group, StreamsGroup):
+            # member records first, the group's metadata last, as Kafka deletes a group
+            records += [(k, None) for k in sorted(group.persisted,
+                                                  key=lambda k: int.from_bytes(k[:2]) == STREAMS_GROUP_METADATA_KEY)]
         self.groups.pop(gid, None)
         self.empty_since.pop(gid, None)
         self._dirty_classic.discard(gid)

@@ -262,6 +262,8 @@ class StreamsGroup:
         self.busy_heartbeat_interval_ms = busy_heartbeat_interval_ms
         self.busy_window_ms = busy_window_ms
         self.last_change = -(1 << 62)
+        # the records last written to __consumer_offsets (kept by the coordinator)
+        self.persisted: dict[bytes, bytes] = {}
 
     # --- queries ---------------------------------------------------------------------------
     @property
@@ -668,4 +670,6 @@ def validate_heartbeat(group_id: str, member_id: str, member_epoch: int, instanc
             return "InstanceId can't be null."
     elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         return f"MemberEpoch is {member_epoch}, but must be greater than or equal to -2."
+    if len({x is None for x in (active, standby, warmup)}) > 1:
+        return "If one task-type is non-null, all must be non-null."
     return None

@@ -205,3 +205,69 @@ def test_validate_heartbeat():
         "ActiveTasks must be empty when (re-)joining."
     assert validate_heartbeat("", "m", 0, None, None, 1000, t, (), (), (), "p") == "GroupId can't be empty."
     assert validate_heartbeat("g", "m", -2, None, None, -1, None, None, None, None, None) == "InstanceId can't be null."
+
+
+# --- persistence in __consumer_offsets ----------------------------------------------------------
+
+def _coordinator(cluster=None, clock=None):
+    from types import SimpleNamespace
+
+    from broker.groups import GroupCoordinator
+    from broker.tests.test_groups_coordinator import CONFIG, Clock, FakeCluster
+
+    config = {**CONFIG, "group.streams.session.timeout.ms": 1000, "group.streams.heartbeat.interval.ms": 100,
+              "group.streams.num.standby.replicas": 1}
+    broker = SimpleNamespace(config=config, cluster=cluster or FakeCluster(), services=SimpleNamespace())
+    coord = GroupCoordinator(broker, clock=clock or Clock())
+    broker.services.groups = coord
+    return coord
+
+
+def _coord_hb(coord, member, epoch, *, active=None, instance=None, process=None):
+    joining = epoch == 0
+    return coord.streams_group_heartbeat(
+        group_id="app", member_id=member, member_epoch=epoch, endpoint_information_epoch=0, instance_id=instance,
+        rack_id=None, rebalance_timeout_ms=1000, topology=_topology() if joining else None,
+        active=set() if joining else active, process_id=process or f"proc-{member}",
+        user_endpoint=("host-" + member, 8080) if joining else None,
+        client_tags={"zone": "a"} if joining else None, client_id="c", client_host="/127.0.0.1")
+
+
+def test_streams_group_survives_restart():
+    from broker.groups.streams_records import decode_key
+
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 2)
+    coord.cluster.create_topic("customers", 2)
+    a = _coord_hb(coord, "a", 0, instance="i-a")
+    b = _coord_hb(coord, "b", 0)
+    a = _coord_hb(coord, "a", a.member_epoch, active=Tasks.flat(a.assignment.active), instance="i-a")
+    a = _coord_hb(coord, "a", a.member_epoch, active=Tasks.flat(a.assignment.active), instance="i-a")
+    b = _coord_hb(coord, "b", b.member_epoch, active=set())
+    group = coord.groups["app"]
+    assert group.state == StreamsGroupState.STABLE
+    # the records are Kafka's streams group record types
+    written = {decode_key(k)[0] for k in group.persisted}
+    assert written == {17, 19, 22, 23}
+
+    again = _coordinator(coord.cluster, coord.clock)
+    again.load()
+    g2 = again.groups["app"]
+    assert isinstance(g2, StreamsGroup)
+    assert g2.topology == group.topology and g2.group_epoch == group.group_epoch
+    for mid, m in group.members.items():
+        m2 = g2.members[mid]
+        assert (m2.member_epoch, m2.process_id, m2.user_endpoint, m2.client_tags, m2.instance_id) == \
+            (m.member_epoch, m.process_id, m.user_endpoint, m.client_tags, m.instance_id)
+        assert m2.assigned.key() == m.assigned.key()
+    # members carry on with their epochs and keep their tasks
+    r = _coord_hb(again, "b", b.member_epoch, active=Tasks.flat(group.members["b"].assigned.active))
+    assert r.error == ErrorCode.none
+    assert Tasks.flat(again.groups["app"].members["b"].assigned.active) == Tasks.flat(group.members["b"].assigned.active)
+    # a leave and a delete leave nothing behind after another restart
+    _coord_hb(again, "a", -1, instance="i-a")
+    _coord_hb(again, "b", -1)
+    assert again.delete_groups(["app"]) == [("app", ErrorCode.none)]
+    third = _coordinator(coord.cluster, coord.clock)
+    third.load()
+    assert "app" not in third.groups
