@@ -39,6 +39,12 @@ from .consumer import ConsumerGroup, HeartbeatResult, TopicView
 from .offsets import OffsetStore
 from .replay import replay_offsets_topic
 from .states import ClassicGroupState, MemberState
+from .streams import HeartbeatResult as StreamsResult
+from .streams import StreamsGroup
+from .streams_records import STREAMS_GROUP_METADATA_KEY
+from .streams_records import changes as streams_changes
+from .streams_records import records_of as streams_records_of
+from .streams_records import restore as restore_streams
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -56,7 +62,7 @@ class GroupCoordinator:
         self.broker = broker
         self.config = broker.config
         self.clock = clock
-        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
+        self.groups: dict[str, ClassicGroup | ConsumerGroup | StreamsGroup] = {}
         self.offsets = OffsetStore()
         self.empty_since: dict[str, int] = {}
         self._dirty_classic: set[str] = set()
@@ -149,7 +155,10 @@ class GroupCoordinator:
     def _after(self, group) -> None:
         """Persist what the last operation changed, note emptiness, wake the timer task."""
         gid = group.group_id
-        if isinstance(group, ClassicGroup):
+        if isinstance(group, StreamsGroup):
+            records_, group.persisted = streams_changes(group, group.persisted)
+            self._append(gid, records_)
+        elif isinstance(group, ClassicGroup):
             if gid in self._dirty_classic:
                 self._dirty_classic.discard(gid)
                 self._append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
@@ -219,6 +228,12 @@ class GroupCoordinator:
                 member.pending_revocation = {t: set(ps) for t, ps in a.pending_revocation.items()}
             member.persisted_assignment = member.assignment_key()
             owner.load_member(member, now)
+        for gid, replayed in state.streams.items():
+            streams = self._new_streams(gid)
+            restore_streams(streams, replayed, now)
+            streams.persisted = streams_records_of(streams)
+            if streams.is_empty():
+                self.empty_since[gid] = now
         for group in self.groups.values():
             if isinstance(group, ConsumerGroup):
                 # recompute the target on the next heartbeat, sticking to what members own
@@ -274,6 +289,14 @@ class GroupCoordinator:
         group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
                               heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"],
                               busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
+        self.groups[group_id] = group
+        return group
+
+    def _new_streams(self, group_id: str) -> StreamsGroup:
+        group = StreamsGroup(group_id, session_timeout_ms=self.config["group.streams.session.timeout.ms"],
+                             heartbeat_interval_ms=self.config["group.streams.heartbeat.interval.ms"],
+                             num_standby_replicas=self.config["group.streams.num.standby.replicas"],
+                             busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
         self.groups[group_id] = group
         return group
 
@@ -381,6 +404,9 @@ class GroupCoordinator:
             else:
                 return HeartbeatResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.",
                                        member_id=member_id or None, member_epoch=member_epoch)
+        elif isinstance(group, StreamsGroup):
+            return HeartbeatResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.",
+                                   member_id=member_id or None, member_epoch=member_epoch)
         if group is None:
             if member_epoch != 0:
                 # only a member joining (epoch 0) creates a group; Kafka's answer otherwise
@@ -395,6 +421,38 @@ class GroupCoordinator:
         self._after(group)
         return result
 
+    # StreamsGroupHeartbeat (KIP-1071) -------------------------------------------------------------
+    def streams_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, **kwargs) -> StreamsResult:
+        """One StreamsGroupHeartbeat (the arguments of StreamsGroup.heartbeat); the group is
+        created by a joining member, replaces an empty classic group (offsets stay), and is
+        refused for a consumer group as Kafka refuses it."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ClassicGroup) and group.is_empty() and member_epoch == 0:
+            self._delete_group_state(group, keep_offsets=True)
+            group = None
+        if group is not None and not isinstance(group, StreamsGroup):
+            return StreamsResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a streams group.")
+        if group is None:
+            if member_epoch != 0:
+                return StreamsResult(ErrorCode.group_id_not_found, f"Streams group {group_id} not found.")
+            group = self._new_streams(group_id)
+
+        def lookup(name: str) -> int | None:
+            topic = self.cluster.topics.get(name)
+            return len(topic.partitions) if topic is not None and topic.partitions else None
+
+        def create(missing, partitions) -> None:
+            # the broker's part of KIP-1071: internal topics as the topology describes them
+            for name, info in sorted(missing.items()):
+                if name not in self.cluster.topics and partitions.get(name, 0) > 0:
+                    self.cluster.create_topic(name, partitions[name], dict(info.configs))
+                    log.info("streams group %s: created internal topic %s", group_id, name)
+
+        result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, lookup=lookup,
+                                 names=lambda: list(self.cluster.topics), create=create, now=self.clock(), **kwargs)
+        self._after(group)
+        return result
+
     # Describe / List / Delete -------------------------------------------------------------------
     def list_groups(self, states: list[str] | None = None, types: list[str] | None = None):
         """[(group id, protocol type, state, group type)]"""
@@ -402,7 +460,7 @@ class GroupCoordinator:
         types_l = {t.lower() for t in types} if types else None
         out = []
         for gid, group in self.groups.items():
-            gtype = "classic" if isinstance(group, ClassicGroup) else "consumer"
+            gtype = "classic" if isinstance(group, ClassicGroup) else group.protocol_type
             state = group.state
             if states_l is not None and state.lower() not in states_l:
                 continue
@@ -433,11 +491,15 @@ class GroupCoordinator:
                 records.append((rec.offset_commit_key(gid, topic, partition), None))
         if isinstance(group, ClassicGroup):
             records.append((rec.group_metadata_key(gid), None))
-        else:
+        elif isinstance(group, ConsumerGroup):
             for mid in list(group.members) + sorted(group.removed_members):
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
             records.append((rec.consumer_group_metadata_key(gid), None))
+        elif isinstance(group, StreamsGroup):
+            # member records first, the group's metadata last, as Kafka deletes a group
+            records += [(k, None) for k in sorted(group.persisted,
+                                                  key=lambda k: int.from_bytes(k[:2]) == STREAMS_GROUP_METADATA_KEY)]
         self.groups.pop(gid, None)
         self.empty_since.pop(gid, None)
         self._dirty_classic.discard(gid)
@@ -458,7 +520,7 @@ class GroupCoordinator:
             if transactional or api_version < 9:
                 return ErrorCode.illegal_generation
             return ErrorCode.group_id_not_found
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, (ConsumerGroup, StreamsGroup)):
             try:
                 group.validate_offset_commit(member_id, instance_id, generation_id)
             except GroupError as exc:
@@ -516,7 +578,7 @@ class GroupCoordinator:
                       member_id: str | None = None, member_epoch: int = -1):
         """(group error, [(topic, partition, offset, leader epoch, metadata, error)])."""
         group = self.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, (ConsumerGroup, StreamsGroup)):
             try:
                 group.validate_offset_fetch(member_id, member_epoch)
             except GroupError as exc:
@@ -572,7 +634,7 @@ class GroupCoordinator:
             empty = group is None or group.is_empty()
             empty_since = self.empty_since.get(gid, 0) if empty else None
             subscribed = None
-            if isinstance(group, ConsumerGroup) and not empty:
+            if isinstance(group, (ConsumerGroup, StreamsGroup)) and not empty:
                 subscribed = group.subscribed_topics()
             elif isinstance(group, ClassicGroup) and not empty:
                 subscribed = None

@@ -14,6 +14,7 @@ from protocol.records import BatchHeader, decode_records, parse_control_record
 
 from ..internal_topics import OFFSETS_TOPIC
 from . import records as rec
+from . import streams_records
 from .consumer import ConsumerMember
 from .offsets import OffsetStore
 
@@ -27,6 +28,7 @@ class Replayed:
     consumer_epochs: dict[str, int | None] = field(default_factory=dict)
     members: dict[tuple[str, str], ConsumerMember | None] = field(default_factory=dict)
     assignments: dict[tuple[str, str], rec.ConsumerMemberAssignment] = field(default_factory=dict)
+    streams: dict[str, streams_records.ReplayedStreamsGroup] = field(default_factory=dict)
 
 
 def replay_offsets_topic(partitions: Iterable) -> Replayed:
@@ -53,7 +55,13 @@ def replay_offsets_topic(partitions: Iterable) -> Replayed:
                 if r.key is None:
                     continue
                 try:
-                    _apply(out, pending, rec.decode_key(r.key), r.value, h)
+                    key = rec.decode_key(r.key)
+                    if key[0] == -1:  # not an offset, classic or consumer group record
+                        streams_key = streams_records.decode_key(r.key)
+                        if streams_key is not None:
+                            streams_records.replay(out.streams, streams_key, r.value)
+                        continue
+                    _apply(out, pending, key, r.value, h)
                 except Exception:
                     log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
                                 OFFSETS_TOPIC, part.index)

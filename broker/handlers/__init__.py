@@ -30,6 +30,7 @@ FAMILIES = [
     "admin_records",
     "admin_cluster",
     "acls",
+    "streams_groups",
 ]
 
 

@@ -8,8 +8,8 @@ as a multiset, what the input determines: nothing lost, nothing twice, also when
 instances is killed with SIGKILL in the middle and restarted (its tasks' state comes back from the
 changelogs).
 
-The classic rebalance protocol only: group.protocol=streams (KIP-1071) needs the streams group
-type, which the broker does not serve.
+The classic rebalance protocol; test_streams_groups.py runs the same application with
+group.protocol=streams (KIP-1071).
 """
 
 from __future__ import annotations
