@@ -28,6 +28,7 @@ FEATURES = {
     # name: (min supported, max supported)
     "transaction.version": (0, 2),
     "group.version": (0, 1),
+    "share.version": (0, 2),  # share groups (KIP-932); Kafka 4.4 finalizes level 2 on a new cluster
 }
 
 
@@ -41,7 +42,8 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:
-        levels = {"transaction.version": ctx.broker.config["transaction.version"], "group.version": 1}
+        levels = {"transaction.version": ctx.broker.config["transaction.version"], "group.version": 1,
+                  "share.version": 2}
         # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
         kwargs["supported_features"] = tuple(
             make(mod.SupportedFeatureKey, name=n, min_version=lo, max_version=hi)

@@ -181,15 +181,30 @@ async def list_groups(ctx, request):
     states = list(getattr(request, "states_filter", None) or ()) or None
     types = list(getattr(request, "types_filter", None) or ()) or None
     groups = _coordinator(ctx).list_groups(states, types)
+    groups += _share_groups(ctx, states, types)
     return make(mod.ListGroupsResponse, throttle_time=0, error_code=ErrorCode.none,
                 groups=tuple(make(mod.ListedGroup, group_id=gid, protocol_type=ptype, group_state=state,
                                   group_type=gtype) for gid, ptype, state, gtype in groups))
 
 
+def _share_groups(ctx, states, types) -> list[tuple[str, str, str, str]]:
+    """Share groups (broker.share) as ListGroups lists them: protocol type "share", type "share"."""
+    states_l = {s.lower() for s in states} if states else None
+    if types and "share" not in {t.lower() for t in types}:
+        return []
+    return [(gid, "share", state, "share") for gid, state in ctx.broker.services.share.list_groups()
+            if states_l is None or state.lower() in states_l]
+
+
 @api(42, 0, 2)
 async def delete_groups(ctx, request):
     mod = response_module(ctx)
-    results = _coordinator(ctx).delete_groups(list(request.groups_names))
+    share = ctx.broker.services.share
+    names = list(request.groups_names)
+    shared = {gid: share.delete_group(gid) for gid in names if share.known(gid)}
+    results = dict(_coordinator(ctx).delete_groups([gid for gid in names if gid not in shared]))
+    results.update(shared)
+    results = [(gid, results[gid]) for gid in names]
     return make(mod.DeleteGroupsResponse, throttle_time=0,
                 results=tuple(make(mod.DeletableGroupResult, group_id=gid, error_code=err) for gid, err in results))
 

@@ -59,6 +59,12 @@ final class AdminCommand {
         OPS.put("listOffsets", AdminCommand::listOffsets);
         OPS.put("deleteRecords", AdminCommand::deleteRecords);
         OPS.put("describeLogDirs", AdminCommand::describeLogDirs);
+        OPS.put("listShareGroups", ShareAdmin::listShareGroups);
+        OPS.put("describeShareGroups", ShareAdmin::describeShareGroups);
+        OPS.put("listShareGroupOffsets", ShareAdmin::listShareGroupOffsets);
+        OPS.put("alterShareGroupOffsets", ShareAdmin::alterShareGroupOffsets);
+        OPS.put("deleteShareGroupOffsets", ShareAdmin::deleteShareGroupOffsets);
+        OPS.put("deleteShareGroups", ShareAdmin::deleteShareGroups);
     }
 
     static void run(Map<String, Object> req) throws Exception {
