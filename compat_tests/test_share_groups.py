@@ -47,6 +47,8 @@ def consumer(consumers, bootstrap, group, topic, **kw) -> ShareConsumer:
 
 
 def offsets(bootstrap: str, group: str, topic: str, partitions=(0,)) -> dict:
+    """listShareGroupOffsets: {"P": {"start_offset", "lag"}}. Kafka 4.4 may keep reporting an older
+    start offset while the records after it are all acknowledged, so the tests watch the lag."""
     return JavaClient(bootstrap).admin({"op": "listShareGroupOffsets", "group": group, "topic": topic,
                                         "partitions": list(partitions)})[0]
 
@@ -76,8 +78,8 @@ def test_three_consumers_share_one_partition(bootstrap, consumers):
     listed = JavaClient(bootstrap).admin({"op": "listShareGroups"})[0]
     mine = [g for g in listed if g["group_id"] == group]
     assert [(g["type"].lower(), g["protocol"], g["state"].lower()) for g in mine] == [("share", "share", "stable")]
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["start_offset"] == 30, timeout=30, interval=0.5,
-               what="the start offset past every record")
+    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+               what="no lag once every record is acknowledged")
 
 
 def test_explicit_acknowledgement_release_and_reject(bootstrap, consumers):
@@ -97,8 +99,8 @@ def test_explicit_acknowledgement_release_and_reject(bootstrap, consumers):
     assert (again["offset"], again["value"], again["delivery_count"]) == (1, "b", 2)
     c.ack(1, "ACCEPT")
     c.commit()
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["start_offset"] == 3, timeout=30, interval=0.5,
-               what="start offset 3")
+    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+               what="no lag")
     produce(bootstrap, topic, {0: ["d"]})
     nxt = c.wait_records(5, timeout=60)[4]
     assert (nxt["offset"], nxt["value"], nxt["delivery_count"]) == (3, "d", 1)
@@ -137,17 +139,17 @@ def test_broker_restart_keeps_share_state(start_broker, consumers):
     c.close()
     # after the commit the consumer may poll the released record again before it closes
     seen = [r["offset"] for r in c.records()].count(2)
-    assert offsets(bootstrap, group, topic)["0"]["start_offset"] == 2
+    assert offsets(bootstrap, group, topic)["0"]["lag"] == 1  # the released record
     b.restart()
-    assert offsets(bootstrap, group, topic)["0"]["start_offset"] == 2
+    assert offsets(bootstrap, group, topic)["0"]["lag"] == 1
     again = consumer(consumers, bootstrap, group, topic)
     got = again.wait_records(1, timeout=90)
     # only the released record is delivered again, its delivery count kept across the restart
     assert [(r["offset"], r["value"], r["delivery_count"]) for r in got] == [(2, "r2", seen + 1)]
     again.ack(2, "ACCEPT")
     again.commit()
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["start_offset"] == 4, timeout=30, interval=0.5,
-               what="start offset 4")
+    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+               what="no lag")
 
 
 @pytest.mark.transactions
@@ -192,8 +194,8 @@ def test_admin_alter_and_delete_share_group_offsets(bootstrap, consumers):
     produce(bootstrap, topic, {0: ["o0", "o1", "o2"]})
     c = consumer(consumers, bootstrap, group, topic, ack_mode="implicit")
     c.wait_records(3, timeout=60)
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["start_offset"] == 3, timeout=30, interval=0.5,
-               what="start offset 3")
+    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+               what="no lag")
     # altering needs an empty group
     err = admin.admin({"op": "alterShareGroupOffsets", "group": group, "topic": topic, "offsets": {"0": 1}},
                       raise_errors=False)[0]
