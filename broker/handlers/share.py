@@ -45,8 +45,13 @@ def _ms(value) -> int:
     return value if isinstance(value, int) else int(value.total_seconds() * 1000)
 
 
-def _leader(ctx, mod, part):
-    return make(mod.LeaderIdAndEpoch, leader_id=ctx.cluster.node_id, leader_epoch=part.leader_epoch if part else -1)
+def _leader(ctx, mod, part, error=ErrorCode.none):
+    """Kafka fills in the current leader only for a partition in error (NOT_LEADER_OR_FOLLOWER and
+    the like); otherwise the field keeps its schema defaults, 0 and 0."""
+    if error == ErrorCode.none:
+        return make(mod.LeaderIdAndEpoch, leader_id=0, leader_epoch=0)
+    return make(mod.LeaderIdAndEpoch, leader_id=ctx.cluster.node_id if part else -1,
+                leader_epoch=part.leader_epoch if part else -1)
 
 
 # --- ShareGroupHeartbeat / ShareGroupDescribe -----------------------------------------------
@@ -215,7 +220,7 @@ async def share_fetch(ctx, request):
         data, acquired = fetched.get((tid, index), (b"", []))
         topics.setdefault(tid, []).append(make(
             mod.PartitionData, partition_index=index, error_code=errors.get((tid, index), ErrorCode.none),
-            acknowledge_error_code=ack_err, acknowledge_error_message=ack_msg, current_leader=_leader(ctx, mod, part),
+            acknowledge_error_code=ack_err, acknowledge_error_message=ack_msg, current_leader=_leader(ctx, mod, part, errors.get((tid, index), ErrorCode.none)),
             records=data, acquired_records=tuple(make(mod.AcquiredRecords, first_offset=a.first_offset,
                                                       last_offset=a.last_offset, delivery_count=a.delivery_count)
                                                  for a in acquired)))
@@ -246,7 +251,7 @@ async def share_acknowledge(ctx, request):
     for (tid, index), (err, msg) in acks.items():
         part, _ = _resolve(ctx, tid, index)
         topics.setdefault(tid, []).append(make(mod.PartitionData, partition_index=index, error_code=err,
-                                               error_message=msg, current_leader=_leader(ctx, mod, part)))
+                                               error_message=msg, current_leader=_leader(ctx, mod, part, err)))
     return make(mod.ShareAcknowledgeResponse, throttle_time=0, error_code=ErrorCode.none,
                 acquisition_lock_timeout=share.lock_ms(group_id),
                 responses=tuple(make(mod.ShareAcknowledgeTopicResponse, topic_id=tid, partitions=tuple(ps))
