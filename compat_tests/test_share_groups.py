@@ -6,8 +6,10 @@ restart keeping the share state, read_committed isolation, and the admin calls.
 Share consumers run as their own processes (compat_tests/share/members.py) so that one can be
 killed. Each test's group starts at the earliest offset (the group config
 `share.auto.offset.reset=earliest`, set through IncrementalAlterConfigs on the GROUP resource).
-No other client implements share groups: librdkafka, kafka-python, aiokafka, kafkajs, franz-go
-and sarama have no share consumer in the versions this suite installs.
+The consumer tests run with both clients that implement share groups in the versions this suite
+installs: the Java client and librdkafka (confluent-kafka 2.16's ShareConsumer). kafka-python,
+aiokafka, kafkajs, franz-go and sarama have no share consumer. Set-up and the admin calls use the
+Java AdminClient.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from compat_tests.share.members import ShareConsumer
 from compat_tests.test_groups import new_topic, produce
 from compat_tests.waiting import wait_until
 
-pytestmark = [pytest.mark.share_groups, pytest.mark.java]
+pytestmark = [pytest.mark.share_groups]
+
+CLIENTS = [pytest.param("java", marks=pytest.mark.java, id="java"),
+           pytest.param("confluent", marks=[pytest.mark.librdkafka, pytest.mark.java], id="librdkafka")]
 
 
 @pytest.fixture
@@ -40,6 +45,11 @@ def share_group(bootstrap: str, **configs: str) -> str:
     return gid
 
 
+@pytest.fixture(params=CLIENTS)
+def share_client(request) -> str:
+    return request.param
+
+
 def consumer(consumers, bootstrap, group, topic, **kw) -> ShareConsumer:
     c = ShareConsumer(bootstrap, group, topic, **kw)
     consumers.append(c)
@@ -53,10 +63,10 @@ def offsets(bootstrap: str, group: str, topic: str, partitions=(0,)) -> dict:
                                         "partitions": list(partitions)})[0]
 
 
-def test_three_consumers_share_one_partition(bootstrap, consumers):
+def test_three_consumers_share_one_partition(bootstrap, consumers, share_client):
     topic = new_topic(bootstrap, 1)
     group = share_group(bootstrap)
-    members = [consumer(consumers, bootstrap, group, topic, ack_mode="implicit", client_id=f"share-{i}")
+    members = [consumer(consumers, bootstrap, group, topic, client=share_client, ack_mode="implicit", client_id=f"share-{i}")
                for i in range(3)]
     values = [f"v{i}" for i in range(30)]
     produce(bootstrap, topic, {0: values})
@@ -82,11 +92,11 @@ def test_three_consumers_share_one_partition(bootstrap, consumers):
                what="no lag once every record is acknowledged")
 
 
-def test_explicit_acknowledgement_release_and_reject(bootstrap, consumers):
+def test_explicit_acknowledgement_release_and_reject(bootstrap, consumers, share_client):
     topic = new_topic(bootstrap, 1)
     group = share_group(bootstrap)
     produce(bootstrap, topic, {0: ["a", "b", "c"]})
-    c = consumer(consumers, bootstrap, group, topic)
+    c = consumer(consumers, bootstrap, group, topic, client=share_client)
     first = c.wait_records(3, timeout=60)
     assert [(r["offset"], r["value"], r["delivery_count"]) for r in first[:3]] == \
         [(0, "a", 1), (1, "b", 1), (2, "c", 1)]
@@ -107,15 +117,15 @@ def test_explicit_acknowledgement_release_and_reject(bootstrap, consumers):
     assert [r["offset"] for r in c.records()].count(2) == 1
 
 
-def test_records_of_a_dead_consumer_are_redelivered(bootstrap, consumers):
+def test_records_of_a_dead_consumer_are_redelivered(bootstrap, consumers, share_client):
     topic = new_topic(bootstrap, 1)
     group = share_group(bootstrap)
     produce(bootstrap, topic, {0: ["x", "y"]})
-    dying = consumer(consumers, bootstrap, group, topic, client_id="dying")
+    dying = consumer(consumers, bootstrap, group, topic, client=share_client, client_id="dying")
     held = dying.wait_records(2, timeout=60)
     assert [(r["value"], r["delivery_count"]) for r in held] == [("x", 1), ("y", 1)]
     dying.kill()  # holds both records, acknowledges nothing
-    heir = consumer(consumers, bootstrap, group, topic, client_id="heir")
+    heir = consumer(consumers, bootstrap, group, topic, client=share_client, client_id="heir")
     got = heir.wait_records(2, timeout=90)
     assert [(r["offset"], r["value"], r["delivery_count"]) for r in got] == [(0, "x", 2), (1, "y", 2)]
     heir.ack(0, "ACCEPT")
@@ -123,13 +133,13 @@ def test_records_of_a_dead_consumer_are_redelivered(bootstrap, consumers):
     heir.commit()
 
 
-def test_broker_restart_keeps_share_state(start_broker, consumers):
+def test_broker_restart_keeps_share_state(start_broker, consumers, share_client):
     b = start_broker()
     bootstrap = b.bootstrap
     topic = new_topic(bootstrap, 1)
     group = share_group(bootstrap)
     produce(bootstrap, topic, {0: ["r0", "r1", "r2", "r3"]})
-    c = consumer(consumers, bootstrap, group, topic)
+    c = consumer(consumers, bootstrap, group, topic, client=share_client)
     c.wait_records(4, timeout=60)
     c.ack(0, "ACCEPT")
     c.ack(1, "REJECT")
@@ -142,7 +152,7 @@ def test_broker_restart_keeps_share_state(start_broker, consumers):
     assert offsets(bootstrap, group, topic)["0"]["lag"] == 1  # the released record
     b.restart()
     assert offsets(bootstrap, group, topic)["0"]["lag"] == 1
-    again = consumer(consumers, bootstrap, group, topic)
+    again = consumer(consumers, bootstrap, group, topic, client=share_client)
     got = again.wait_records(1, timeout=90)
     # only the released record is delivered again, its delivery count kept across the restart
     assert [(r["offset"], r["value"], r["delivery_count"]) for r in got] == [(2, "r2", seen + 1)]
@@ -153,7 +163,7 @@ def test_broker_restart_keeps_share_state(start_broker, consumers):
 
 
 @pytest.mark.transactions
-def test_read_committed_skips_open_and_aborted_transactions(bootstrap, consumers):
+def test_read_committed_skips_open_and_aborted_transactions(bootstrap, consumers, share_client):
     from confluent_kafka import Producer
 
     topic = new_topic(bootstrap, 1)
@@ -176,7 +186,7 @@ def test_read_committed_skips_open_and_aborted_transactions(bootstrap, consumers
     still_open.flush(30)
     produce(bootstrap, topic, {0: ["plain-after-open"]})
 
-    c = consumer(consumers, bootstrap, group, topic, ack_mode="implicit")
+    c = consumer(consumers, bootstrap, group, topic, client=share_client, ack_mode="implicit")
     c.wait_records(1, timeout=60)
     # the open transaction holds back everything after it (the last stable offset)
     with pytest.raises(AssertionError):
