@@ -12,7 +12,9 @@
 - share sessions, one per (group, member): epoch 0 opens (replacing an older one), -1 closes and
   releases the member's acquired records, any other epoch must be the next one. A session
   belongs to the connection that opened it; when that connection closes its records are
-  released, as Kafka's share session cache does on disconnect.
+  released, as Kafka's share session cache does on disconnect. A member that leaves keeps its
+  session (a closing client sends its last acknowledgements with epoch -1 around its leave);
+  one removed for its session timeout loses it, and its records.
 - persistence: after every change a share-partition's ShareSnapshot is appended to
   `__share_group_state` (records.py) through Partition.append; on startup the topic is read
   back. Group membership is not persisted: members rejoin after a restart, with their share
@@ -177,7 +179,9 @@ class ShareCoordinator:
         group = self.groups.get(group_id)
         if member_epoch == LEAVE_EPOCH:
             if group is not None and member_id in group.members:
-                self._remove_member(group, member_id)
+                # the share session outlives the membership: a leaving client still sends its last
+                # acknowledgements (epoch -1); its connection closing releases what it holds
+                self._remove_member(group, member_id, close_session=False)
             return None
         if group is None:
             if member_epoch != INITIAL_EPOCH:
@@ -240,10 +244,11 @@ class ShareCoordinator:
         for m in group.members.values():
             m.epoch = group.epoch
 
-    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+    def _remove_member(self, group: ShareGroup, member_id: str, *, close_session: bool = True) -> None:
         group.members.pop(member_id, None)
         group.epoch += 1
-        self._close_session(group.group_id, member_id)
+        if close_session:
+            self._close_session(group.group_id, member_id)
         self._maybe_assign(group)
 
     # --- sessions --------------------------------------------------------------------------
@@ -266,11 +271,12 @@ class ShareCoordinator:
 
     def open_session(self, group_id: str, member_id: str, epoch: int, peer: str) -> ShareSession:
         """The session a ShareFetch with this epoch works in (raises ShareError for a bad epoch)."""
-        group = self.groups.get(group_id)
-        if group is None or member_id not in group.members:
-            raise ShareError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
+            group = self.groups.get(group_id)
+            if group is None or member_id not in group.members:
+                raise ShareError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
             if key in self.sessions:
                 self._close_session(group_id, member_id)
             opened = self.sessions[key] = ShareSession(1, peer)
