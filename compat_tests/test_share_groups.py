@@ -7,8 +7,8 @@ Share consumers run as their own processes (compat_tests/share/members.py) so th
 killed. Each test's group starts at the earliest offset (the group config
 `share.auto.offset.reset=earliest`, set through IncrementalAlterConfigs on the GROUP resource).
 The consumer tests run with both clients that implement share groups in the versions this suite
-installs: the Java client and librdkafka (confluent-kafka 2.16's ShareConsumer). kafka-python,
-aiokafka, kafkajs, franz-go and sarama have no share consumer. Set-up and the admin calls use the
+installs: the Java client, librdkafka (confluent-kafka 2.16's ShareConsumer) and franz-go 1.22
+(kgo.ShareGroup). kafka-python, aiokafka, kafkajs and sarama have no share consumer. Set-up and the admin calls use the
 Java AdminClient.
 """
 
@@ -26,7 +26,8 @@ from compat_tests.waiting import wait_until
 pytestmark = [pytest.mark.share_groups]
 
 CLIENTS = [pytest.param("java", marks=pytest.mark.java, id="java"),
-           pytest.param("confluent", marks=[pytest.mark.librdkafka, pytest.mark.java], id="librdkafka")]
+           pytest.param("confluent", marks=[pytest.mark.librdkafka, pytest.mark.java], id="librdkafka"),
+           pytest.param("franz", marks=[pytest.mark.franz, pytest.mark.java], id="franz")]
 
 
 @pytest.fixture
@@ -133,6 +134,7 @@ def test_records_of_a_dead_consumer_are_redelivered(bootstrap, consumers, share_
     heir.commit()
 
 
+@pytest.mark.restart
 def test_broker_restart_keeps_share_state(start_broker, consumers, share_client):
     b = start_broker()
     bootstrap = b.bootstrap

@@ -1,6 +1,6 @@
 """Share consumers (KIP-932) as processes: compat_tests/java/ShareMember.java (KafkaShareConsumer,
 client "java") and py_share_member.py (confluent-kafka's ShareConsumer on librdkafka, client
-"confluent"), driven through the line protocol of compat_tests/groups/members.py (JSON events
+"confluent") and compat_tests/go/share_member.go (franz-go's kgo.ShareGroup, client "franz"), driven through the line protocol of compat_tests/groups/members.py (JSON events
 out, commands in).
 
 Commands: `ack(offset, "ACCEPT" | "RELEASE" | "REJECT")` (explicit mode), `commit()`, `close()`;
@@ -32,6 +32,11 @@ class ShareConsumer(Member):
             args = {k: self.cfg[k] for k in ("bootstrap", "group", "topic", "client_id")}
             return [sys.executable, str(HERE / "py_share_member.py"),
                     json.dumps({**args, "ack_mode": self.ack_mode, "config": self.config})]
+        if self.client == "franz":
+            from compat_tests.clients import golang
+
+            args = {k: self.cfg[k] for k in ("bootstrap", "group", "topic", "client_id")}
+            return [str(golang.build()), "franz", "share-member", json.dumps({**args, "ack_mode": self.ack_mode})]
         if self.client != "java":
             raise ValueError(f"no share consumer for client {self.client}")
 
