@@ -80,9 +80,13 @@ def round_trips(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     """(median ShareFetch ms, median ShareAcknowledge ms) over n records."""
     from kio.schema.share_acknowledge.v2 import request as ack_req
     from kio.schema.share_fetch.v2 import request as fetch_req
+    from kio.schema.errors import ErrorCode
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
     from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
     from kio.static.primitive import i8, i32, i64
 
+    RETRIABLE = (ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
+                 ErrorCode.coordinator_load_in_progress)
     group = f"bench-share-rt-{uuid.uuid4().hex[:8]}"
     set_earliest(bootstrap, group)
     tid = topic_id(bootstrap, topic)
@@ -90,8 +94,15 @@ def round_trips(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     fetches: list[float] = []
     acks: list[float] = []
     with _wire(bootstrap) as w:
-        hb = w.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=i32(0),
-                                                  rack_id=None, subscribed_topic_names=(topic,)))
+        # a fresh Kafka creates and loads its group coordinator on the first lookups: retry until it answers
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            w.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,)))
+            hb = w.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=i32(0),
+                                                      rack_id=None, subscribed_topic_names=(topic,)))
+            if hb.error_code not in RETRIABLE or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         if hb.error_code != 0:
             raise RuntimeError(f"heartbeat: {hb.error_code}")
         epoch = 0
