@@ -284,6 +284,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
     finally:
         metrics.connections_closed += 1
         log.debug("connection closed from %s on %s", peer, listener.name)
+        # share sessions die with their connection, as in Kafka's share session cache
+        broker.services.share.connection_closed(peer)
         with trio.move_on_after(0):
             await stream.aclose()
 

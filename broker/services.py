@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .groups import GroupCoordinator
+from .share import ShareCoordinator
 from .transactions.coordinator import TransactionCoordinator
 from .transactions.markers import MarkerChannel
 
@@ -30,14 +31,15 @@ class Wiring:
 class Services:
     groups: GroupCoordinator
     transactions: TransactionCoordinator
+    share: ShareCoordinator
 
     def all(self) -> tuple[Any, ...]:
         """Every service, in start order."""
-        return (self.groups, self.transactions)
+        return (self.groups, self.transactions, self.share)
 
 
 def build_services(broker: "Broker", wiring: Wiring | None = None) -> Services:
     wiring = wiring or Wiring()
     groups = GroupCoordinator(broker)
     transactions = TransactionCoordinator(broker, marker_channel=wiring.marker_channel(broker))
-    return Services(groups=groups, transactions=transactions)
+    return Services(groups=groups, transactions=transactions, share=ShareCoordinator(broker))

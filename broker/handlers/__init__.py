@@ -31,6 +31,7 @@ FAMILIES = [
     "admin_cluster",
     "acls",
     "streams_groups",
+    "share",
 ]
 
 

@@ -193,8 +193,43 @@ def _describe_entries(ctx, resource):
         return [ConfigEntry(n, _kafka_level(lg.getEffectiveLevel()), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
                             ConfigType.UNKNOWN, None)
                 for n, lg in _broker_loggers().items() if wanted is None or n in wanted]
+    if rtype == GROUP:
+        return _describe_group(ctx, name, keys)
     raise AdminError(ErrorCode.invalid_request,
                      f"Unsupported resource type: {RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
+
+
+def _describe_group(ctx, name: str, keys):
+    """GROUP resources: the group configs broker.group_configs serves."""
+    from ..group_configs import GROUP_KEYS
+    from ..topic_configs import ConfigEntry
+
+    if not name:
+        raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
+    return [ConfigEntry(n, v, ConfigSource.GROUP_CONFIG if mine else ConfigSource.DEFAULT_CONFIG,
+                        ConfigType[GROUP_KEYS[n].type_name], GROUP_KEYS[n].doc)
+            for n, v, mine in ctx.broker.services.share.configs.describe(name, keys)]
+
+
+def _incremental_group(ctx, resource, validate_only: bool) -> None:
+    from ..group_configs import GroupConfigError
+
+    if not resource.resource_name:
+        raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
+    changes = []
+    for c in resource.configs:
+        if c.config_operation == SET:
+            changes.append((c.name, c.value))
+        elif c.config_operation == DELETE:
+            changes.append((c.name, None))
+        else:
+            raise AdminError(ErrorCode.invalid_request,
+                             f"{OP_NAMES.get(c.config_operation, c.config_operation)} operation is not allowed "
+                             "for the GROUP resource")
+    try:
+        ctx.broker.services.share.configs.alter(resource.resource_name, changes, validate_only=validate_only)
+    except GroupConfigError as exc:
+        raise AdminError(ErrorCode.invalid_config, str(exc)) from None
 
 
 @api(32, 1, 4)
@@ -383,6 +418,8 @@ def _incremental_one(ctx, resource, validate_only: bool) -> None:
         _incremental_broker(ctx, resource)
     elif resource.resource_type == BROKER_LOGGER:
         _incremental_logger(ctx, resource, validate_only)
+    elif resource.resource_type == GROUP:
+        _incremental_group(ctx, resource, validate_only)
     else:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
 

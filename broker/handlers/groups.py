@@ -252,12 +252,22 @@ async def list_groups(ctx, request):
     states = list(getattr(request, "states_filter", None) or ()) or None
     types = list(getattr(request, "types_filter", None) or ()) or None
     groups = [g for g in _coordinator(ctx).list_groups(states, types) if group_coordinator_error(ctx, g[0]) is None]
+    groups += _share_groups(ctx, states, types)
     if not allowed_cluster(ctx, AclOperation.DESCRIBE):
         # without DESCRIBE on the cluster, only the groups the principal may DESCRIBE
         groups = [g for g in groups if allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0])]
     return make(mod.ListGroupsResponse, throttle_time=0, error_code=ErrorCode.none,
                 groups=tuple(make(mod.ListedGroup, group_id=gid, protocol_type=ptype, group_state=state,
                                   group_type=gtype) for gid, ptype, state, gtype in groups))
+
+
+def _share_groups(ctx, states, types) -> list[tuple[str, str, str, str]]:
+    """Share groups (broker.share) as ListGroups lists them: protocol type "share", type "share"."""
+    states_l = {s.lower() for s in states} if states else None
+    if types and "share" not in {t.lower() for t in types}:
+        return []
+    return [(gid, "share", state, "share") for gid, state in ctx.broker.services.share.list_groups()
+            if states_l is None or state.lower() in states_l]
 
 
 @api(42, 0, 2)
@@ -269,10 +279,11 @@ async def delete_groups(ctx, request):
                if deletable is not None and gid not in deletable}
     refused.update({gid: err for gid in names if gid not in refused
                     and (err := group_coordinator_error(ctx, gid)) is not None})
-    results = _coordinator(ctx).delete_groups([g for g in names if g not in refused])
-    if refused:
-        deleted = dict(results)
-        results = [(gid, refused[gid] if gid in refused else deleted[gid]) for gid in names]
+    share = ctx.broker.services.share
+    outcome = {gid: share.delete_group(gid) for gid in names if gid not in refused and share.known(gid)}
+    outcome.update(_coordinator(ctx).delete_groups([g for g in names if g not in refused and g not in outcome]))
+    outcome.update(refused)
+    results = [(gid, outcome[gid]) for gid in names]
     return make(mod.DeleteGroupsResponse, throttle_time=0,
                 results=tuple(make(mod.DeletableGroupResult, group_id=gid, error_code=err) for gid, err in results))
 

@@ -622,7 +622,9 @@ def test_describe_other_resource_types(wire):
     loggers, group = describe_configs(wire, (BROKER_LOGGER, "1"), (GROUP, "g"))
     assert loggers.error_code == E.none
     assert "root" in {c.name for c in loggers.configs}
-    assert group.error_code == E.invalid_request
+    # GROUP resources: the group configs (broker/group_configs.py), defaults when none is set
+    assert group.error_code == E.none
+    assert {c.name: c.value for c in group.configs}["share.auto.offset.reset"] == "latest"
 
 
 # --- AlterConfigs -------------------------------------------------------------------------------
@@ -749,8 +751,14 @@ def test_incremental_broker_and_logger(wire):
     assert r.error_code == E.invalid_request
     (r,) = incremental(wire, (BROKER_LOGGER, "1", [("kafkalite.admin", DELETE, None)]))
     assert r.error_code == E.none
-    (r,) = incremental(wire, (GROUP, "g", [("consumer.session.timeout.ms", SET, "50000")]))
-    assert r.error_code == E.invalid_request
+    (r,) = incremental(wire, (GROUP, "g", [("share.auto.offset.reset", SET, "earliest")]))
+    assert r.error_code == E.none
+    (res,) = describe_configs(wire, (GROUP, "g", ("share.auto.offset.reset",)))
+    assert [(c.name, c.value) for c in res.configs] == [("share.auto.offset.reset", "earliest")]
+    (r,) = incremental(wire, (GROUP, "g", [("share.auto.offset.reset", SET, "sometimes")]))
+    assert r.error_code == E.invalid_config
+    (r,) = incremental(wire, (GROUP, "g", [("no.such.group.config", SET, "1")]))
+    assert (r.error_code, r.error_message) == (E.invalid_config, "Unknown group config name: no.such.group.config")
 
 
 # --- DeleteRecords ------------------------------------------------------------------------------

@@ -558,6 +558,50 @@ def consumer_group(c: Conversation) -> None:
     hb("leave", -1, subscribed_topic_names=None, topic_partitions=None, rebalance_timeout=-1)
 
 
+@conversation("share group", 78, labels=("g", "t"))
+def share_group_conv(c: Conversation) -> None:
+    """KIP-932: join a share group, fetch (open the share session), acknowledge accept / release /
+    reject, fetch the released record again, a wrong session epoch, offsets, describe, leave."""
+    import uuid as _uuid
+    c.create_topics(("t", 1))
+    produce(c, c.ver(0), "t", batch(3))
+    c.send(44, c.ver(44), label="earliest", validate_only=False, resources=[
+        {"resource_type": 32, "resource_name": c["g"],
+         "configs": [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}])
+    c.find_coordinator(0, "g")
+    member = str(_uuid.uuid4())
+    tid = c.topic_id("t")
+    hb = c.send(76, c.ver(76), label="join", group_id=c["g"], member_id=member, member_epoch=0, rack_id=None,
+                subscribed_topic_names=[c["t"]])
+
+    def share_fetch(epoch, acks=(), **kw):
+        return dict(group_id=c["g"], member_id=member, share_session_epoch=epoch, max_wait=500, min_bytes=1,
+                    max_bytes=1 << 20, max_records=10, batch_size=10, share_acquire_mode=0, is_renew_ack=False,
+                    topics=[{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                        {"first_offset": f, "last_offset": last, "acknowledge_types": [t]} for f, last, t in acks]}]}],
+                    forgotten_topics_data=[], **kw)
+
+    # Kafka initialises a share-partition in the background: the first fetches may come back empty
+    c.until(78, c.v, lambda r: any(p.acquired_records for t in r.responses for p in t.partitions),
+            label="open session", **share_fetch(0))
+    c.send(79, c.ver(79), label="acknowledge", group_id=c["g"], member_id=member, share_session_epoch=1,
+           is_renew_ack=False, topics=[{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+               {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]},
+               {"first_offset": 1, "last_offset": 1, "acknowledge_types": [2]},
+               {"first_offset": 2, "last_offset": 2, "acknowledge_types": [3]}]}]}])
+    c.send(78, c.v, label="released record again", **share_fetch(2))
+    c.send(78, c.v, label="wrong session epoch", **share_fetch(7))
+    c.send(78, c.v, label="accept and close", **share_fetch(-1, acks=[(1, 1, 1)]))
+    c.send(90, c.ver(90), label="offsets", groups=[{"group_id": c["g"], "topics": [
+        {"topic_name": c["t"], "partitions": [0]}]}])
+    c.send(77, c.ver(77), label="describe", group_ids=[c["g"], "no-such-share-group"],
+           include_authorized_operations=False)
+    c.send(76, c.ver(76), label="fenced epoch", group_id=c["g"], member_id=member, member_epoch=hb.member_epoch + 5,
+           rack_id=None, subscribed_topic_names=None)
+    c.send(76, c.ver(76), label="leave", group_id=c["g"], member_id=member, member_epoch=-1, rack_id=None,
+           subscribed_topic_names=None)
+
+
 # ------------------------------------------------------------------ idempotence and transactions
 
 

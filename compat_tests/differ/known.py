@@ -17,6 +17,11 @@ HEARTBEAT_INTERVAL = "KIP-848 groups: while a group is changing, kafkalite asks 
 GROUP_EPOCH = ("a new KIP-848 group whose subscribed topics already exist starts at epoch 2 on Kafka 4.4 (1 "
                "when they do not exist yet) and at 1 on kafkalite; clients only echo epochs back")
 
+SHARE_ASSIGNMENT = ("a share group member gets its assignment in the answer to its joining heartbeat on "
+                    "kafkalite; Kafka 4.4 assigns in the background and sends it with a later heartbeat")
+SHARE_START_OFFSET = ("DescribeShareGroupOffsets: kafkalite reports the live share-partition start offset; Kafka "
+                      "4.4 may report the last persisted one, behind it (the lag agrees)")
+
 _CONFIGS = [
     ("*.configs.name=errors.deadletterqueue.group.enable", NEWER_TOPIC_CONFIGS),
     ("*.configs.name=max.decompressed.message.bytes", NEWER_TOPIC_CONFIGS),
@@ -52,6 +57,11 @@ KNOWN: dict[str, list[tuple[str, str]]] = {
         ("*describe.groups[[]0].group_epoch", GROUP_EPOCH),
         ("*describe.groups[[]0].assignment_epoch", GROUP_EPOCH),
         ("*describe.groups[[]0].members*.member_epoch", GROUP_EPOCH),
+    ],
+    "share group": [
+        ("*join.assignment.topic_partitions (length)", SHARE_ASSIGNMENT),
+        ("*describe.groups[[]0].members.member_id=*.assignment.topic_partitions (length)", SHARE_ASSIGNMENT),
+        ("*offsets.groups[[]0].topics[[]0].partitions.partition_index=0.start_offset", SHARE_START_OFFSET),
     ],
 }
 

@@ -72,6 +72,12 @@ final class AdminCommand {
         OPS.put("createAcls", AdminCommand::createAcls);
         OPS.put("describeAcls", AdminCommand::describeAcls);
         OPS.put("deleteAcls", AdminCommand::deleteAcls);
+        OPS.put("listShareGroups", ShareAdmin::listShareGroups);
+        OPS.put("describeShareGroups", ShareAdmin::describeShareGroups);
+        OPS.put("listShareGroupOffsets", ShareAdmin::listShareGroupOffsets);
+        OPS.put("alterShareGroupOffsets", ShareAdmin::alterShareGroupOffsets);
+        OPS.put("deleteShareGroupOffsets", ShareAdmin::deleteShareGroupOffsets);
+        OPS.put("deleteShareGroups", ShareAdmin::deleteShareGroups);
     }
 
     static void run(Map<String, Object> req) throws Exception {

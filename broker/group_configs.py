@@ -1,0 +1,105 @@
+"""Group configs: the settings Kafka keeps per group id (config resource type GROUP, KIP-848 /
+KIP-932), set with IncrementalAlterConfigs and read with DescribeConfigs.
+
+Only the share group keys that change what the broker does are served here:
+`share.auto.offset.reset` (where a new share-partition starts: latest or earliest),
+`share.isolation.level` (read_uncommitted or read_committed), `share.record.lock.duration.ms`
+and `share.delivery.count.limit`; an unset key falls back to the broker default, as Kafka's
+GroupConfig does. Any other key is INVALID_CONFIG. Values persist in
+`__cluster_metadata/group_configs.json` (Kafka keeps them in its metadata log).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from storage.files import write_atomic
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    check: Callable[[str], bool]
+    broker_default: str | None  # the broker setting that supplies the default
+    default: str
+    type_name: str  # topic_configs.ConfigType member name
+    doc: str
+
+
+def _int_between(lo: int, hi: int) -> Callable[[str], bool]:
+    def check(v: str) -> bool:
+        try:
+            return lo <= int(v) <= hi
+        except ValueError:
+            return False
+    return check
+
+
+GROUP_KEYS: dict[str, GroupKey] = {
+    "share.auto.offset.reset": GroupKey(lambda v: v in ("latest", "earliest"), None, "latest", "STRING",
+                                        "where a share group starts consuming a partition with no state"),
+    "share.isolation.level": GroupKey(lambda v: v in ("read_uncommitted", "read_committed"), None,
+                                      "read_uncommitted", "STRING", "which records a share group reads"),
+    "share.record.lock.duration.ms": GroupKey(_int_between(1000, 3_600_000), "group.share.record.lock.duration.ms",
+                                              "30000", "INT", "acquisition lock duration of the group's records"),
+    "share.delivery.count.limit": GroupKey(_int_between(2, 10), "group.share.delivery.count.limit", "5", "INT",
+                                           "deliveries of a record before it is archived"),
+}
+
+
+class GroupConfigError(ValueError):
+    pass
+
+
+class GroupConfigs:
+    def __init__(self, meta_dir: Path, broker_values: dict):
+        self.path = meta_dir / "group_configs.json"
+        self.broker_values = broker_values
+        self.values: dict[str, dict[str, str]] = {}
+        if self.path.exists():
+            self.values = {g: dict(c) for g, c in json.loads(self.path.read_text()).items()}
+
+    def get(self, group_id: str, key: str) -> str:
+        v = self.values.get(group_id, {}).get(key)
+        if v is not None:
+            return v
+        spec = GROUP_KEYS[key]
+        if spec.broker_default is not None:
+            return str(self.broker_values[spec.broker_default])
+        return spec.default
+
+    def get_int(self, group_id: str, key: str) -> int:
+        return int(self.get(group_id, key))
+
+    def describe(self, group_id: str, names: list[str] | None) -> list[tuple[str, str, bool]]:
+        """(name, value, set for this group) for each known key, or for `names`."""
+        mine = self.values.get(group_id, {})
+        return [(k, self.get(group_id, k), k in mine) for k in GROUP_KEYS if names is None or k in names]
+
+    def alter(self, group_id: str, changes: list[tuple[str, str | None]], *, validate_only: bool) -> None:
+        """Apply (key, value) changes, a None value deleting the key; nothing changes if one is
+        invalid."""
+        for key, value in changes:
+            spec = GROUP_KEYS.get(key)
+            if spec is None:
+                raise GroupConfigError(f"Unknown group config name: {key}")
+            if value is not None and not spec.check(value):
+                raise GroupConfigError(f"Invalid value {value} for configuration {key}")
+        if validate_only:
+            return
+        mine = self.values.setdefault(group_id, {})
+        for key, value in changes:
+            if value is None:
+                mine.pop(key, None)
+            else:
+                mine[key] = value
+        if not mine:
+            del self.values[group_id]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(self.values, sort_keys=True).encode(), fsync=True)
+
+    def delete_group(self, group_id: str) -> None:
+        if self.values.pop(group_id, None) is not None:
+            write_atomic(self.path, json.dumps(self.values, sort_keys=True).encode(), fsync=True)

@@ -1,0 +1,477 @@
+"""The share coordinator: share groups (KIP-932) and their share-partitions.
+
+- membership (ShareGroupHeartbeat): a member joins with epoch 0 and its own member id, leaves
+  with epoch -1, and is removed when no heartbeat came for group.share.session.timeout.ms.
+  Every change of members or of subscribed topics' partitions bumps the group epoch and
+  recomputes the assignment at once (share groups have no revocation), after Kafka's simple
+  assignor: with fewer members than partitions each partition goes to one member, round
+  robin; otherwise every member gets one partition and partitions are shared.
+- share-partitions (SharePartition, one per group and topic partition) are created on first
+  fetch at the start `share.auto.offset.reset` names (latest: the high watermark; earliest: the
+  log start offset), read from the group configs.
+- share sessions, one per (group, member): epoch 0 opens (replacing an older one), -1 closes and
+  releases the member's acquired records, any other epoch must be the next one. A session
+  belongs to the connection that opened it; when that connection closes its records are
+  released, as Kafka's share session cache does on disconnect. A member that leaves keeps its
+  session (a closing client sends its last acknowledgements with epoch -1 around its leave);
+  one removed for its session timeout loses it, and its records.
+- persistence: after every change a share-partition's ShareSnapshot is appended to
+  `__share_group_state` (records.py) through Partition.append; on startup the topic is read
+  back. Group membership is not persisted: members rejoin after a restart, with their share
+  state intact. Group existence is: a group with share-partitions is listed (Empty) after a
+  restart.
+- timers: one trio task sleeps until the earliest acquisition lock or session deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+
+from ..clock import now_ms
+from ..cluster import AppendOrigin
+from ..group_configs import GroupConfigs
+from ..internal_topics import SHARE_GROUP_STATE_TOPIC, partition_for
+from . import records as rec
+from .partition import Batch, SharePartition, StateBatch
+
+log = logging.getLogger("kafkalite.share")
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+LEAVE_EPOCH = -1
+ASSIGNOR = "simple"
+
+TP = tuple[uuid.UUID, int]
+
+
+class ShareError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class ShareMember:
+    member_id: str
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed: tuple[str, ...]
+    epoch: int = 0
+    deadline: int = 0
+    assignment: dict[uuid.UUID, list[int]] = field(default_factory=dict)
+    sent_epoch: int = -1  # the epoch of the last assignment sent to the member
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    topics_seen: dict[str, int] = field(default_factory=dict)  # subscribed topic -> partitions at last assignment
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@dataclass
+class ShareSession:
+    epoch: int
+    peer: str
+    partitions: set[TP] = field(default_factory=set)
+
+
+class ShareCoordinator:
+    def __init__(self, broker, *, clock: Callable[[], int] = now_ms):
+        self.broker = broker
+        self.config = broker.config
+        self.clock = clock
+        self.groups: dict[str, ShareGroup] = {}
+        self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.configs = GroupConfigs(broker.cluster.meta_dir, broker.config.values)
+        self._created: dict[tuple[str, uuid.UUID, int], int] = {}
+        self._wake: trio.Event | None = None
+        # ShareFetch requests waiting for records to become available again (a release)
+        self.waiters: set[trio.Event] = set()
+
+    def notify_available(self) -> None:
+        for ev in self.waiters:
+            ev.set()
+
+    @property
+    def cluster(self):
+        return self.broker.cluster
+
+    # --- service ---------------------------------------------------------------------------
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        self._wake = trio.Event()
+        self.load()
+        task_status.started()
+        while True:
+            now = self.clock()
+            self.tick(now)
+            deadline = self.next_deadline()
+            self._wake = trio.Event()
+            wait = 60.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
+            with trio.move_on_after(wait):
+                await self._wake.wait()
+
+    def close(self) -> None:
+        pass
+
+    def kick(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def next_deadline(self) -> int | None:
+        ds = [m.deadline for g in self.groups.values() for m in g.members.values()]
+        ds += [d for sp in self.partitions.values() if (d := sp.next_lock_deadline()) is not None]
+        return min(ds) if ds else None
+
+    def tick(self, now: int) -> None:
+        for group in list(self.groups.values()):
+            expired = [m for m in group.members.values() if m.deadline <= now]
+            for m in expired:
+                log.info("share group %s: member %s removed (session timeout)", group.group_id, m.member_id)
+                self._remove_member(group, m.member_id)
+        for key, sp in self.partitions.items():
+            if sp.expire_locks(now, self._delivery_limit(key[0])):
+                self._persist(key)
+                self.notify_available()
+
+    # --- configs ---------------------------------------------------------------------------
+    def _delivery_limit(self, group_id: str) -> int:
+        return self.configs.get_int(group_id, "share.delivery.count.limit")
+
+    def lock_ms(self, group_id: str) -> int:
+        return self.configs.get_int(group_id, "share.record.lock.duration.ms")
+
+    def read_committed(self, group_id: str) -> bool:
+        return self.configs.get(group_id, "share.isolation.level") == "read_committed"
+
+    # --- membership ------------------------------------------------------------------------
+    def heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed: tuple[str, ...] | None, client_id: str, client_host: str) -> ShareMember | None:
+        """One ShareGroupHeartbeat; the member after it (None once it left). Raises ShareError."""
+        now = self.clock()
+        session_ms = self.config["group.share.session.timeout.ms"]
+        if not group_id:
+            raise ShareError(ErrorCode.invalid_request, "GroupId can't be empty.")
+        if not member_id:
+            raise ShareError(ErrorCode.invalid_request, "MemberId can't be empty.")
+        if member_epoch == INITIAL_EPOCH and not subscribed:
+            raise ShareError(ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request.")
+        other = self.broker.services.groups.groups.get(group_id)
+        if other is not None:
+            raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+        group = self.groups.get(group_id)
+        if member_epoch == LEAVE_EPOCH:
+            if group is not None and member_id in group.members:
+                # the share session outlives the membership: a leaving client still sends its last
+                # acknowledgements (epoch -1); its connection closing releases what it holds
+                self._remove_member(group, member_id, close_session=False)
+            return None
+        if group is None:
+            if member_epoch != INITIAL_EPOCH:
+                raise ShareError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
+            group = self.groups[group_id] = ShareGroup(group_id)
+        member = group.members.get(member_id)
+        if member is None:
+            if member_epoch != INITIAL_EPOCH:
+                raise ShareError(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
+            member = ShareMember(member_id, client_id, client_host, rack_id, tuple(subscribed or ()))
+            group.members[member_id] = member
+            group.epoch += 1
+        elif member_epoch not in (member.epoch, INITIAL_EPOCH):
+            raise ShareError(ErrorCode.fenced_member_epoch,
+                             f"The share group member has a smaller member epoch ({member_epoch}) than the one "
+                             f"known by the group coordinator ({member.epoch}).")
+        if subscribed is not None and tuple(subscribed) != member.subscribed:
+            member.subscribed = tuple(subscribed)
+            group.epoch += 1
+        if rack_id is not None:
+            member.rack_id = rack_id
+        member.deadline = now + session_ms
+        if member_epoch == INITIAL_EPOCH:
+            member.sent_epoch = -1
+        self._maybe_assign(group)
+        self.kick()
+        return member
+
+    def _subscribed_partitions(self, group: ShareGroup) -> dict[str, int]:
+        names = {t for m in group.members.values() for t in m.subscribed}
+        out = {}
+        for name in sorted(names):
+            topic = self.cluster.topics.get(name)
+            if topic is not None:
+                out[name] = len(topic.partitions)
+        return out
+
+    def _maybe_assign(self, group: ShareGroup) -> None:
+        seen = self._subscribed_partitions(group)
+        if seen != group.topics_seen:
+            group.topics_seen = seen
+            group.epoch += 1
+        if group.assignment_epoch == group.epoch:
+            return
+        for m in group.members.values():
+            m.assignment = {}
+        # per topic, the members subscribed to it (Kafka's simple assignor, homogeneous or not)
+        for name, count in seen.items():
+            topic = self.cluster.topics[name]
+            members = sorted(mid for mid, m in group.members.items() if name in m.subscribed)
+            if not members or not count:
+                continue
+            if len(members) <= count:
+                for p in range(count):
+                    group.members[members[p % len(members)]].assignment.setdefault(topic.topic_id, []).append(p)
+            else:
+                for i, mid in enumerate(members):
+                    group.members[mid].assignment.setdefault(topic.topic_id, []).append(i % count)
+        group.assignment_epoch = group.epoch
+        for m in group.members.values():
+            m.epoch = group.epoch
+
+    def _remove_member(self, group: ShareGroup, member_id: str, *, close_session: bool = True) -> None:
+        group.members.pop(member_id, None)
+        group.epoch += 1
+        if close_session:
+            self._close_session(group.group_id, member_id)
+        self._maybe_assign(group)
+
+    # --- sessions --------------------------------------------------------------------------
+    def _close_session(self, group_id: str, member_id: str) -> None:
+        self.sessions.pop((group_id, member_id), None)
+        self.release_member(group_id, member_id)
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        limit = self._delivery_limit(group_id)
+        for key, sp in self.partitions.items():
+            if key[0] == group_id and sp.release_member(member_id, limit):
+                self._persist(key)
+                self.notify_available()
+
+    def connection_closed(self, peer: str) -> None:
+        """The connection that opened these share sessions is gone: close them."""
+        for (gid, mid), s in list(self.sessions.items()):
+            if s.peer == peer:
+                self._close_session(gid, mid)
+
+    def open_session(self, group_id: str, member_id: str, epoch: int, peer: str) -> ShareSession:
+        """The session a ShareFetch with this epoch works in (raises ShareError for a bad epoch)."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_EPOCH:
+            group = self.groups.get(group_id)
+            if group is None or member_id not in group.members:
+                raise ShareError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            if key in self.sessions:
+                self._close_session(group_id, member_id)
+            opened = self.sessions[key] = ShareSession(1, peer)
+            return opened
+        s = self.sessions.get(key)
+        if s is None:
+            raise ShareError(ErrorCode.share_session_not_found)
+        if epoch != FINAL_EPOCH:
+            if epoch != s.epoch:
+                raise ShareError(ErrorCode.invalid_share_session_epoch)
+            s.epoch += 1
+        return s
+
+    def final(self, group_id: str, member_id: str) -> None:
+        self._close_session(group_id, member_id)
+
+    # --- share-partitions ------------------------------------------------------------------
+    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition:
+        key = (group_id, topic_id, index)
+        sp = self.partitions.get(key)
+        topic = self.cluster.topics_by_id[topic_id]
+        part = topic.partitions[index]
+        if sp is None:
+            if self.configs.get(group_id, "share.auto.offset.reset") == "earliest":
+                start = part.log.log_start_offset
+            else:
+                start = part.high_watermark
+            sp = self.partitions[key] = SharePartition(start)
+            self._created[key] = self.clock()
+            self._persist(key)
+        sp.skip_below(part.log.log_start_offset)
+        return sp
+
+    def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, *, max_records: int,
+                max_bytes: int, strict_limit: bool) -> tuple[bytes, list]:
+        """Acquire records of one partition for the member: (the log batches, acquired ranges)."""
+        sp = self.share_partition(group_id, topic_id, index)
+        part = self.cluster.topics_by_id[topic_id].partitions[index]
+        committed = self.read_committed(group_id)
+        upper = part.last_stable_offset if committed else part.high_watermark
+        start = sp.next_fetch_offset()
+        if start >= upper or max_records <= 0:
+            return b"", []
+        data = part.log.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
+        if not data:
+            return b"", []
+        aborted = part.log.aborted_txns(start, upper) if committed else []
+        spans: list[tuple[int, int, Batch]] = []
+        for pos, h in iter_batches(data):
+            is_aborted = bool(h.is_transactional and not h.is_control and any(
+                a.producer_id == h.producer_id and a.first_offset <= h.base_offset <= a.last_offset for a in aborted))
+            spans.append((pos, h.total_size, Batch(h.base_offset, h.last_offset, h.is_control, is_aborted)))
+        acquired, used = sp.acquire(member_id, [b for _, _, b in spans], now=self.clock(),
+                                    lock_ms=self.lock_ms(group_id), max_records=max_records,
+                                    max_locks=self.config["group.share.partition.max.record.locks"],
+                                    strict_limit=strict_limit)
+        used_set = set(b.base_offset for b in used)
+        out = b"".join(bytes(data[pos:pos + size]) for pos, size, b in spans if b.base_offset in used_set)
+        self._persist((group_id, topic_id, index))
+        if acquired:
+            self.kick()
+        return out, acquired
+
+    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
+                    batches: list[tuple[int, int, tuple[int, ...]]]) -> None:
+        from .partition import AckError
+        key = (group_id, topic_id, index)
+        sp = self.partitions.get(key)
+        if sp is None:
+            raise ShareError(ErrorCode.invalid_record_state, "The share-partition has no acquired records.")
+        try:
+            for first, last, types in batches:
+                sp.acknowledge(member_id, first, last, types, now=self.clock(), lock_ms=self.lock_ms(group_id),
+                               delivery_limit=self._delivery_limit(group_id))
+        except AckError as exc:
+            raise ShareError(ErrorCode.invalid_record_state, str(exc)) from None
+        finally:
+            self._persist(key)
+            if sp.has_available():
+                self.notify_available()
+
+    def has_available(self, group_id: str, topic_id: uuid.UUID, index: int) -> bool:
+        sp = self.partitions.get((group_id, topic_id, index))
+        return sp is not None and sp.has_available()
+
+    # --- admin -----------------------------------------------------------------------------
+    def group_partitions(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
+        return {(t, p): sp for (g, t, p), sp in self.partitions.items() if g == group_id}
+
+    def known(self, group_id: str) -> bool:
+        return group_id in self.groups or any(g == group_id for g, _, _ in self.partitions)
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        ids = set(self.groups) | {g for g, _, _ in self.partitions}
+        return sorted((gid, self.groups[gid].state if gid in self.groups else "Empty") for gid in ids)
+
+    def alter_offset(self, group_id: str, topic_id: uuid.UUID, index: int, start_offset: int) -> None:
+        key = (group_id, topic_id, index)
+        sp = self.partitions.get(key)
+        if sp is None:
+            sp = self.partitions[key] = SharePartition(start_offset)
+            self._created[key] = self.clock()
+        else:
+            sp.reset(start_offset)
+        self._persist(key)
+
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
+        for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
+            del self.partitions[key]
+            self._write(key, None)
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is not None and group.members:
+            return ErrorCode.non_empty_group
+        self.groups.pop(group_id, None)
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+            self._write(key, None)
+        self.configs.delete_group(group_id)
+        return ErrorCode.none
+
+    # --- persistence -----------------------------------------------------------------------
+    def _state_topic(self):
+        topic = self.cluster.topics.get(SHARE_GROUP_STATE_TOPIC)
+        if topic is None:
+            topic = self.cluster.create_topic(
+                SHARE_GROUP_STATE_TOPIC, max(1, self.config["share.coordinator.state.topic.num.partitions"]),
+                {"cleanup.policy": "compact"})
+        return topic
+
+    def _persist(self, key: tuple[str, uuid.UUID, int]) -> None:
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        state = (sp.start_offset, tuple(sp.state_batches()), sp.state_epoch)
+        if sp.persisted == state:
+            return
+        sp.persisted = state
+        now = self.clock()
+        value = rec.snapshot_value(rec.ShareState(
+            snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=0, start_offset=sp.start_offset,
+            create_timestamp=self._created.get(key, now), write_timestamp=now, batches=state[1]))
+        self._write(key, value)
+
+    def _write(self, key: tuple[str, uuid.UUID, int], value: bytes | None) -> None:
+        group_id, topic_id, index = key
+        topic = self._state_topic()
+        # Kafka's SharePartitionKey: "group:topicId:partition" decides the state partition
+        part = topic.partitions[partition_for(f"{group_id}:{topic_id}:{index}", len(topic.partitions))]
+        now = self.clock()
+        batch = build_batch([Record(rec.snapshot_key(group_id, topic_id, index), value)], timestamp_ms=now)
+        part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
+
+    def load(self) -> None:
+        topic = self.cluster.topics.get(SHARE_GROUP_STATE_TOPIC)
+        if topic is None:
+            return
+        states: dict[tuple[str, uuid.UUID, int], rec.ShareState | None] = {}
+        for part in topic.partitions:
+            for _base, batch in part.log.batches_from(part.log.log_start_offset):
+                if BatchHeader(batch, 0).is_control:
+                    continue
+                for r in decode_records(batch):
+                    if r.key is None:
+                        continue
+                    try:
+                        k = rec.decode_key(r.key)
+                        key = (k.group_id, k.topic_id, k.partition)
+                        if r.value is None:
+                            states[key] = None
+                        elif k.kind == rec.SHARE_SNAPSHOT_KEY:
+                            states[key] = rec.decode_snapshot_value(r.value)
+                        elif (old := states.get(key)) is not None:
+                            _epoch, start, batches = rec.decode_update_value(r.value)
+                            states[key] = old._replace(start_offset=start if start >= 0 else old.start_offset,
+                                                       batches=_merge(old.batches, batches))
+                    except ValueError:
+                        log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
+                                    SHARE_GROUP_STATE_TOPIC, part.index)
+        for key, st in states.items():
+            if st is None or key[1] not in self.cluster.topics_by_id:
+                continue
+            sp = SharePartition.restore(st.start_offset, st.batches, state_epoch=st.state_epoch)
+            sp.persisted = (sp.start_offset, tuple(sp.state_batches()), sp.state_epoch)
+            self.partitions[key] = sp
+            self._created[key] = st.create_timestamp
+        if self.partitions:
+            log.info("loaded %d share-partition(s) from %s", len(self.partitions), SHARE_GROUP_STATE_TOPIC)
+
+
+def _merge(old: tuple[StateBatch, ...], new: tuple[StateBatch, ...]) -> tuple[StateBatch, ...]:
+    """State batches of an update laid over a snapshot's: per offset, the update wins."""
+    per: dict[int, StateBatch] = {}
+    for b in (*old, *new):
+        for off in range(b.first_offset, b.last_offset + 1):
+            per[off] = StateBatch(off, off, b.state, b.delivery_count)
+    return tuple(per[o] for o in sorted(per))

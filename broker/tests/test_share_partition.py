@@ -1,0 +1,83 @@
+"""The share-partition state machine (broker/share/partition.py) and its records, with a fake clock."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from broker.share import records as rec
+from broker.share.partition import AckError, AckType, Batch, RecordState, SharePartition, StateBatch
+
+LOCK = 1000
+
+
+def acquire(sp, member, batches, now=0, max_records=100, strict=False, max_locks=2000):
+    return sp.acquire(member, batches, now=now, lock_ms=LOCK, max_records=max_records, max_locks=max_locks,
+                      strict_limit=strict)
+
+
+def test_acquire_release_reject_and_start_offset():
+    sp = SharePartition(0)
+    got, used = acquire(sp, "m1", [Batch(0, 2, False, False)])
+    assert [tuple(a) for a in got] == [(0, 2, 1)] and len(used) == 1
+    sp.acknowledge("m1", 0, 0, (AckType.ACCEPT,), now=1, lock_ms=LOCK, delivery_limit=5)
+    sp.acknowledge("m1", 1, 2, (AckType.RELEASE, AckType.REJECT), now=1, lock_ms=LOCK, delivery_limit=5)
+    assert sp.start_offset == 1
+    assert sp.next_fetch_offset() == 1
+    got, _ = acquire(sp, "m2", [Batch(0, 2, False, False)], now=2)
+    assert [tuple(a) for a in got] == [(1, 1, 2)]  # the released record, second delivery; 2 stays archived
+    assert sp.in_flight[2].state == RecordState.ARCHIVED
+
+
+def test_only_the_holder_may_acknowledge():
+    sp = SharePartition(0)
+    acquire(sp, "m1", [Batch(0, 0, False, False)])
+    with pytest.raises(AckError):
+        sp.acknowledge("m2", 0, 0, (AckType.ACCEPT,), now=1, lock_ms=LOCK, delivery_limit=5)
+    assert sp.in_flight[0].state == RecordState.ACQUIRED
+
+
+def test_lock_expiry_and_delivery_limit_archive():
+    sp = SharePartition(0)
+    for attempt in range(1, 3):
+        got, _ = acquire(sp, "m1", [Batch(0, 0, False, False)], now=attempt * 10_000)
+        assert got[0].delivery_count == attempt
+        assert sp.expire_locks(attempt * 10_000 + LOCK, delivery_limit=2)
+    assert sp.start_offset == 1 and not sp.in_flight  # archived at the limit, then passed
+
+
+def test_member_leaving_releases_and_control_and_aborted_are_never_delivered():
+    sp = SharePartition(0)
+    got, used = acquire(sp, "m1", [Batch(0, 1, False, False), Batch(2, 2, True, False), Batch(3, 4, False, True),
+                                   Batch(5, 5, False, False)])
+    assert [tuple(a) for a in got] == [(0, 1, 1), (5, 5, 1)]
+    assert [b.base_offset for b in used] == [0, 5]
+    assert sp.release_member("m1", delivery_limit=5)
+    assert sp.next_fetch_offset() == 0
+
+
+def test_max_records_strict_and_max_locks():
+    sp = SharePartition(0)
+    got, _ = acquire(sp, "m1", [Batch(0, 9, False, False)], max_records=3, strict=True)
+    assert [tuple(a) for a in got] == [(0, 2, 1)] and sp.end_offset == 3
+    got, _ = acquire(sp, "m1", [Batch(0, 9, False, False)], max_records=3, max_locks=4)
+    assert [tuple(a) for a in got] == [(3, 3, 1)]
+
+
+def test_state_batches_round_trip_through_snapshot_records():
+    sp = SharePartition(10)
+    acquire(sp, "m1", [Batch(10, 14, False, False)])
+    sp.acknowledge("m1", 10, 10, (AckType.ACCEPT,), now=1, lock_ms=LOCK, delivery_limit=5)
+    sp.acknowledge("m1", 12, 12, (AckType.REJECT,), now=1, lock_ms=LOCK, delivery_limit=5)
+    batches = sp.state_batches()
+    assert batches == [StateBatch(11, 11, 0, 1), StateBatch(12, 12, 4, 1), StateBatch(13, 14, 0, 1)]
+    tid = uuid.uuid4()
+    key = rec.decode_key(rec.snapshot_key("g", tid, 3))
+    assert key == rec.ShareKey(rec.SHARE_SNAPSHOT_KEY, "g", tid, 3)
+    value = rec.decode_snapshot_value(rec.snapshot_value(rec.ShareState(0, 1, 0, sp.start_offset, 5, 6,
+                                                                        tuple(batches))))
+    back = SharePartition.restore(value.start_offset, value.batches, state_epoch=value.state_epoch)
+    assert back.start_offset == 11 and back.end_offset == 15
+    got, _ = acquire(back, "m2", [Batch(10, 14, False, False)])
+    assert [tuple(a) for a in got] == [(11, 11, 2), (13, 14, 2)]
