@@ -16,6 +16,12 @@ imported from first).
     # the web console on a free port (needs the console extra)
     with kafkalite.running(console=0) as broker:
         print(broker.console_url)   # "http://127.0.0.1:PORT/"
+
+    # SASL_SSL with PLAIN users and a throwaway CA (needs the tls extra: trustme)
+    with kafkalite.running(listeners=["SASL_SSL://127.0.0.1:0"], tls_self_signed=True, config={
+            "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'}) as broker:
+        broker.ca_path   # the CA certificate clients trust (ssl.truststore.location, ssl.ca.location)
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # the caller's environment (say, for a container) must not move a broker started from Python.
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
-                   "KAFKALITE_CONSOLE")
+                   "KAFKALITE_CONSOLE", "KAFKALITE_TLS_SELF_SIGNED")
 
 
 @dataclass
@@ -59,6 +65,8 @@ class Broker:
     listeners: dict[str, str] = field(default_factory=dict)
     metrics_url: str | None = None
     console_url: str | None = None
+    # the CA certificate of tls_self_signed=True (clients of TLS listeners trust it)
+    ca_path: Path | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
     _owned_log: bool = field(default=False, repr=False)
 
@@ -149,6 +157,7 @@ def broker_args(
     log_level: str | None = None,
     metrics_port: int | str | None = None,
     console: int | str | None = None,
+    tls_self_signed: bool = False,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -170,6 +179,8 @@ def broker_args(
         args += ["--metrics-port", str(metrics_port)]
     if console is not None:
         args += ["--console", str(console)]
+    if tls_self_signed:
+        args.append("--tls-self-signed")
     return args + list(extra_args)
 
 
@@ -184,6 +195,7 @@ def start(
     log_level: str | None = None,
     metrics_port: int | str | None = None,
     console: int | str | None = None,
+    tls_self_signed: bool = False,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -198,6 +210,8 @@ def start(
     The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
     (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
+    ``tls_self_signed`` makes a throwaway CA and server certificate for TLS listeners; the CA
+    certificate's path is ``ca_path``.
     """
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
@@ -213,7 +227,8 @@ def start(
     log_path = Path(log_path)
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, console=console, extra_args=extra_args)
+                       metrics_port=metrics_port, console=console, tls_self_signed=tls_self_signed,
+                       extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
@@ -231,7 +246,7 @@ def start(
     info = parse_ready_line(line)
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
-                  console_url=info.get("console"),
+                  console_url=info.get("console"), ca_path=Path(info["ca"]) if "ca" in info else None,
                   _owned_data_dir=owned, _owned_log=owned_log)
 
 
@@ -245,7 +260,7 @@ def parse_ready_line(line: str) -> dict[str, Any]:
         key, _, value = token.partition("=")
         if key == "listeners":
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
-        elif key in ("metrics", "console"):
+        elif key in ("metrics", "console", "ca"):
             info[key] = value
     return info
 

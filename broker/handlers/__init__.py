@@ -29,6 +29,7 @@ FAMILIES = [
     "admin_configs",
     "admin_records",
     "admin_cluster",
+    "sasl",
 ]
 
 

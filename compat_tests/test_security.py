@@ -1,0 +1,335 @@
+"""Listener security with real clients: SSL, SASL_PLAINTEXT and SASL_SSL with PLAIN and
+SCRAM-SHA-256/512, mutual TLS, and what a bad client gets (wrong password, unknown mechanism,
+requests out of order or before authentication, a TLS handshake that never finishes).
+
+One broker per module serves every case, on Apache Kafka (``--broker=kafka``) as on kafkalite,
+configured with the same Kafka settings: PEM keystore and truststore from a throwaway CA
+(trustme), JAAS configs per listener and mechanism, SCRAM users (`scram.users`, which becomes
+kafka-storage's ``--add-scram`` on Kafka).
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from broker.security import pkcs8
+from compat_tests import brokers
+from compat_tests.clients.base import Msg
+from protocol.client import WireClient
+
+pytestmark = [pytest.mark.security]
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+SCRAM_USERS = ("SCRAM-SHA-256=[name=bob,password=bob-secret],SCRAM-SHA-512=[name=bob,password=bob-secret],"
+               "SCRAM-SHA-512=[name=carol,iterations=8192,password=carol-secret]")
+MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+# listener name -> security protocol; MTLS is an SSL listener that requires a client certificate
+LISTENERS = {"SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "MTLS": "SSL"}
+
+
+@dataclass
+class Certs:
+    ca: str
+    server: str  # key + chain
+    client_cert: str
+    client_key: str
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> Certs:
+    import trustme
+
+    d = tmp_path_factory.mktemp("certs")
+    ca = trustme.CA(organization_name="Acme test CA")
+    server = ca.issue_cert("127.0.0.1", "localhost")
+    client = ca.issue_cert("client@acme.test", common_name="client", organization_name="Acme")
+    ca.cert_pem.write_to_path(str(d / "ca.pem"))
+    # Kafka reads PKCS#8 keys only (trustme writes SEC1 EC keys)
+    (d / "server.pem").write_bytes(pkcs8(server.private_key_pem.bytes())
+                                   + b"".join(b.bytes() for b in server.cert_chain_pems))
+    client.cert_chain_pems[0].write_to_path(str(d / "client.pem"))
+    (d / "client.key").write_bytes(pkcs8(client.private_key_pem.bytes()))
+    return Certs(str(d / "ca.pem"), str(d / "server.pem"), str(d / "client.pem"), str(d / "client.key"))
+
+
+def security_config(certs: Certs) -> dict[str, str]:
+    config = {
+        "sasl.enabled.mechanisms": MECHANISMS,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": certs.server,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": certs.ca,
+        "listener.name.mtls.ssl.client.auth": "required",
+        "scram.users": SCRAM_USERS,
+    }
+    for lis in ("sasl_plaintext", "sasl_ssl"):
+        config[f"listener.name.{lis}.plain.sasl.jaas.config"] = PLAIN_JAAS
+        config[f"listener.name.{lis}.scram-sha-256.sasl.jaas.config"] = SCRAM_JAAS
+        config[f"listener.name.{lis}.scram-sha-512.sasl.jaas.config"] = SCRAM_JAAS
+    return config
+
+
+@pytest.fixture(scope="module")
+def secured(certs):
+    brokers.requires_own_broker("secured listeners")
+    with brokers.start(config=security_config(certs), listeners=LISTENERS) as b:
+        yield b
+
+
+# --- client settings, per client family, from Kafka's client property names -----------------
+
+@dataclass(frozen=True)
+class Login:
+    listener: str
+    mechanism: str | None = None
+    user: str | None = None
+    password: str | None = None
+    client_cert: bool = False
+
+    @property
+    def protocol(self) -> str:
+        return LISTENERS[self.listener]
+
+
+def kafka_props(login: Login, certs: Certs) -> dict[str, str]:
+    """Kafka's client properties (the Java client; librdkafka takes the same names for most)."""
+    p = {"security.protocol": login.protocol}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        p.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": certs.ca})
+        if login.client_cert:
+            key = open(certs.client_key).read()
+            chain = open(certs.client_cert).read()
+            p.update({"ssl.keystore.type": "PEM", "ssl.keystore.key": key, "ssl.keystore.certificate.chain": chain})
+    if login.mechanism:
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if login.mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        p.update({"sasl.mechanism": login.mechanism,
+                  "sasl.jaas.config": f'{module} required username="{login.user}" password="{login.password}";'})
+    return p
+
+
+def librdkafka_conf(login: Login, certs: Certs) -> dict[str, str]:
+    c = {"security.protocol": login.protocol}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        c["ssl.ca.location"] = certs.ca
+        if login.client_cert:
+            c.update({"ssl.certificate.location": certs.client_cert, "ssl.key.location": certs.client_key})
+    if login.mechanism:
+        c.update({"sasl.mechanism": login.mechanism, "sasl.username": login.user, "sasl.password": login.password})
+    return c
+
+
+def python_options(login: Login, certs: Certs, *, aiokafka: bool = False) -> dict:
+    """kafka-python's and aiokafka's keyword arguments."""
+    o: dict = {"security_protocol": login.protocol}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        if aiokafka:
+            from aiokafka.helpers import create_ssl_context
+
+            o["ssl_context"] = create_ssl_context(
+                cafile=certs.ca, certfile=certs.client_cert if login.client_cert else None,
+                keyfile=certs.client_key if login.client_cert else None)
+        else:
+            o.update({"ssl_cafile": certs.ca, "ssl_check_hostname": True})
+            if login.client_cert:
+                o.update({"ssl_certfile": certs.client_cert, "ssl_keyfile": certs.client_key})
+    if login.mechanism:
+        o.update({"sasl_mechanism": login.mechanism, "sasl_plain_username": login.user,
+                  "sasl_plain_password": login.password})
+    return o
+
+
+def make_client(family: str, login: Login, secured, certs: Certs):
+    address = secured.listener(login.listener)
+    if family == "java":
+        from compat_tests.clients.java import JavaClient
+
+        return JavaClient(address, config=kafka_props(login, certs))
+    if family == "librdkafka":
+        from compat_tests.clients.librdkafka import LibrdkafkaClient
+
+        return LibrdkafkaClient(address, config=librdkafka_conf(login, certs))
+    if family == "kafka_python":
+        from compat_tests.clients.kafka_python import KafkaPythonClient
+
+        return KafkaPythonClient(address, options=python_options(login, certs))
+    if family == "aiokafka":
+        from compat_tests.clients.aiokafka_client import AiokafkaClient
+
+        return AiokafkaClient(address, options=python_options(login, certs, aiokafka=True))
+    raise ValueError(family)
+
+
+FAMILIES = [pytest.param("java", marks=pytest.mark.java), pytest.param("librdkafka", marks=pytest.mark.librdkafka),
+            pytest.param("kafka_python", marks=pytest.mark.kafka_python),
+            pytest.param("aiokafka", marks=pytest.mark.aiokafka)]
+
+LOGINS = [
+    pytest.param(Login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"), id="sasl_plaintext-plain"),
+    pytest.param(Login("SASL_SSL", "PLAIN", "alice", "alice-secret"), id="sasl_ssl-plain"),
+    pytest.param(Login("SASL_SSL", "SCRAM-SHA-256", "bob", "bob-secret"), id="sasl_ssl-scram256"),
+    pytest.param(Login("SASL_PLAINTEXT", "SCRAM-SHA-512", "carol", "carol-secret"), id="sasl_plaintext-scram512"),
+    pytest.param(Login("SSL"), id="ssl"),
+    pytest.param(Login("MTLS", client_cert=True), id="mtls"),
+]
+
+
+def _topic(name: str) -> str:
+    return f"sec-{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("login", LOGINS)
+def test_produce_consume(secured, certs, family, login):
+    """The client authenticates on the secured listener, creates its topic, produces and reads back."""
+    client = make_client(family, login, secured, certs)
+    topic = _topic(family)
+    client.create_topic(topic, 1)
+    sent = [Msg(value=f"{login.listener}-{i}".encode(), key=b"k") for i in range(3)]
+    client.produce(topic, sent, partition=0)
+    got = client.consume(topic, [0], 3, timeout_s=30)
+    assert [m.value for m in got] == [m.value for m in sent]
+
+
+# --- bad credentials with real clients --------------------------------------------------------
+
+def test_wrong_password_librdkafka(secured, certs):
+    from confluent_kafka import KafkaError, Producer
+
+    errors: list = []
+    conf = {"bootstrap.servers": secured.listener("SASL_SSL"), "error_cb": errors.append,
+            **librdkafka_conf(Login("SASL_SSL", "PLAIN", "alice", "not-her-password"), certs)}
+    p = Producer(conf)
+    p.produce(_topic("wrong"), b"x")
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.2)
+    p.purge()
+    assert errors, "no error reported for a wrong password"
+    assert errors[0].code() == KafkaError._AUTHENTICATION
+    assert "Authentication failed: Invalid username or password" in errors[0].str()
+
+
+def test_wrong_scram_password_java(secured, certs):
+    from compat_tests.clients.java import JavaClient, JavaError
+
+    client = JavaClient(secured.listener("SASL_SSL"),
+                        config={**kafka_props(Login("SASL_SSL", "SCRAM-SHA-256", "bob", "wrong"), certs),
+                                "request.timeout.ms": "10000", "default.api.timeout.ms": "15000"})
+    with pytest.raises(JavaError) as info:
+        client.admin({"op": "listTopics"}, timeout=40)
+    assert info.value.simple_type == "SaslAuthenticationException"
+    assert info.value.message == ("Authentication failed during authentication due to invalid credentials with "
+                                  "SASL mechanism SCRAM-SHA-256")
+
+
+# --- the protocol by hand: what Kafka answers a client that misbehaves ------------------------
+
+def _handshake(mechanism: str, version: int = 1):
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    return SaslHandshakeRequest(mechanism=mechanism)
+
+
+def _authenticate(token: bytes):
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+
+    return SaslAuthenticateRequest(auth_bytes=token)
+
+
+def _metadata():
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    return MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+def _closed(client: WireClient) -> bool:
+    """True when the broker closed the connection (within the client's timeout)."""
+    try:
+        client.recv_frame()
+    except (ConnectionError, OSError):
+        return True
+    return False
+
+
+def test_unknown_mechanism(secured):
+    """UNSUPPORTED_SASL_MECHANISM with the enabled list, then the connection is closed."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        resp = c.request(_handshake("GSSAPI"))
+        assert int(resp.error_code) == 33  # UNSUPPORTED_SASL_MECHANISM
+        assert sorted(resp.mechanisms) == sorted(MECHANISMS.split(","))
+        assert _closed(c)
+
+
+def test_wrong_password_by_hand(secured):
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake("PLAIN")).error_code) == 0
+        resp = c.request(_authenticate(b"\0alice\0wrong"))
+        assert int(resp.error_code) == 58  # SASL_AUTHENTICATION_FAILED
+        assert resp.error_message == "Authentication failed: Invalid username or password"
+        assert _closed(c)
+
+
+def test_plain_success_and_session_lifetime(secured):
+    """PLAIN by hand: NONE, no token back, no session lifetime (connections.max.reauth.ms unset),
+    and then the connection serves ordinary requests."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake("PLAIN")).error_code) == 0
+        resp = c.request(_authenticate(b"\0alice\0alice-secret"))
+        assert int(resp.error_code) == 0 and not resp.error_message
+        assert resp.session_lifetime.total_seconds() == 0
+        assert len(c.request(_metadata()).brokers) == 1
+        # a second handshake on an authenticated connection without re-authentication
+        assert int(c.request(_handshake("PLAIN")).error_code) == 34  # ILLEGAL_SASL_STATE
+        again = c.request(_authenticate(b"\0alice\0alice-secret"))
+        assert int(again.error_code) == 34
+        assert again.error_message == "SaslAuthenticate request received after successful authentication"
+
+
+def test_request_before_authentication_closes(secured):
+    """Only ApiVersions and SaslHandshake may come before authentication: anything else closes."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        c.send_only(_metadata())
+        assert _closed(c)
+
+
+def test_authenticate_before_handshake_closes(secured):
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        c.send_only(_authenticate(b"\0alice\0alice-secret"))
+        assert _closed(c)
+
+
+def test_sasl_on_plaintext_listener_is_illegal_state(secured):
+    with WireClient(secured.bootstrap, timeout=10) as c:
+        assert int(c.request(_handshake("PLAIN")).error_code) == 34
+
+
+def test_stalled_tls_handshake_does_not_block_others(secured, certs):
+    """A client that connects to a TLS listener and never starts the handshake holds up nobody."""
+    host, port = secured.listener("SSL").rsplit(":", 1)
+    stalled = [socket.create_connection((host, int(port)), timeout=5) for _ in range(3)]
+    try:
+        ctx = ssl.create_default_context(cafile=certs.ca)
+        t0 = time.monotonic()
+        with WireClient(secured.listener("SSL"), timeout=10, ssl_context=ctx) as c:
+            assert len(c.request(_metadata()).brokers) == 1
+        assert time.monotonic() - t0 < 5
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_mtls_requires_a_certificate(secured, certs):
+    """ssl.client.auth=required: a client without a certificate fails the TLS handshake."""
+    ctx = ssl.create_default_context(cafile=certs.ca)
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        with WireClient(secured.listener("MTLS"), timeout=10, ssl_context=ctx) as c:
+            c.request(_metadata())
