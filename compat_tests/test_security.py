@@ -333,3 +333,89 @@ def test_mtls_requires_a_certificate(secured, certs):
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
         with WireClient(secured.listener("MTLS"), timeout=10, ssl_context=ctx) as c:
             c.request(_metadata())
+
+
+# --- SCRAM credentials managed at run time ----------------------------------------------------
+
+def _wait_for(fn, timeout: float = 20.0):
+    """fn() until it returns without raising (Kafka's broker learns of a credential from its
+    controller a moment after the Admin call returns)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+@pytest.mark.java
+def test_scram_credentials_with_java_admin(secured, certs):
+    """Admin.describeUserScramCredentials / alterUserScramCredentials: the users of scram.users,
+    a user added at run time who then authenticates (librdkafka), and deleted again."""
+    from compat_tests.clients.java import JavaClient, JavaError
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+
+    admin = JavaClient(secured.listener("SASL_SSL"),
+                       config=kafka_props(Login("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-secret"), certs))
+    [described] = admin.admin({"op": "describeUserScramCredentials", "users": ["bob", "carol"]})
+    assert described == {"bob": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}, "carol": {"SCRAM-SHA-512": 8192}}
+
+    user = f"dave-{uuid.uuid4().hex[:6]}"
+    admin.admin({"op": "alterUserScramCredentials", "upsertions": [
+        {"user": user, "mechanism": "SCRAM-SHA-256", "iterations": 4096, "password": "dave-secret"}]})
+    assert admin.admin({"op": "describeUserScramCredentials", "users": [user]}) == [{user: {"SCRAM-SHA-256": 4096}}]
+
+    login = Login("SASL_SSL", "SCRAM-SHA-256", user, "dave-secret")
+    topic = _topic("dave")
+
+    def produce_as_dave():
+        client = LibrdkafkaClient(secured.listener("SASL_SSL"), config=librdkafka_conf(login, certs))
+        client.create_topic(topic, 1)
+        return client.produce(topic, [Msg(value=b"from dave")], partition=0)
+
+    assert _wait_for(produce_as_dave)[0].offset == 0
+
+    admin.admin({"op": "alterUserScramCredentials", "deletions": [{"user": user, "mechanism": "SCRAM-SHA-256"}]})
+    # Admin.describeUserScramCredentials(...).all() reports a user without credentials as empty
+    assert admin.admin({"op": "describeUserScramCredentials", "users": [user]}) == [{user: {}}]
+    with pytest.raises(JavaError) as info:
+        admin.admin({"op": "alterUserScramCredentials", "upsertions": [
+            {"user": user, "mechanism": "SCRAM-SHA-256", "iterations": 100, "password": "x"}]})
+    assert info.value.simple_type == "UnacceptableCredentialException"
+    assert "Too few iterations" in (info.value.message or "")
+
+
+def test_scram_credential_errors_by_hand(secured):
+    """Per-user errors of DescribeUserScramCredentials and AlterUserScramCredentials, with Kafka's messages."""
+    from kio.schema.alter_user_scram_credentials.v0 import request as alter
+    from kio.schema.describe_user_scram_credentials.v0 import request as describe
+
+    with WireClient(secured.bootstrap, timeout=10) as c:
+        resp = c.request(describe.DescribeUserScramCredentialsRequest(users=(
+            describe.UserName(name="carol"), describe.UserName(name="nobody"),
+            describe.UserName(name="bob"), describe.UserName(name="bob"))))
+        got = {r.user: (int(r.error_code), r.error_message, sorted((int(i.mechanism), int(i.iterations))
+                                                               for i in r.credential_infos))
+               for r in resp.results}
+        assert (int(resp.error_code), resp.error_message) == (0, "")
+        assert got == {
+            "carol": (0, "", [(2, 8192)]),
+            "nobody": (91, "Attempt to describe a user credential that does not exist: nobody", []),
+            "bob": (92, "Cannot describe SCRAM credentials for the same user twice in a single request: bob", []),
+        }
+        resp = c.request(alter.AlterUserScramCredentialsRequest(
+            deletions=(alter.ScramCredentialDeletion(name="nobody", mechanism=1),
+                       alter.ScramCredentialDeletion(name="", mechanism=1)),
+            upsertions=(alter.ScramCredentialUpsertion(name="erin", mechanism=3, iterations=4096, salt=b"s" * 16,
+                                                       salted_password=b"p" * 32),
+                        alter.ScramCredentialUpsertion(name="frank", mechanism=1, iterations=20000,
+                                                       salt=b"s" * 16, salted_password=b"p" * 32))))
+        got2 = {r.user: (int(r.error_code), r.error_message) for r in resp.results}
+        assert got2 == {
+            "nobody": (91, "Attempt to delete a user credential that does not exist"),
+            "": (93, "Username must not be empty"),
+            "erin": (33, "Unknown SCRAM mechanism"),
+            "frank": (93, "Too many iterations"),
+        }

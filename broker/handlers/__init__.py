@@ -30,6 +30,7 @@ FAMILIES = [
     "admin_records",
     "admin_cluster",
     "sasl",
+    "scram_credentials",
 ]
 
 
