@@ -14,6 +14,8 @@ next SCRAM exchange.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
@@ -70,8 +72,8 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str
 async def alter_user_scram_credentials(ctx, request):
     mod = response_module(ctx)
     store = ctx.broker.scram
-    deletions: dict[str, object] = {}
-    upserts: dict[str, object] = {}
+    deletions: dict[str, Any] = {}
+    upserts: dict[str, Any] = {}
     errors: dict[str, tuple[ErrorCode, str]] = {}
     # the same passes as Kafka's ScramControlManager.alterCredentials
     for d in request.deletions:
@@ -104,13 +106,13 @@ async def alter_user_scram_credentials(ctx, request):
             upserts[u.name] = u
     results = []
     for name, d in deletions.items():
-        store.delete(name, MECHANISM_NAMES[int(d.mechanism)])  # type: ignore[attr-defined]
+        store.delete(name, MECHANISM_NAMES[int(d.mechanism)])
         results.append(make(mod.AlterUserScramCredentialsResult, user=name, error_code=ErrorCode.none,
                             error_message=None))
     for name, u in upserts.items():
-        mechanism = MECHANISM_NAMES[int(u.mechanism)]  # type: ignore[attr-defined]
+        mechanism = MECHANISM_NAMES[int(u.mechanism)]
         store.put(name, mechanism, ScramCredential.from_salted_password(
-            mechanism, bytes(u.salted_password), bytes(u.salt), int(u.iterations)))  # type: ignore[attr-defined]
+            mechanism, bytes(u.salted_password), bytes(u.salt), int(u.iterations)))
         results.append(make(mod.AlterUserScramCredentialsResult, user=name, error_code=ErrorCode.none,
                             error_message=None))
     if deletions or upserts:
