@@ -188,7 +188,8 @@ class OAuthBearer(Mechanism):
         if not isinstance(name, str) or not name.strip():
             return invalid
         scope = claims.get(self.scope_claim)
-        scopes = scope.split() if isinstance(scope, str) else [s for s in scope if isinstance(s, str)] \
+        # as Kafka's OAuthBearerUnsecuredJws: a string is one scope (not split), a list is several
+        scopes = [scope] if isinstance(scope, str) else [s for s in scope if isinstance(s, str)] \
             if isinstance(scope, list) else []
         missing = [s for s in self.required_scope if s not in scopes]
         if missing:
@@ -292,7 +293,8 @@ class SaslSession:
             return out, 0
         principal = self.mechanism.principal
         if self.reauthenticating and principal != self.principal:
-            raise SaslFailed(f"Cannot change principals during re-authentication from {self.principal}: {principal}")
+            raise SaslFailed("Cannot change principals during re-authentication from %s: %s" % (
+                (self.principal or "").replace(":", ".", 1), (principal or "").replace(":", ".", 1)))
         # Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs
         now_ms = time.time() * 1000
         max_reauth = self.security.reauth_ms.get(self.mechanism_name, 0)

@@ -32,7 +32,12 @@ SCRAM_USERS = ("SCRAM-SHA-256=[name=bob,password=bob-secret],SCRAM-SHA-512=[name
                "SCRAM-SHA-512=[name=carol,iterations=8192,password=carol-secret]")
 MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 # listener name -> security protocol; MTLS is an SSL listener that requires a client certificate
-LISTENERS = {"SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "MTLS": "SSL"}
+# REAUTH: PLAIN and OAUTHBEARER sessions that expire after REAUTH_MS (KIP-368)
+LISTENERS = {"SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "MTLS": "SSL",
+             "REAUTH": "SASL_PLAINTEXT"}
+REAUTH_MS = 1500
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredLoginStringClaim_sub="admin" unsecuredValidatorRequiredScope="kafka";')
 
 
 @dataclass
@@ -70,6 +75,13 @@ def security_config(certs: Certs) -> dict[str, str]:
         "listener.name.mtls.ssl.client.auth": "required",
         "scram.users": SCRAM_USERS,
     }
+    config.update({
+        "listener.name.reauth.sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+        "listener.name.reauth.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.reauth.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+        "listener.name.reauth.plain.connections.max.reauth.ms": str(REAUTH_MS),
+        "listener.name.reauth.oauthbearer.connections.max.reauth.ms": str(REAUTH_MS),
+    })
     for lis in ("sasl_plaintext", "sasl_ssl"):
         config[f"listener.name.{lis}.plain.sasl.jaas.config"] = PLAIN_JAAS
         config[f"listener.name.{lis}.scram-sha-256.sasl.jaas.config"] = SCRAM_JAAS
@@ -108,7 +120,12 @@ def kafka_props(login: Login, certs: Certs) -> dict[str, str]:
             key = open(certs.client_key).read()
             chain = open(certs.client_cert).read()
             p.update({"ssl.keystore.type": "PEM", "ssl.keystore.key": key, "ssl.keystore.certificate.chain": chain})
-    if login.mechanism:
+    if login.mechanism == "OAUTHBEARER":
+        # the client's unsecured token: sub and a scope list (",kafka": a comma-separated list)
+        p.update({"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config":
+                  "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                  f'unsecuredLoginStringClaim_sub="{login.user}" unsecuredLoginListClaim_scope=",kafka";'})
+    elif login.mechanism:
         module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if login.mechanism == "PLAIN"
                   else "org.apache.kafka.common.security.scram.ScramLoginModule")
         p.update({"sasl.mechanism": login.mechanism,
@@ -122,7 +139,10 @@ def librdkafka_conf(login: Login, certs: Certs) -> dict[str, str]:
         c["ssl.ca.location"] = certs.ca
         if login.client_cert:
             c.update({"ssl.certificate.location": certs.client_cert, "ssl.key.location": certs.client_key})
-    if login.mechanism:
+    if login.mechanism == "OAUTHBEARER":
+        c.update({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                  "sasl.oauthbearer.config": f"principal={login.user} scope=kafka"})
+    elif login.mechanism:
         c.update({"sasl.mechanism": login.mechanism, "sasl.username": login.user, "sasl.password": login.password})
     return c
 
@@ -419,3 +439,95 @@ def test_scram_credential_errors_by_hand(secured):
             "erin": (33, "Unknown SCRAM mechanism"),
             "frank": (93, "Too many iterations"),
         }
+
+
+# --- KIP-368 session lifetimes and re-authentication, OAUTHBEARER ------------------------------
+
+def _login(c: WireClient, mechanism: str, token: bytes):
+    assert int(c.request(_handshake(mechanism)).error_code) == 0
+    return c.request(_authenticate(token))
+
+
+def test_reauthentication_and_expiry(secured):
+    """connections.max.reauth.ms: the session lifetime is reported; re-authenticating on the same
+    connection (same mechanism and principal) renews it; a request after expiry closes the connection."""
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        first = _login(c, "PLAIN", b"\0alice\0alice-secret")
+        assert int(first.error_code) == 0
+        assert first.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+        time.sleep(1.1)  # Kafka allows one re-authentication a second
+        again = _login(c, "PLAIN", b"\0alice\0alice-secret")
+        assert int(again.error_code) == 0 and again.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+        assert len(c.request(_metadata()).brokers) == 1
+        time.sleep(REAUTH_MS / 1000 + 0.5)
+        c.send_only(_metadata())
+        assert _closed(c)
+
+
+def test_reauthentication_cannot_change_principal(secured):
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        assert int(_login(c, "PLAIN", b"\0alice\0alice-secret").error_code) == 0
+        time.sleep(1.1)
+        resp = _login(c, "PLAIN", b"\0admin\0admin-secret")
+        assert int(resp.error_code) == 58
+        assert resp.error_message == "Cannot change principals during re-authentication from User.alice: User.admin"
+        assert _closed(c)
+
+
+def _unsecured_jwt(claims: dict) -> str:
+    import base64
+    import json
+
+    def part(obj: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none'})}.{part(claims)}."
+
+
+def _oauth_token(jwt: str) -> bytes:
+    return f"n,,\x01auth=Bearer {jwt}\x01\x01".encode()
+
+
+def test_oauthbearer_unsecured_token(secured):
+    """Kafka's unsecured validator: sub is the principal, exp bounds the session, the required
+    scope must be granted (a string claim is one scope); a refused token gets the error JSON, then
+    SASL_AUTHENTICATION_FAILED."""
+    now = time.time()
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        ok = _login(c, "OAUTHBEARER", _oauth_token(_unsecured_jwt(
+            {"sub": "alice", "iat": int(now), "exp": int(now) + 3600, "scope": ["other", "kafka"]})))
+        assert int(ok.error_code) == 0 and ok.auth_bytes == b""
+        assert ok.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+        assert len(c.request(_metadata()).brokers) == 1
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        expired = _login(c, "OAUTHBEARER", _oauth_token(_unsecured_jwt(
+            {"sub": "alice", "iat": int(now) - 7200, "exp": int(now) - 3600, "scope": "kafka"})))
+        assert int(expired.error_code) == 0
+        assert expired.auth_bytes == b'{"status":"invalid_token"}'
+        failed = c.request(_authenticate(b"\x01"))
+        assert int(failed.error_code) == 58 and failed.error_message == '{"status":"invalid_token"}'
+        assert _closed(c)
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        no_scope = _login(c, "OAUTHBEARER", _oauth_token(_unsecured_jwt(
+            {"sub": "alice", "iat": int(now), "exp": int(now) + 3600, "scope": "kafka other"})))
+        assert no_scope.auth_bytes == b'{"status":"insufficient_scope", "scope":"[kafka]"}'
+
+
+@pytest.mark.parametrize("family, mechanism", [
+    pytest.param("java", "PLAIN", marks=pytest.mark.java),
+    pytest.param("librdkafka", "PLAIN", marks=pytest.mark.librdkafka),
+    # the Java client's OAUTHBEARER needs jackson-databind, which the java-clients jar set lacks
+    pytest.param("librdkafka", "OAUTHBEARER", marks=pytest.mark.librdkafka),
+])
+def test_clients_reauthenticate(secured, certs, family, mechanism):
+    """Java and librdkafka re-authenticate (KIP-368) before their session expires: produce and
+    consume across several session lifetimes on one listener with connections.max.reauth.ms."""
+    password = "alice-secret" if mechanism == "PLAIN" else None
+    client = make_client(family, Login("REAUTH", mechanism, "alice", password), secured, certs)
+    topic = _topic(f"reauth-{family}")
+    client.create_topic(topic, 1)
+    for i in range(3):
+        client.produce(topic, [Msg(value=f"round {i}".encode())], partition=0)
+        time.sleep(REAUTH_MS / 1000)
+    got = client.consume(topic, [0], 3, timeout_s=30)
+    assert [m.value for m in got] == [b"round 0", b"round 1", b"round 2"]

@@ -17,6 +17,8 @@ re-authenticating) both answer ILLEGAL_SASL_STATE, as Kafka's KafkaApis. SaslHan
 
 from __future__ import annotations
 
+import logging
+
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
@@ -24,6 +26,8 @@ from protocol.messages import make
 from ..sasl import AUTHENTICATE, COMPLETE, REAUTH_BAD_MECHANISM, SaslFailed
 from . import api
 from .common import response_module
+
+log = logging.getLogger("kafkalite.sasl")
 
 
 @api(17, 1, 1)
@@ -48,6 +52,7 @@ async def sasl_authenticate(ctx, request):
                     error_message="SaslAuthenticate request received after successful authentication",
                     auth_bytes=b"", session_lifetime=0)
     mechanism = sasl.mechanism_name
+    again = sasl.reauthenticating
     try:
         token, lifetime = sasl.authenticate(bytes(request.auth_bytes))
     except SaslFailed as exc:
@@ -55,5 +60,8 @@ async def sasl_authenticate(ctx, request):
         ctx.conn.close_after_response = f"SASL {mechanism} authentication failed: {exc}"
         return make(mod.SaslAuthenticateResponse, error_code=ErrorCode.sasl_authentication_failed,
                     error_message=str(exc), auth_bytes=b"", session_lifetime=0)
+    if sasl.authenticated:
+        log.debug("%s %s from %s with %s; session lifetime %d ms", sasl.principal,
+                  "re-authenticated" if again else "authenticated", ctx.peer, mechanism, lifetime)
     return make(mod.SaslAuthenticateResponse, error_code=ErrorCode.none, error_message="",
                 auth_bytes=token, session_lifetime=lifetime)
