@@ -7,8 +7,7 @@ message Kafka gives the client:
 - PLAIN (RFC 4616): `authzid NUL user NUL password`, checked against the `user_NAME`
   options of the listener's PLAIN JAAS config; a wrong user or password is "Authentication
   failed: Invalid username or password", as Kafka's PlainSaslServer.
-- SCRAM-SHA-256/512 (RFC 5802/7677) through scramp, against the salted credentials of
-  broker.credentials. Kafka's `tokenauth=true` extension (delegation tokens, which kafkalite
+- SCRAM-SHA-256/512 (RFC 5802/7677), against the salted credentials of broker.credentials. Kafka's `tokenauth=true` extension (delegation tokens, which kafkalite
   does not have) fails; any failure is reported with Kafka's generic "Authentication failed
   during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256".
 - OAUTHBEARER (RFC 7628) with Kafka's unsecured JWS validator: an unsigned JWT (`alg` none)
@@ -24,13 +23,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import json
+import logging
 import re
+import secrets
 import time
-from typing import Any
 
-from .credentials import ScramStore
+from .credentials import HASHES, ScramCredential, ScramStore
+
+log = logging.getLogger("kafkalite.sasl")
 
 
 class SaslFailed(Exception):
@@ -70,56 +73,81 @@ class Plain(Mechanism):
 
 
 # client-first-message: gs2-header, then n=saslname,r=nonce and optional extensions
-_CLIENT_FIRST = re.compile(r"n,(?:a=(?P<authzid>[^,]*))?,(?P<bare>n=(?P<name>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>,.*)?)",
+_CLIENT_FIRST = re.compile(r"[ny],(?:a=(?P<authzid>[^,]*))?,(?P<bare>n=(?P<name>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>,.*)?)",
                            re.S)
+# client-final-message: channel binding, nonce, optional extensions, proof last
+_CLIENT_FINAL = re.compile(r"c=(?P<cbind>[^,]*),r=(?P<nonce>[^,]*)(?:,[^,]*)*?,p=(?P<proof>[^,]*)", re.S)
 
 
 class Scram(Mechanism):
+    """The server side of RFC 5802 as Kafka's ScramSaslServer does it (by hand: Kafka accepts a
+    final message whose nonce only ends with the combined nonce, which librdkafka before 2.1
+    sends, and stricter libraries refuse it)."""
+
     def __init__(self, mechanism: str, store: ScramStore):
         self.mechanism = mechanism
+        self.hash = HASHES[mechanism]
         self.store = store
-        self.server: Any = None  # scramp's ScramServer, made once the user is known
         self.user: str | None = None
+        self.cred: ScramCredential | None = None
+        self.first_bare = ""
+        self.server_first = ""
+        self.nonce = ""
 
     def _invalid(self) -> SaslFailed:
         return SaslFailed("Authentication failed during authentication due to invalid credentials with SASL "
                           f"mechanism {self.mechanism}")
 
     def evaluate(self, token: bytes) -> bytes:
-        import scramp
-
         try:
             text = token.decode("utf-8")
         except UnicodeDecodeError:
             raise self._invalid() from None
+        if self.cred is None:
+            return self._first(text)
+        return self._final(text)
+
+    def _first(self, text: str) -> bytes:
+        m = _CLIENT_FIRST.fullmatch(text)
+        if m is None or m.group("ext"):
+            # Kafka's only extension is tokenauth=true (a delegation token): kafkalite has none,
+            # so no token can match
+            raise self._invalid()
+        user = m.group("name").replace("=2C", ",").replace("=3D", "=")
+        if (m.group("authzid") and m.group("authzid") != user) or not m.group("nonce"):
+            raise self._invalid()
+        cred = self.store.get(user, self.mechanism)
+        if cred is None:
+            log.debug("SCRAM %s: no credential for %r", self.mechanism, user)
+            raise self._invalid()
+        self.user, self.cred = user, cred
+        self.first_bare = m.group("bare")
+        self.nonce = m.group("nonce") + secrets.token_hex(16)
+        self.server_first = f"r={self.nonce},s={base64.b64encode(cred.salt).decode()},i={cred.iterations}"
+        return self.server_first.encode()
+
+    def _final(self, text: str) -> bytes:
+        assert self.cred is not None
+        m = _CLIENT_FINAL.fullmatch(text)
+        if m is None or not m.group("nonce").endswith(self.nonce):
+            log.debug("SCRAM %s: bad final message or nonce from %r", self.mechanism, self.user)
+            raise self._invalid()
+        auth_message = f"{self.first_bare},{self.server_first},{text[: text.rindex(',p=')]}".encode()
+        client_signature = hmac.new(self.cred.stored_key, auth_message, self.hash).digest()
         try:
-            if self.server is None:
-                m = _CLIENT_FIRST.fullmatch(text)
-                if m is None:
-                    raise self._invalid()
-                ext = dict(kv.partition("=")[::2] for kv in (m.group("ext") or "").split(",") if kv)
-                if ext:
-                    # Kafka's only extension is tokenauth=true (a delegation token): kafkalite has
-                    # none, so no token can match
-                    raise self._invalid()
-                user = m.group("name").replace("=2C", ",").replace("=3D", "=")
-                if m.group("authzid") and m.group("authzid") != user:
-                    raise self._invalid()
-                cred = self.store.get(user, self.mechanism)
-                if cred is None:
-                    raise self._invalid()
-                self.user = user
-                self.server = scramp.ScramMechanism(self.mechanism).make_server(
-                    lambda _name: (cred.salt, cred.stored_key, cred.server_key, cred.iterations))
-                self.server.set_client_first(text)
-                return self.server.get_server_first().encode()
-            self.server.set_client_final(text)
-            final = self.server.get_server_final()
-        except scramp.ScramException:
+            proof = base64.b64decode(m.group("proof"), validate=True)
+        except binascii.Error:
             raise self._invalid() from None
+        if len(proof) != len(client_signature):
+            raise self._invalid()
+        client_key = bytes(a ^ b for a, b in zip(proof, client_signature))
+        if not hmac.compare_digest(hashlib.new(self.hash, client_key).digest(), self.cred.stored_key):
+            log.debug("SCRAM %s: wrong proof from %r", self.mechanism, self.user)
+            raise self._invalid()
+        server_signature = hmac.new(self.cred.server_key, auth_message, self.hash).digest()
         self.principal = f"User:{self.user}"
         self.complete = True
-        return final.encode()
+        return b"v=" + base64.b64encode(server_signature)
 
 
 def _b64url(part: str) -> bytes:
@@ -237,6 +265,13 @@ class SaslSession:
         self.reauth_started = 0.0
         self.reauthenticating = False
         self.bad_mechanism_message = ""
+        # after a SaslHandshake v0 the tokens come as bare size-prefixed frames, without
+        # SaslAuthenticate around them (Kafka's pre-KIP-152 framing, still served)
+        self.raw_tokens = False
+
+    @property
+    def expects_raw_token(self) -> bool:
+        return self.raw_tokens and self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM)
 
     @property
     def authenticated(self) -> bool:

@@ -280,12 +280,11 @@ def build(config: "BrokerConfig", listener_name: str) -> ListenerSecurity:
             sec.reauth_ms[mech] = int(own[key]) if key in own else int(get("connections.max.reauth.ms"))
         if "PLAIN" in mechs:
             jaas = own.get("plain.sasl.jaas.config")
-            if jaas is None:
-                raise SecurityConfigError(
-                    f"listener {listener_name} enables PLAIN but has no listener.name.{listener_name.lower()}"
-                    ".plain.sasl.jaas.config (PlainLoginModule required user_NAME=\"password\" ...;)")
-            _module, opts = parse_jaas(jaas)
-            sec.plain_users = {k[len("user_"):]: v for k, v in opts.items() if k.startswith("user_")}
+            # without one PLAIN has no users and refuses every login (Kafka refuses to start; here
+            # PLAIN is enabled by default, so a SCRAM-only setup need not disable it)
+            if jaas is not None:
+                _module, opts = parse_jaas(jaas)
+                sec.plain_users = {k[len("user_"):]: v for k, v in opts.items() if k.startswith("user_")}
         if "OAUTHBEARER" in mechs:
             jaas = own.get("oauthbearer.sasl.jaas.config")
             if jaas is not None:

@@ -9,8 +9,9 @@ not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
 Each listener speaks its security protocol (broker.security): TLS listeners wrap the accepted
 socket in a trio.SSLStream (a handshake not finished within ssl.handshake.timeout.ms closes
 the connection; it holds up no other connection); on SASL listeners a connection may send
-only ApiVersions (once) and SaslHandshake, then SaslAuthenticate, until it is authenticated
-(broker.sasl), and anything else closes it with a log line, as Kafka does. A request after
+only ApiVersions (once) and SaslHandshake, then SaslAuthenticate (or, after a v0 handshake,
+bare SASL tokens), until it is authenticated (broker.sasl), and anything else closes it with a
+log line, as Kafka does. A request after
 the SASL session expired (KIP-368) closes the connection unless it is the SaslHandshake that
 starts re-authentication. Every request's context carries the connection's principal.
 """
@@ -35,7 +36,7 @@ from .clock import now_ms
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
 from .credentials import ScramStore
-from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslSession
+from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslFailed, SaslSession
 from .security import ANONYMOUS, ListenerSecurity, build as build_security, certificate_subject, principal_from_dn
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
@@ -251,6 +252,17 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         while True:
             frame = await reader.read_frame()
             t0 = time.monotonic()
+            if sasl is not None and sasl.expects_raw_token:
+                try:
+                    token, _lifetime = sasl.authenticate(bytes(frame))
+                except SaslFailed as exc:
+                    log.info("closing connection from %s on %s: SASL %s authentication failed: %s",
+                             peer, listener.name, sasl.mechanism_name, exc)
+                    return
+                await out_stream.send_all(_SIZE.pack(len(token)) + token)
+                if sasl.authenticated:
+                    conn.principal = sasl.principal or ANONYMOUS
+                continue
             header, hsize = peek_header(frame)
             if sasl is not None:
                 if sasl.authenticated:

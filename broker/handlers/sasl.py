@@ -8,11 +8,12 @@ mechanism's tokens (broker.sasl); a failure is answered with SASL_AUTHENTICATION
 Kafka's message, then the connection is closed. Once complete, v1+ reports
 `session_lifetime_ms` (KIP-368: `connections.max.reauth.ms`, or an OAUTHBEARER token's expiry
 if sooner); a SaslHandshake on that authenticated connection starts re-authentication with the
-same mechanism and principal.
+same mechanism and principal. After SaslHandshake v0 the tokens come as bare size-prefixed
+frames instead of SaslAuthenticate requests (broker.server reads them), answered the same way
+and, on failure, with a closed connection, as Kafka.
 
 Anywhere else (a PLAINTEXT or SSL listener, or an authenticated connection that is not
-re-authenticating) both answer ILLEGAL_SASL_STATE, as Kafka's KafkaApis. SaslHandshake v0
-(raw SASL tokens without SaslAuthenticate) was removed in Kafka 4.0 (KIP-896) and is not served.
+re-authenticating) both answer ILLEGAL_SASL_STATE, as Kafka's KafkaApis.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from .common import response_module
 log = logging.getLogger("kafkalite.sasl")
 
 
-@api(17, 1, 1)
+@api(17, 0, 1)
 async def sasl_handshake(ctx, request):
     mod = response_module(ctx)
     sasl = ctx.conn.sasl if ctx.conn is not None else None
     if sasl is None or sasl.state == COMPLETE:
         return make(mod.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
     enabled = tuple(sasl.security.mechanisms)
+    sasl.raw_tokens = ctx.api_version == 0
     if not sasl.handshake(request.mechanism):
         ctx.conn.close_after_response = f"SASL mechanism {request.mechanism!r} is not enabled on this listener"
         return make(mod.SaslHandshakeResponse, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=enabled)
