@@ -221,6 +221,7 @@ async def _tls_handshake(broker: Broker, stream: trio.SocketStream, security: Li
     der = tls.getpeercert(binary_form=True)
     if der:
         principal = principal_from_dn(certificate_subject(der), security.mapping_rules)
+    log.debug("TLS connection from %s on %s: principal %s", peer, security.name, principal)
     return tls, principal
 
 
