@@ -26,7 +26,7 @@ FROM ${BASE_IMAGE}
 COPY --from=build /wheels /wheels
 COPY docker/entrypoint.py /usr/local/bin/kafkalite-entrypoint
 COPY docker/healthcheck.py /usr/local/bin/kafkalite-healthcheck
-RUN python3 -m pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression]" \
+RUN python3 -m pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression,tls]" \
     && rm -rf /wheels \
     && chmod 0755 /usr/local/bin/kafkalite-entrypoint /usr/local/bin/kafkalite-healthcheck \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/kafkalite --no-create-home kafkalite \

@@ -78,7 +78,7 @@ def producer_config(bootstrap: str, records: int, linger_ms: float) -> dict:
 
 
 def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms: float = 5,
-            pid: int | None = None, timeout: float = TIMEOUT) -> Phase:
+            pid: int | None = None, timeout: float = TIMEOUT, client_config: dict | None = None) -> Phase:
     from confluent_kafka import Producer
 
     errors: list = []
@@ -87,7 +87,8 @@ def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms
         if err is not None:
             errors.append(err)
 
-    producer = Producer(producer_config(bootstrap, records, linger_ms))
+    # client_config: more librdkafka settings (security.protocol, sasl.*, ssl.* for bench.security)
+    producer = Producer({**producer_config(bootstrap, records, linger_ms), **(client_config or {})})
     producer.list_topics(topic, timeout=30)  # connect and learn the leader before timing
     value = b"v" * value_size
     deadline = time.monotonic() + timeout
@@ -115,7 +116,7 @@ def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms
 
 
 def consume(bootstrap: str, topic: str, records: int, pid: int | None = None,
-            timeout: float = TIMEOUT) -> Phase:
+            timeout: float = TIMEOUT, client_config: dict | None = None) -> Phase:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({
@@ -124,6 +125,7 @@ def consume(bootstrap: str, topic: str, records: int, pid: int | None = None,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
+        **(client_config or {}),
     })
     try:
         consumer.list_topics(topic, timeout=30)  # connect and learn the leader before timing

@@ -39,6 +39,7 @@ from kio.schema.errors import ErrorCode
 
 from storage.files import write_atomic
 
+
 log = logging.getLogger("kafkalite.authorizer")
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -49,7 +50,6 @@ ACCEPTED_AUTHORIZERS = (STANDARD_AUTHORIZER, LEGACY_AUTHORIZER)
 CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
-ANONYMOUS = "User:ANONYMOUS"
 
 
 # Kafka's Errors default messages, for the answers that carry one (FindCoordinator v0-v3)

@@ -2,11 +2,12 @@
 
 Prints one line on stdout once every listener accepts connections:
 
-    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [nodes=ID@HOST:PORT,...] [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/]
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [nodes=ID@HOST:PORT,...] [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/] [ca=PATH]
 
 (`bootstrap` is the advertised address of the first listener; `listeners` names every
 listener's advertised address, with the real port when 0 was asked for; with --nodes N > 1,
-`nodes` names every node's address on the first listener.) Logs go to stderr.
+`nodes` names every node's address on the first listener; `ca` is the CA certificate of
+--tls-self-signed, which clients of TLS listeners trust.) Logs go to stderr.
 Without a data dir the data lives in a temporary directory that is removed on exit. SIGTERM
 and Ctrl-C shut down cleanly.
 
@@ -17,7 +18,7 @@ Where settings come from, a later source overriding an earlier one key by key:
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
 KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
-KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNED; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
@@ -75,6 +76,7 @@ FLAG_ENV = {
     "clock": "KAFKALITE_CLOCK",
     "kafka_version": "KAFKALITE_KAFKA_VERSION",
     "ready_file": "KAFKALITE_READY_FILE",
+    "tls_self_signed": "KAFKALITE_TLS_SELF_SIGNED",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
@@ -130,6 +132,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ready-file", default=None, metavar="FILE",
                    help="once ready, write the ready line and the bound addresses (bound=NAME://HOST:PORT,...) "
                         "to FILE; removed on exit [KAFKALITE_READY_FILE]")
+    p.add_argument("--tls-self-signed", action="store_true", default=None,
+                   help="make a throwaway CA and a certificate for the listener hosts (in the data dir) for TLS "
+                        "listeners without a keystore; the ready line names the CA (ca=PATH) "
+                        "[KAFKALITE_TLS_SELF_SIGNED=true]")
     p.add_argument("--list-configs", action="store_true", help="print the settings that -c accepts and exit")
     return p.parse_args(argv)
 
@@ -150,6 +156,7 @@ class Settings:
     controls: tuple[str, int] | None = None
     clock: str = "system"
     kafka_version: str | None = None
+    tls_self_signed: bool = False
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -193,9 +200,11 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     clock = (flag("clock") or "system").strip().lower()
     if clock not in ("system", "manual"):
         raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
+    self_signed = flag("tls_self_signed")
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
-                    console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"))
+                    console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"),
+                    tls_self_signed=self_signed is not None and self_signed.strip().lower() in ("true", "1", "yes"))
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -357,11 +366,12 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
             config = BrokerConfig(data_dir=data_dir, listeners=settings.listeners,
                                   advertised_listeners=settings.advertised, values=settings.values,
                                   origins=settings.origins, kafka_version=settings.kafka_version)
+            _check_security(config, settings.tls_self_signed)
         except BaseException:
             if ephemeral:
                 shutil.rmtree(data_dir, ignore_errors=True)
             raise
-    except (UnknownConfig, ValueError) as exc:
+    except (UnknownConfig, ValueError) as exc:  # SecurityConfigError is a ValueError
         print(f"kafkalite: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(
@@ -370,7 +380,10 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         stream=sys.stderr,
     )
     for key in sorted(config.origins):
-        log.info("config %s=%s (from %s)", key, config.values[key], config.origins[key])
+        shown = config.values.get(key, config.listener_values.get(_listener_of(key), {}).get(key.split(".", 3)[-1]))
+        if _secret(key):
+            shown = "[hidden]"
+        log.info("config %s=%s (from %s)", key, shown, config.origins[key])
     code = 0
     from .clock import CLOCK
 
@@ -400,6 +413,35 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         if ephemeral:
             shutil.rmtree(data_dir, ignore_errors=True)
     return code
+
+
+def _listener_of(key: str) -> str:
+    parts = key.split(".")
+    return parts[2].upper() if key.startswith("listener.name.") and len(parts) > 3 else ""
+
+
+def _secret(key: str) -> bool:
+    """Passwords, private keys, JAAS configs (with users' passwords) and SCRAM users never reach a log line."""
+    from .security import SENSITIVE
+
+    info = BROKER_KEYS.get(key)
+    if info is not None:
+        return info.type.name == "PASSWORD"
+    return any(key.endswith(s) for s in SENSITIVE)
+
+
+def _check_security(config: BrokerConfig, self_signed: bool) -> None:
+    """Make the throwaway certificate if asked, and build every listener's security once, so that
+    a bad key file or setting is reported before anything listens."""
+    from .credentials import parse_scram_users
+    from .security import build, make_self_signed
+
+    if self_signed:
+        hosts = [l.host for l in config.listeners] + [a.host for a in config.advertised_listeners]
+        config.self_signed = make_self_signed(config.data_dir / "tls", hosts)
+    for lis in config.listeners:
+        build(config, lis.name)
+    parse_scram_users(config["scram.users"])
 
 
 def _hide_hypothesis() -> bool:
@@ -436,6 +478,8 @@ def ready_line(broker, metrics_url: str | None = None, console_url: str | None =
         parts.append(f"console={console_url}")
     if controls_url:
         parts.append(f"controls={controls_url}")
+    if broker.config.self_signed is not None:
+        parts.append(f"ca={broker.config.self_signed.ca_path}")
     return " ".join(parts)
 
 

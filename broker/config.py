@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .security import SecurityConfigError, SelfSigned, listener_env_keys, split_listener_key
 from .topic_configs import LONG_MAX, TOPIC_CONFIG_DEFS, ConfigType, Synonym
 
 
@@ -184,6 +185,45 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.STRING, None),
     "allow.everyone.if.no.acl.found": K(_bool, False, "allow what no ACL applies to (StandardAuthorizer)",
              T.BOOLEAN, None),
+    # listener security (broker.security); `listener.name.<listener>.<key>` overrides per listener
+    "listener.security.protocol.map": K(str, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+             "listener name -> PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+             T.STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    "sasl.enabled.mechanisms": K(str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+             "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER",
+             T.LIST, "GSSAPI"),
+    "sasl.mechanism.inter.broker.protocol": K(str, "GSSAPI", "accepted for compatibility; there is one broker",
+             T.STRING, "GSSAPI"),
+    "connections.max.reauth.ms": K(int, 0, "SASL session lifetime (KIP-368); 0: sessions never expire",
+             T.LONG, "0"),
+    "scram.users": K(str, "", "SCRAM users made at start, kafka-storage --add-scram syntax: "
+                     "SCRAM-SHA-256=[name=alice,password=secret],... (stored salted in the data dir)",
+             T.PASSWORD, None),
+    "ssl.keystore.type": K(str, "PEM", "PEM only (Kafka's default is JKS)", T.STRING, "JKS"),
+    "ssl.keystore.location": K(str, "", "PEM file with the private key and certificate chain",
+             T.STRING, None),
+    "ssl.keystore.password": K(str, "", "password of an encrypted keystore key", T.PASSWORD, None),
+    "ssl.key.password": K(str, "", "password of an encrypted private key", T.PASSWORD, None),
+    "ssl.keystore.certificate.chain": K(str, "", "the certificate chain as PEM text", T.PASSWORD, None),
+    "ssl.keystore.key": K(str, "", "the private key as PEM text", T.PASSWORD, None),
+    "ssl.truststore.type": K(str, "PEM", "PEM only (Kafka's default is JKS)", T.STRING, "JKS"),
+    "ssl.truststore.location": K(str, "", "PEM file of CA certificates trusted for client certificates",
+             T.STRING, None),
+    "ssl.truststore.password": K(str, "", "accepted for compatibility; PEM truststores have none",
+             T.PASSWORD, None),
+    "ssl.truststore.certificates": K(str, "", "trusted CA certificates as PEM text", T.PASSWORD, None),
+    "ssl.client.auth": K(str, "none", "none, requested or required: ask TLS clients for a certificate",
+             T.STRING, "none"),
+    "ssl.principal.mapping.rules": K(str, "DEFAULT", "client certificate subject -> principal (RULE:.../.../ and DEFAULT)",
+             T.STRING, "DEFAULT"),
+    "ssl.endpoint.identification.algorithm": K(str, "https", "accepted for compatibility (a client-side check)",
+             T.STRING, "https"),
+    "ssl.enabled.protocols": K(str, "TLSv1.2,TLSv1.3", "accepted for compatibility; TLS 1.2 and 1.3 are served",
+             T.LIST, "TLSv1.2,TLSv1.3"),
+    "ssl.protocol": K(str, "TLSv1.3", "accepted for compatibility", T.STRING, "TLSv1.3"),
+    "ssl.cipher.suites": K(str, "", "accepted for compatibility; Python's defaults are used", T.LIST, ""),
+    "ssl.handshake.timeout.ms": K(int, 10_000, "a TLS handshake not finished in this time closes the connection",
+             T.LONG, None),
     # Kafka settings that mean nothing on one node; accepted so that Kafka's own test configs work.
     "offsets.topic.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",
              T.SHORT, "3"),
@@ -268,6 +308,11 @@ def unknown_key_message(key: str, where: str = "") -> str:
 
 def check_key(key: str, where: str = "") -> None:
     if key not in BROKER_KEYS and key not in LISTENER_KEYS:
+        try:
+            if split_listener_key(key) is not None:
+                return
+        except SecurityConfigError as exc:
+            raise UnknownConfig(f"{exc}{where}") from None
         raise UnknownConfig(unknown_key_message(key, where))
 
 
@@ -372,7 +417,7 @@ def env_values(environ: Mapping[str, str], reserved: frozenset[str] | set[str] =
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIX) or name in reserved:
             continue
-        key = by_env.get(name)
+        key = by_env.get(name) or _listener_env_key(name)
         if key is None:
             close = difflib.get_close_matches(name, list(by_env) + sorted(reserved), n=1, cutoff=0.8)
             hint = f"; did you mean {close[0]}?" if close else ""
@@ -381,6 +426,20 @@ def env_values(environ: Mapping[str, str], reserved: frozenset[str] | set[str] =
                 f"key's dots as underscores, e.g. {env_name('num.partitions')}; kafkalite --list-configs lists every key)")
         out[key] = value
     return out
+
+
+def _listener_env_key(name: str) -> str | None:
+    """KAFKALITE_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG ->
+    listener.name.sasl_ssl.plain.sasl.jaas.config (the listener is what precedes a known key)."""
+    prefix = ENV_PREFIX + "LISTENER_NAME_"
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix):]
+    for sub in sorted(listener_env_keys(), key=len, reverse=True):
+        tail = "_" + re.sub(r"[.\-]", "_", sub).upper()
+        if rest.endswith(tail) and len(rest) > len(tail):
+            return f"listener.name.{rest[:-len(tail)].lower()}.{sub}"
+    return None
 
 
 @dataclass
@@ -394,10 +453,21 @@ class BrokerConfig:
     origins: dict[str, str] = field(default_factory=dict)
     # the Kafka release to imitate (--kafka-version; broker.kafka_versions), None: the newest
     kafka_version: str | None = None
+    # the throwaway CA and certificate of --tls-self-signed (broker.security)
+    self_signed: SelfSigned | None = None
+    # `listener.name.<listener>.<key>` settings: listener name (upper case) -> key -> text
+    listener_values: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         merged = {k: key.default for k, key in BROKER_KEYS.items()}
         for k, v in self.values.items():
+            try:
+                prefixed = split_listener_key(k)
+            except SecurityConfigError as exc:
+                raise UnknownConfig(str(exc)) from None
+            if prefixed is not None:
+                self.listener_values.setdefault(prefixed[0], {})[prefixed[1]] = str(v)
+                continue
             merged[k] = parse_value(k, v)
         if self.kafka_version is not None:
             self._imitate(merged)

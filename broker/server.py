@@ -11,6 +11,14 @@ configured port, the others the next ports up, or free ones when 0 was asked for
 is handled as the node whose port it came in on (`RequestContext.node_id`). A node taken down
 (`Broker.node_down`) closes its listening sockets and its open connections; `node_up` binds
 the same ports again.
+Each listener speaks its security protocol (broker.security): TLS listeners wrap the accepted
+socket in a trio.SSLStream (a handshake not finished within ssl.handshake.timeout.ms closes
+the connection; it holds up no other connection); on SASL listeners a connection may send
+only ApiVersions (once) and SaslHandshake, then SaslAuthenticate (or, after a v0 handshake,
+bare SASL tokens), until it is authenticated (broker.sasl), and anything else closes it with a
+log line, as Kafka does. A request after
+the SASL session expired (KIP-368) closes the connection unless it is the SaslHandshake that
+starts re-authentication. Every request's context carries the connection's principal.
 """
 
 from __future__ import annotations
@@ -29,11 +37,14 @@ from kio.schema.errors import ErrorCode
 from protocol.apis import API_TABLE, ApiRange
 from protocol.messages import MalformedRequest, encode_response, parse_request, peek_header
 
-from .authorizer import ANONYMOUS, Authorizer
+from .authorizer import Authorizer
 from .authorizer import from_config as authorizer_from_config
 from .clock import CLOCK, now_ms, on_jump
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
+from .credentials import ScramStore
+from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslFailed, SaslSession
+from .security import ANONYMOUS, ListenerSecurity, build as build_security, certificate_subject, principal_from_dn
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .metrics import Metrics
@@ -75,11 +86,16 @@ class Broker:
     _nursery: trio.Nursery | None = None
     # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
     authorizer: Authorizer | None = field(init=False)
+    # listener name -> its security (protocol, TLS context, SASL mechanisms)
+    security: dict[str, ListenerSecurity] = field(default_factory=dict)
+    # SCRAM credentials (data dir), read by SCRAM authentication and the credential APIs
+    scram: ScramStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
+        self.scram = ScramStore(self.config.data_dir)
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
@@ -102,19 +118,35 @@ class Broker:
         await self._nursery.start(_serve_node, self, node, [(lis, lis.port) for lis in self.node_listeners[node]])
 
 
+class Connection:
+    """One client connection's security state."""
+
+    __slots__ = ("security", "principal", "sasl", "close_after_response")
+
+    def __init__(self, security: ListenerSecurity, principal: str = ANONYMOUS, sasl: SaslSession | None = None):
+        self.security = security
+        # Kafka's principal string: User:ANONYMOUS until SASL authenticates, or a TLS client
+        # certificate's subject mapped by ssl.principal.mapping.rules
+        self.principal = principal
+        self.sasl = sasl
+        # set by a handler whose answer is the last on this connection (a failed authentication)
+        self.close_after_response: str | None = None
+
+
 class RequestContext:
-    __slots__ = ("broker", "header", "listener", "peer", "node_id", "principal")
+    __slots__ = ("broker", "header", "listener", "peer", "node_id", "conn", "principal")
 
     def __init__(self, broker: Broker, header, listener: Listener, peer: str, node_id: int | None = None,
-                 principal: str = ANONYMOUS):
+                 conn: Connection | None = None):
         self.broker = broker
         self.header = header
         self.listener = listener
         self.peer = peer
         # the node whose port the request came in on
         self.node_id = broker.cluster.node_id if node_id is None else node_id
-        # Kafka's principal string of the connection ("User:name")
-        self.principal = principal
+        self.conn = conn
+        # Kafka's principal of the request (User:alice, User:ANONYMOUS, User:CN=...)
+        self.principal = conn.principal if conn is not None else ANONYMOUS
 
     @property
     def api_version(self) -> int:
@@ -148,6 +180,7 @@ class FrameReader:
     RELEASE_ABOVE = 64 * 1024
 
     def __init__(self, sock, max_size: int):
+        # a socket, or anything with an async recv_into (StreamSource over a TLS stream)
         self.sock = sock
         self.max_size = max_size
         # anonymous mmap, not bytearray: its zero pages are only backed by memory once data
@@ -199,11 +232,50 @@ class FrameReader:
         return memoryview(frame).toreadonly()
 
 
+class StreamSource:
+    """recv_into over a trio stream (a TLS stream has no socket to read from)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream):
+        self.stream = stream
+
+    async def recv_into(self, view: memoryview) -> int:
+        data = await self.stream.receive_some(len(view))
+        n = len(data)
+        view[:n] = data
+        return n
+
+
 def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:
     from .handlers.api_versions import build
 
     body = build(0, SimpleNamespace(broker=broker), ErrorCode.unsupported_version)
     return encode_response(18, 0, correlation_id, body)
+
+
+async def _tls_handshake(broker: Broker, stream: trio.SocketStream, security: ListenerSecurity,
+                         peer: str) -> tuple[trio.SSLStream, str] | None:
+    """Wrap the connection in TLS; the stream and the principal its client certificate maps to
+    (ANONYMOUS without one), or None when the handshake failed or took too long."""
+    assert security.ssl_context is not None
+    tls = trio.SSLStream(stream, security.ssl_context, server_side=True)
+    timeout = broker.config["ssl.handshake.timeout.ms"] / 1000
+    try:
+        with trio.fail_after(timeout):
+            await tls.do_handshake()
+    except trio.TooSlowError:
+        log.info("closing connection from %s on %s: TLS handshake not finished within %.1f s",
+                 peer, security.name, timeout)
+        return None
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        cause = exc.__cause__ or exc
+        log.info("closing connection from %s on %s: TLS handshake failed: %s", peer, security.name, cause)
+        return None
+    principal = ANONYMOUS
+    der = tls.getpeercert(binary_form=True)
+    if der:
+        principal = principal_from_dn(certificate_subject(der), security.mapping_rules)
+    log.debug("TLS connection from %s on %s: principal %s", peer, security.name, principal)
+    return tls, principal
 
 
 async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: Listener,
@@ -215,16 +287,55 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
     log.debug("connection opened from %s on %s", peer, listener.name)
     metrics = broker.metrics
     metrics.connections_opened += 1
-    reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"])
+    security = broker.security.get(listener.name) or ListenerSecurity(listener.name)
+    out_stream: trio.abc.Stream = stream
+    principal = ANONYMOUS
+    if security.tls:
+        done = await _tls_handshake(broker, stream, security, peer)
+        if done is None:
+            metrics.connections_closed += 1
+            with trio.move_on_after(0):
+                await stream.aclose()
+            return
+        out_stream, principal = done
+        reader = FrameReader(StreamSource(out_stream), broker.config["socket.request.max.bytes"])
+    else:
+        reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"])
+    sasl = SaslSession(security, broker.scram) if security.sasl else None
+    conn = Connection(security, principal, sasl)
     try:
         while True:
             frame = await reader.read_frame()
             t0 = time.monotonic()
+            if sasl is not None and sasl.expects_raw_token:
+                try:
+                    token, _lifetime = sasl.authenticate(bytes(frame))
+                except SaslFailed as exc:
+                    log.info("closing connection from %s on %s: SASL %s authentication failed: %s",
+                             peer, listener.name, sasl.mechanism_name, exc)
+                    return
+                await out_stream.send_all(_SIZE.pack(len(token)) + token)
+                if sasl.authenticated:
+                    conn.principal = sasl.principal or ANONYMOUS
+                continue
             header, hsize = peek_header(frame)
+            if sasl is not None:
+                if sasl.authenticated:
+                    if header.api_key == API_SASL_HANDSHAKE and sasl.may_begin_reauthentication(t0):
+                        sasl.begin_reauthentication(t0)
+                    elif sasl.expired(t0):
+                        log.info("closing connection from %s (client %r, %s): its SASL session expired",
+                                 peer, header.client_id, sasl.principal)
+                        return
+                refusal = sasl.refusal(header.api_key)
+                if refusal is not None:
+                    log.warning("closing connection from %s on %s (client %r): %s",
+                                peer, listener.name, header.client_id, refusal)
+                    return
             rng = broker.api_ranges.get(header.api_key)
             if rng is None or not rng.serves(header.api_version):
                 if header.api_key == 18:
-                    await stream.send_all(unsupported_api_versions(broker, header.correlation_id))
+                    await out_stream.send_all(unsupported_api_versions(broker, header.correlation_id))
                     continue
                 log.warning("closing connection from %s: api key %d version %d is not served (client %r)",
                             peer, header.api_key, header.api_version, header.client_id)
@@ -236,7 +347,9 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.warning("closing connection from %s: undecodable %s v%d request (client %r): %s",
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
-            ctx = RequestContext(broker, header, listener, peer, node_id)
+            if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
+                sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
+            ctx = RequestContext(broker, header, listener, peer, node_id, conn)
             fault = None
             armed = broker.faults.get(header.api_key)
             if armed:
@@ -268,10 +381,16 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                         await reader.read_frame()
                 await trio.sleep(fault.delay_ms / 1000)
             if out is not None:
-                await stream.send_all(out)
+                await out_stream.send_all(out)
                 metrics.record(header.api_key, t0, len(frame) + 4, len(out))
             else:
                 metrics.record(header.api_key, t0, len(frame) + 4, 0)
+            if conn.close_after_response is not None:
+                log.info("closing connection from %s on %s (client %r): %s",
+                         peer, listener.name, header.client_id, conn.close_after_response)
+                return
+            if sasl is not None and sasl.authenticated:
+                conn.principal = sasl.principal or ANONYMOUS
     except ConnectionClosed:
         pass
     except MalformedRequest as exc:
@@ -287,7 +406,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         # share sessions die with their connection, as in Kafka's share session cache
         broker.services.share.connection_closed(peer)
         with trio.move_on_after(0):
-            await stream.aclose()
+            await out_stream.aclose()
 
 
 async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | None = None,
@@ -298,6 +417,8 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
     cluster.load()
     log.info("loaded %d topic(s) in %.3f s", len(cluster.topics), time.monotonic() - t0)
     broker = Broker(config=config, cluster=cluster)
+    broker.security = {lis.name: build_security(config, lis.name) for lis in config.listeners}
+    broker.scram.apply_config(config["scram.users"])
     broker.services = build_services(broker, wiring)
     try:
         async with trio.open_nursery() as nursery:

@@ -565,8 +565,11 @@ def describe_broker_configs(values: Mapping[str, Any], keys: Mapping[str, Broker
         while synonyms and synonyms[0][0] != name:
             synonyms.pop(0)
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        sensitive = ctype == ConfigType.PASSWORD
+        if sensitive:  # passwords, keys, SCRAM users: Kafka reports them as null
+            text, synonyms = None, [(n, None, src) for n, _v, src in synonyms]
         out.append(ConfigEntry(name, text, source, ctype, info.doc if info is not None else None, read_only=True,
-                               synonyms=synonyms))
+                               sensitive=sensitive, synonyms=synonyms))
     out.sort(key=lambda e: e.name)
     return out
 

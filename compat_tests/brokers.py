@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import pytest
 
 import kafkalite
+from broker.credentials import parse_scram_users
 
 KINDS = ("kafkalite", "kafka")
 EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")
@@ -43,6 +44,10 @@ class _Broker:
 
     _b: Any
     data_dir: Path
+
+    def listener(self, name: str) -> str:
+        """``host:port`` of the listener `name` (PLAINTEXT, or one given to start(listeners=...))."""
+        raise NotImplementedError
 
     @property
     def bootstrap(self) -> str:
@@ -79,34 +84,53 @@ class KafkaliteBroker(_Broker):
     """kafkalite.start() with a restart on the same data dir and port."""
 
     def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
-                 module: str | None = None, extra_args: tuple[str, ...] = ()):
+                 module: str | None = None, extra_args: tuple[str, ...] = (),
+                 listeners: Mapping[str, str] | None = None):
         self._config, self._timeout = dict(config or {}), timeout
         start_args: dict[str, Any] = {"module": module} if module else {}
+        self._listeners = {k.upper(): v.upper() for k, v in (listeners or {}).items()}
+        if self._listeners:
+            # PLAINTEXT first: bootstrap stays the plain listener, as on the reference broker
+            start_args["listeners"] = ["PLAINTEXT://127.0.0.1:0", *(f"{n}://127.0.0.1:0" for n in self._listeners)]
+            mapping = {n: p for n, p in self._listeners.items() if n != p}
+            if mapping:
+                self._config.setdefault("listener.security.protocol.map", ",".join(
+                    ["PLAINTEXT:PLAINTEXT", *(f"{n}:{p}" for n, p in mapping.items())]))
         self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout,
                                   extra_args=list(extra_args), **start_args)
         self.data_dir = self._b.data_dir
+
+    def listener(self, name: str) -> str:
+        return self._b.listeners[name.upper()]
 
     def restart(self) -> str:
         """Stop if running, start again on the same data dir and port, as the plain broker: a
         test's own wiring (``module``) applies to the first start only, the one before a crash."""
         self._b.stop()
-        self._b = kafkalite.start(data_dir=self.data_dir, port=self.port, config=self._config,
-                                  timeout=self._timeout)
+        start_args: dict[str, Any] = {"port": self.port}
+        if self._listeners:
+            start_args = {"listeners": [f"{n}://{a}" for n, a in self._b.listeners.items()]}
+        self._b = kafkalite.start(data_dir=self.data_dir, config=self._config, timeout=self._timeout,
+                                  **start_args)
         return self.bootstrap
 
 
 class KafkaBroker(_Broker):
     """compat_tests.reference.ReferenceBroker with the same face as KafkaliteBroker."""
 
-    def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float):
+    def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
+                 listeners: Mapping[str, str] | None = None):
         from compat_tests.reference import ReferenceBroker
 
         config = dict(config or {})
         features = {}
         if "transaction.version" in config:
             features["transaction.version"] = str(config.pop("transaction.version"))
+        # kafkalite's scram.users is what kafka-storage format --add-scram takes, one entry each
+        scram = [f"{m}=[name={u},password={p},iterations={i}]"
+                 for m, u, p, i in parse_scram_users(str(config.pop("scram.users", "")))]
         self._timeout = timeout
-        self._b = ReferenceBroker(data_dir, config, features=features)
+        self._b = ReferenceBroker(data_dir, config, features=features, listeners=listeners, scram=scram)
         try:
             self._b.start(timeout)
         except BaseException:
@@ -114,23 +138,30 @@ class KafkaBroker(_Broker):
             raise
         self.data_dir = self._b.data_dir
 
+    def listener(self, name: str) -> str:
+        return self._b.listener_address(name)
+
     def restart(self) -> str:
         return self._b.restart(self._timeout)
 
 
 def start(data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
           timeout: float | None = None, *, kafkalite_module: str | None = None,
-          kafkalite_args: tuple[str, ...] = ()):
+          kafkalite_args: tuple[str, ...] = (), listeners: Mapping[str, str] | None = None):
     """A broker of the kind the suite runs on. ``kafkalite_module`` runs kafkalite through a
     program that wires a part of it differently (e.g. broker.tests.slow_markers) with
     ``kafkalite_args``; that only exists in kafkalite: a test that needs it says so with
-    :func:`requires_kafkalite`."""
+    :func:`requires_kafkalite`. ``listeners`` adds client listeners beside PLAINTEXT (name ->
+    security protocol, each on a free port: ``broker.listener(name)``), configured by ``config``
+    with Kafka's keys (``sasl.enabled.mechanisms``, ``listener.name.X.plain.sasl.jaas.config``,
+    ``ssl.keystore.location``...); ``scram.users`` (kafkalite's setting) becomes kafka-storage's
+    ``--add-scram`` on Kafka."""
     path = Path(data_dir) if data_dir is not None else None
     if on_kafka():
         if kafkalite_module:
             raise ValueError(f"Apache Kafka cannot run {kafkalite_module}; mark the test requires_kafkalite")
-        return KafkaBroker(path, config, timeout or 120.0)
-    return KafkaliteBroker(path, config, timeout or 20.0, kafkalite_module, kafkalite_args)
+        return KafkaBroker(path, config, timeout or 120.0, listeners)
+    return KafkaliteBroker(path, config, timeout or 20.0, kafkalite_module, kafkalite_args, listeners)
 
 
 def requires_kafkalite(reason: str) -> None:

@@ -125,9 +125,18 @@ class ReferenceBroker:
     """One Apache Kafka node (KRaft, broker and controller), started and stopped from Python."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
-                 features: Mapping[str, Any] | None = None):
+                 features: Mapping[str, Any] | None = None, listeners: Mapping[str, str] | None = None,
+                 scram: list[str] | None = None):
         """``config``: broker settings by Kafka's names, over DEFAULT_CONFIG. ``features``: feature
-        levels finalized when the log dir is formatted (``{"transaction.version": 1}``)."""
+        levels finalized when the log dir is formatted (``{"transaction.version": 1}``).
+        ``listeners``: more client listeners beside PLAINTEXT, name -> security protocol
+        (``{"SASL_SSL": "SASL_SSL"}``), each on a free port (``listener_address(name)``); their
+        security settings come in ``config`` (``listener.name.sasl_ssl.plain.sasl.jaas.config``,
+        ``ssl.keystore.location``, ...). ``scram``: SCRAM users made at format time, each in
+        kafka-storage's ``--add-scram`` syntax (``SCRAM-SHA-256=[name=alice,password=secret]``)."""
+        self.listeners = {k.upper(): v.upper() for k, v in (listeners or {}).items()}
+        self.listener_ports: dict[str, int] = {}
+        self.scram = list(scram or [])
         self._owned = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafka-ref-"))
         self.config = {k: _value(v) for k, v in (config or {}).items()}
@@ -157,6 +166,11 @@ class ReferenceBroker:
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
+    def listener_address(self, name: str) -> str:
+        """``host:port`` of a listener given in ``listeners`` (or PLAINTEXT)."""
+        name = name.upper()
+        return self.bootstrap if name == "PLAINTEXT" else f"{HOST}:{self.listener_ports[name]}"
+
     def log_text(self, tail: int = 6000) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-tail:]
@@ -166,9 +180,12 @@ class ReferenceBroker:
     # --- lifecycle ---
     def _properties(self) -> dict[str, str]:
         props = dict(DEFAULT_CONFIG)
+        extra = "".join(f",{name}://{HOST}:{self.listener_ports[name]}" for name in self.listeners)
         props.update({
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}{extra}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}{extra}",
+            "listener.security.protocol.map": props["listener.security.protocol.map"]
+            + "".join(f",{name}:{proto}" for name, proto in self.listeners.items()),
             "controller.quorum.voters": f"{props['node.id']}@{HOST}:{self.controller_port}",
             "log.dirs": str(self.log_dir),
         })
@@ -192,6 +209,7 @@ class ReferenceBroker:
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         feature_args = [a for k, v in self.features.items() for a in ("--feature", f"{k}={v}")]
+        feature_args += [a for entry in self.scram for a in ("--add-scram", entry)]
         # "--cluster-id=ID" in one word: a random id may start with "-", which argparse would
         # take for an option
         out = subprocess.run(self._command("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
@@ -209,6 +227,9 @@ class ReferenceBroker:
             self.port = port or _free_port()
         if self.controller_port is None:
             self.controller_port = _free_port()
+        for name in self.listeners:
+            if name not in self.listener_ports:
+                self.listener_ports[name] = _free_port()
         props = self._write_config()
         self._format(props)
         return self._command("kafka.Kafka", str(props))

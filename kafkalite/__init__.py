@@ -20,6 +20,12 @@ imported from first).
     # the test controls (faults, the clock, ...; see kafkalite.controls)
     with kafkalite.running(controls=0) as broker:
         broker.controls.advance_clock(ms=60_000)
+
+    # SASL_SSL with PLAIN users and a throwaway CA (needs the tls extra: trustme)
+    with kafkalite.running(listeners=["SASL_SSL://127.0.0.1:0"], tls_self_signed=True, config={
+            "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'}) as broker:
+        broker.ca_path   # the CA certificate clients trust (ssl.truststore.location, ssl.ca.location)
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
                    "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS", "KAFKALITE_CLOCK",
-                   "KAFKALITE_KAFKA_VERSION")
+                   "KAFKALITE_KAFKA_VERSION", "KAFKALITE_TLS_SELF_SIGNED")
 
 
 @dataclass
@@ -70,6 +76,8 @@ class Broker:
     console_url: str | None = None
     # the controls endpoint (running(controls=...)), "http://HOST:PORT/"
     controls_url: str | None = None
+    # the CA certificate of tls_self_signed=True (clients of TLS listeners trust it)
+    ca_path: Path | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
     _owned_log: bool = field(default=False, repr=False)
 
@@ -171,6 +179,7 @@ def broker_args(
     clock: str | None = None,
     kafka_version: str | None = None,
     nodes: int | None = None,
+    tls_self_signed: bool = False,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -200,6 +209,8 @@ def broker_args(
         args += ["--kafka-version", str(kafka_version)]
     if nodes is not None:
         args += ["--nodes", str(nodes)]
+    if tls_self_signed:
+        args.append("--tls-self-signed")
     return args + list(extra_args)
 
 
@@ -218,6 +229,7 @@ def start(
     clock: str | None = None,
     kafka_version: str | None = None,
     nodes: int | None = None,
+    tls_self_signed: bool = False,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -237,6 +249,8 @@ def start(
     ``nodes`` serves that many node ids over one copy of the data, each on its own port; ``bootstrap``
     stays one address and ``Broker.nodes`` maps every node id to its address.
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
+    ``tls_self_signed`` makes a throwaway CA and server certificate for TLS listeners; the CA
+    certificate's path is ``ca_path``.
     """
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
@@ -253,7 +267,8 @@ def start(
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
                        metrics_port=metrics_port, console=console, controls=controls, clock=clock,
-                       kafka_version=kafka_version, nodes=nodes, extra_args=extra_args)
+                       kafka_version=kafka_version, nodes=nodes, tls_self_signed=tls_self_signed,
+                       extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
@@ -272,6 +287,7 @@ def start(
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
                   console_url=info.get("console"), controls_url=info.get("controls"), nodes=info.get("nodes", {}),
+                  ca_path=Path(info["ca"]) if "ca" in info else None,
                   _owned_data_dir=owned, _owned_log=owned_log)
 
 
@@ -288,7 +304,7 @@ def parse_ready_line(line: str) -> dict[str, Any]:
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
         elif key == "nodes":
             info["nodes"] = {int(node): addr for node, _, addr in (item.partition("@") for item in value.split(","))}
-        elif key in ("metrics", "console", "controls"):
+        elif key in ("metrics", "console", "controls", "ca"):
             info[key] = value
     return info
 

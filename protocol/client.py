@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import socket
+import ssl
 import struct
 from typing import Any
 
@@ -19,9 +20,12 @@ from .messages import _skip_tagged_fields
 
 
 class WireClient:
-    def __init__(self, address: str, timeout: float = 10.0, client_id: str = "kafkalite-wire"):
+    def __init__(self, address: str, timeout: float = 10.0, client_id: str = "kafkalite-wire",
+                 ssl_context: ssl.SSLContext | None = None):
         host, _, port = address.rpartition(":")
-        self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+        # a TLS listener (SSL, SASL_SSL): the handshake happens here
+        self.sock = ssl_context.wrap_socket(sock, server_hostname=host.strip("[]")) if ssl_context else sock
         self.client_id = client_id
         self.correlation_id = 0
 

@@ -32,6 +32,8 @@ FAMILIES = [
     "acls",
     "streams_groups",
     "share",
+    "sasl",
+    "scram_credentials",
 ]
 
 

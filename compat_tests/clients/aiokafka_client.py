@@ -21,12 +21,15 @@ ACKS = {"all": "all", "-1": "all", "1": 1, "0": 0}
 class AiokafkaClient(Client):
     name: str = field(default="aiokafka", init=False)
     request_timeout_s: float = 10.0
+    # more keyword arguments for every client (security_protocol, sasl_mechanism, ssl_context, ...)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def _common(self) -> dict[str, Any]:
         return {
             "bootstrap_servers": self.bootstrap,
             "request_timeout_ms": int(self.request_timeout_s * 1000),
             "retry_backoff_ms": 50,
+            **self.options,
         }
 
     def run(self, coro_fn, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:

@@ -37,6 +37,8 @@ class KafkaPythonClient(Client):
     name: str = field(default="kafka_python", init=False)
     request_timeout_s: float = 10.0
     api_version: tuple[int, ...] | None = None  # None: negotiate with ApiVersions
+    # more keyword arguments for every client (security_protocol, sasl_mechanism, ssl_cafile, ...)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def _common(self) -> dict[str, Any]:
         ms = int(self.request_timeout_s * 1000)
@@ -50,6 +52,7 @@ class KafkaPythonClient(Client):
         }
         if self.api_version is not None:
             options["api_version"] = self.api_version
+        options.update(self.options)
         return options
 
     def admin_client(self):

@@ -113,11 +113,13 @@ def run_driver(request: dict[str, Any], timeout_s: float) -> Any:
 class KafkajsClient(Client):
     name: str = field(default="kafkajs", init=False)
     request_timeout_s: float = 15.0
+    # kafkajs's ssl and sasl options: {"ssl": {"ca": PATH, "cert": PATH, "key": PATH}, "sasl": {...}}
+    security: dict[str, Any] = field(default_factory=dict)
 
     def admin(self, op: str, *args: Any, timeout_s: float | None = None) -> Any:
         """Call ``kafka.admin()[op](*args)`` in kafkajs; args and result as JSON."""
         return run_driver(
-            {"cmd": "admin", "bootstrap": self.bootstrap, "op": op, "args": list(args)},
+            {"cmd": "admin", "bootstrap": self.bootstrap, "op": op, "args": list(args), "security": self.security},
             timeout_s or self.request_timeout_s,
         )
 
@@ -143,6 +145,7 @@ class KafkajsClient(Client):
         request = {
             "cmd": "produce",
             "bootstrap": self.bootstrap,
+            "security": self.security,
             "topic": topic,
             "partition": partition,
             "compression": compression,
@@ -176,6 +179,7 @@ class KafkajsClient(Client):
         request = {
             "cmd": "consume",
             "bootstrap": self.bootstrap,
+            "security": self.security,
             "topic": topic,
             "partitions": list(partitions),
             "count": count,

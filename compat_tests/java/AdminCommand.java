@@ -27,6 +27,12 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
+import org.apache.kafka.clients.admin.UserScramCredentialAlteration;
+import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
+import org.apache.kafka.clients.admin.UserScramCredentialsDescription;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicCollection;
@@ -78,6 +84,8 @@ final class AdminCommand {
         OPS.put("alterShareGroupOffsets", ShareAdmin::alterShareGroupOffsets);
         OPS.put("deleteShareGroupOffsets", ShareAdmin::deleteShareGroupOffsets);
         OPS.put("deleteShareGroups", ShareAdmin::deleteShareGroups);
+        OPS.put("describeUserScramCredentials", AdminCommand::describeUserScramCredentials);
+        OPS.put("alterUserScramCredentials", AdminCommand::alterUserScramCredentials);
     }
 
     static void run(Map<String, Object> req) throws Exception {
@@ -380,5 +388,38 @@ final class AdminCommand {
         List<Object> out = new ArrayList<>();
         for (AclBinding b : admin.deleteAcls(filters).all().get()) out.add(aclJson(b));
         return out;
+    }
+
+    /** users (null: all) -> {user: {mechanism: iterations}}; a failed user fails the op. */
+    static Object describeUserScramCredentials(Admin admin, Map<String, Object> args) throws Exception {
+        Map<String, UserScramCredentialsDescription> res = args.get("users") == null
+                ? admin.describeUserScramCredentials().all().get()
+                : admin.describeUserScramCredentials(strings(args.get("users"))).all().get();
+        Map<String, Object> out = new java.util.TreeMap<>();
+        for (Map.Entry<String, UserScramCredentialsDescription> e : res.entrySet()) {
+            Map<String, Object> mechs = new java.util.TreeMap<>();
+            for (ScramCredentialInfo info : e.getValue().credentialInfos()) mechs.put(info.mechanism().mechanismName(), info.iterations());
+            out.put(e.getKey(), mechs);
+        }
+        return out;
+    }
+
+    /** upsertions [{user, mechanism, iterations, password}], deletions [{user, mechanism}]; the
+     * client salts the password (Admin's UserScramCredentialUpsertion). */
+    static Object alterUserScramCredentials(Admin admin, Map<String, Object> args) throws Exception {
+        List<UserScramCredentialAlteration> alterations = new ArrayList<>();
+        for (Object o : Json.list(args.get("upsertions"))) {
+            Map<String, Object> u = Json.obj(o);
+            alterations.add(new UserScramCredentialUpsertion((String) u.get("user"),
+                    new ScramCredentialInfo(ScramMechanism.fromMechanismName((String) u.get("mechanism")),
+                            ((Number) u.get("iterations")).intValue()), (String) u.get("password")));
+        }
+        for (Object o : Json.list(args.get("deletions"))) {
+            Map<String, Object> d = Json.obj(o);
+            alterations.add(new UserScramCredentialDeletion((String) d.get("user"),
+                    ScramMechanism.fromMechanismName((String) d.get("mechanism"))));
+        }
+        admin.alterUserScramCredentials(alterations).all().get();
+        return null;
     }
 }

@@ -8,6 +8,7 @@
 // Bytes travel as base64 strings, absent values as null. kafkajs logs nothing unless
 // KAFKAJS_LOG_LEVEL (NOTHING, ERROR, WARN, INFO, DEBUG) says so; logs go to stderr.
 'use strict'
+const fs = require('fs')
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1'
 
@@ -73,9 +74,22 @@ function logLevelFromEnv() {
   return logLevel[name] !== undefined ? logLevel[name] : logLevel.NOTHING
 }
 
+// req.security: {ssl: {ca, cert, key} (PEM file paths), sasl: {mechanism, username, password}}
+function securityOptions(req) {
+  const s = req.security || {}
+  const out = {}
+  if (s.ssl) {
+    out.ssl = { ca: [fs.readFileSync(s.ssl.ca)] }
+    if (s.ssl.cert) Object.assign(out.ssl, { cert: fs.readFileSync(s.ssl.cert), key: fs.readFileSync(s.ssl.key) })
+  }
+  if (s.sasl) out.sasl = s.sasl
+  return out
+}
+
 function makeKafka(req) {
   const timeoutMs = req.timeoutMs || 10000
   return new Kafka({
+    ...securityOptions(req),
     clientId: req.clientId || 'kafkalite-compat-kafkajs',
     brokers: [req.bootstrap],
     logLevel: logLevelFromEnv(),
