@@ -18,6 +18,9 @@ Targets (issue 2): kafkalite <= 500 ms and <= 80 MB (10^6 bytes).
 
     python -m bench.startup [--runs 7] [--brokers kafkalite,tansu] [--json out.json] [--explain]
 
+``kafkalite+controls`` is kafkalite with the controls endpoint on (``--controls 0``), as the
+pytest plugin starts it.
+
 ``--explain`` starts kafkalite once more under ``python -X importtime`` and lists the imports
 that take the longest (cumulative and self time).
 """
@@ -108,7 +111,7 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
     usable = []
     for b in brokers:
         try:
-            if b == "kafkalite":
+            if b in ("kafkalite", "kafkalite+controls"):
                 reason = peers.kafkalite_available()
                 if reason:
                     raise peers.PeerUnavailable(reason)
