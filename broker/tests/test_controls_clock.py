@@ -134,3 +134,19 @@ def test_producer_state_expires_by_the_clock(broker):
         broker.controls.advance_clock(ms=86_400_000 + 3_600_001)
         (part,) = wire.request(describe).topics[0].partitions
         assert part.active_producers == ()
+
+
+def test_transactional_ids_expire_by_the_clock(broker):
+    topic = create(broker)
+    tid = f"clock-expire-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid})
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce(topic, b"committed")
+    p.commit_transaction(20)
+    describe = request(65, 0, transactional_ids=[tid])
+    with WireClient(broker.bootstrap) as wire:
+        assert wire.request(describe).transaction_states[0].error_code == ErrorCode.none
+        # transactional.id.expiration.ms (7 days) and the hourly expiration scan
+        broker.controls.advance_clock(ms=7 * 86_400_000 + 3_600_001)
+        assert wire.request(describe).transaction_states[0].error_code == ErrorCode.transactional_id_not_found
