@@ -54,6 +54,8 @@ class Broker:
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
     fetch_sessions: FetchSessionCache = field(init=False)
+    # the controls endpoint's URL once it serves (--controls), else None
+    controls_url: str | None = None
     # armed faults by api key (broker.controls.faults); empty unless a test arms one
     faults: dict[int, list] = field(default_factory=dict)
     # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
