@@ -223,7 +223,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                              "ignores what it receives", rng.name, header.api_version, peer, header.client_id)
                     while True:
                         await reader.read_frame()
-                if not await _hold(stream, fault.delay_ms / 1000):
+                if fault.delay_ms and not await _hold(stream, fault.delay_ms / 1000):
                     log.info("the client from %s closed the connection before the delayed response to "
                              "%s v%d (client %r)", peer, rng.name, header.api_version, header.client_id)
                     return
