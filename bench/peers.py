@@ -236,7 +236,7 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
     Used by benchmarks that time the process from Popen on. ``workdir`` is an empty
     directory the broker may use for data.
     """
-    if name == "kafkalite" or kafkalite_nodes(name):
+    if name in ("kafkalite", "kafkalite+controls") or kafkalite_nodes(name):
         reason = kafkalite_available()
         if reason:
             raise PeerUnavailable(reason)
@@ -245,6 +245,8 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
         args = ["--host", HOST, "--port", str(port), "--data-dir", str(workdir), *_config_args()]
         if kafkalite_nodes(name):
             args += ["--nodes", str(kafkalite_nodes(name))]
+        if name == "kafkalite+controls":  # as the pytest plugin starts it
+            args += ["--controls", "0"]
         return kafkalite.broker_command(args), _kafkalite_env()
     if name == "tansu":
         return _tansu_args(port), None

@@ -21,6 +21,9 @@ ids on three ports over one copy of the data; the Metadata that stops the clock 
 
     python -m bench.startup [--runs 7] [--brokers kafkalite,kafkalite-3nodes,tansu] [--json out.json] [--explain]
 
+``kafkalite+controls`` is kafkalite with the controls endpoint on (``--controls 0``), as the
+pytest plugin starts it.
+
 ``--explain`` starts kafkalite once more under ``python -X importtime`` and lists the imports
 that take the longest (cumulative and self time).
 """
@@ -111,7 +114,7 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
     usable = []
     for b in brokers:
         try:
-            if b == "kafkalite" or peers.kafkalite_nodes(b):
+            if b in ("kafkalite", "kafkalite+controls") or peers.kafkalite_nodes(b):
                 reason = peers.kafkalite_available()
                 if reason:
                     raise peers.PeerUnavailable(reason)

@@ -548,6 +548,7 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
                 raise SystemExit(2) from None
             khost, kport = await nursery.start(serve_controls, broker, controls_addr[0], controls_addr[1])
             controls_url = f"http://{_shown(khost)}:{kport}/"
+            broker.controls_url = controls_url
             log.info("controls on %s", controls_url)
         log.info("listening on %s; data in %s",
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"

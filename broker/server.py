@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import socket
 import struct
 import time
 from types import SimpleNamespace
@@ -72,6 +73,8 @@ class Broker:
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
     fetch_sessions: FetchSessionCache = field(init=False)
+    # the controls endpoint's URL once it serves (--controls), else None
+    controls_url: str | None = None
     # armed faults by api key (broker.controls.faults); empty unless a test arms one
     faults: dict[int, list] = field(default_factory=dict)
     # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
@@ -379,7 +382,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                              "ignores what it receives", rng.name, header.api_version, peer, header.client_id)
                     while True:
                         await reader.read_frame()
-                await trio.sleep(fault.delay_ms / 1000)
+                if fault.delay_ms and not await _hold(stream, fault.delay_ms / 1000):
+                    log.info("the client from %s closed the connection before the delayed response to "
+                             "%s v%d (client %r)", peer, rng.name, header.api_version, header.client_id)
+                    return
             if out is not None:
                 await out_stream.send_all(out)
                 metrics.record(header.api_key, t0, len(frame) + 4, len(out))
@@ -407,6 +413,23 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         broker.services.share.connection_closed(peer)
         with trio.move_on_after(0):
             await out_stream.aclose()
+
+
+async def _hold(stream: trio.SocketStream, seconds: float) -> bool:
+    """Wait `seconds` before a delayed response (delay-responses); False as soon as the client
+    closes the connection meanwhile (a client whose request timed out gives up on it)."""
+    deadline = trio.current_time() + seconds
+    sock = stream.socket
+    with trio.move_on_at(deadline):
+        await trio.lowlevel.wait_readable(sock)
+        try:
+            if not await sock.recv(1, socket.MSG_PEEK):
+                return False
+        except ConnectionError:
+            return False
+        # a pipelined request: it waits its turn
+        await trio.sleep_until(deadline)
+    return True
 
 
 async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | None = None,

@@ -18,6 +18,10 @@ Endpoints (all GET, all JSON unless said):
   `__transaction_state` / `__consumer_offsets` (where the coordinators write every change, for
   the appends that wake); each also looks at least every second (those two every half second),
   and only while connected.
+- with the controls endpoint on too (`--controls`): `/api/controls` lists the test controls and
+  `POST /api/controls/NAME` runs one (broker.controls.http.run); the page shows them as forms
+  with a run button ("Controls"). Without `--controls` the list is empty and the POST is 404, so
+  the console stays read-only.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The console's Starlette app: JSON views, server-sent event streams and the built page.
 
 Every view is computed by `broker.console.state` on the broker's loop; this module only maps
-URLs to views and streams them. Read-only: GET only, no route changes broker state.
+URLs to views and streams them. Read-only: GET only, no route changes broker state, except
+`POST /api/controls/NAME`, which runs a test control and answers 404 unless the broker was
+started with `--controls` too (the page then shows the controls as buttons).
 """
 
 from __future__ import annotations
@@ -156,6 +158,22 @@ def make_app(broker) -> Starlette:
                                      status_code=500)
         return FileResponse(page, headers={"Cache-Control": "no-store"})
 
+    # with the controls endpoint on (broker.controls_url), the page also offers the controls as
+    # buttons; these two routes are the only ones that change the broker, and only then exist
+    async def controls_listing(_request: Request) -> Response:
+        if not broker.controls_url:
+            return JSONResponse({"enabled": False, "controls": []})
+        from ..controls.http import describe
+
+        return JSONResponse({"enabled": True, "url": broker.controls_url, "controls": describe()})
+
+    async def controls_run(request: Request) -> Response:
+        if not broker.controls_url:
+            return JSONResponse({"error": "the broker runs without --controls"}, status_code=404)
+        from ..controls.http import run
+
+        return await run(broker, request.path_params["name"], await request.body())
+
     routes: list[BaseRoute] = [
         Route("/", index),
         Route("/api/overview", overview),
@@ -165,6 +183,8 @@ def make_app(broker) -> Starlette:
         Route("/api/transactions", json_view("transactions")),
         Route("/api/groups", json_view("groups")),
         Route("/api/stream/{view}", stream),
+        Route("/api/controls", controls_listing),
+        Route("/api/controls/{name}", controls_run, methods=["POST"]),
     ]
     if (STATIC / "assets").is_dir():
         routes.append(Mount("/assets", app=StaticFiles(directory=STATIC / "assets"), name="assets"))

@@ -7,7 +7,8 @@
     set-clock       mode: system | manual; manual time stands still until advanced
 
 advance-clock returns once the broker's tasks have reacted to the jump (every task is waiting
-again, or after a second), so a test can look for the abort right after the call.
+again, or after a second), so a test can look for the abort right after the call; work those
+tasks hand to a worker thread (retention) may still be running then.
 """
 
 from __future__ import annotations

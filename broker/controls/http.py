@@ -43,6 +43,35 @@ def describe() -> list[dict[str, Any]]:
     return out
 
 
+async def run(broker, name: str, body: bytes):
+    """POST /controls/NAME: the JSON response for running control `name` with the JSON `body`
+    (the console's buttons run controls through this too)."""
+    from starlette.responses import JSONResponse
+
+    try:
+        arguments = json.loads(body) if body.strip() else {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        return JSONResponse({"error": f"the body is not JSON: {exc}"}, status_code=400)
+    if not isinstance(arguments, dict):
+        return JSONResponse({"error": "the body must be a JSON object of arguments"}, status_code=400)
+    try:
+        result = await invoke(broker, name, arguments)
+    except ControlError as exc:
+        log.info("control %s%s refused: %s", name, arguments, exc)
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    except Exception as exc:  # noqa: BLE001 - the caller gets the text, the log the traceback
+        log.exception("control %s%s failed", name, arguments)
+        return JSONResponse({"error": f"control {name!r} failed: {type(exc).__name__}: {exc}"},
+                            status_code=500)
+    try:
+        response = JSONResponse({"result": result})
+    except (TypeError, ValueError) as exc:
+        log.error("control %s returned a result that is not JSON: %r", name, result)
+        return JSONResponse({"error": f"control {name!r} returned no JSON: {exc}"}, status_code=500)
+    log.info("control %s%s -> %s", name, arguments, result)
+    return response
+
+
 def make_app(broker):
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -53,30 +82,7 @@ def make_app(broker):
         return JSONResponse({"controls": describe()})
 
     async def call(request: Request) -> Response:
-        name = request.path_params["name"]
-        body = await request.body()
-        try:
-            arguments = json.loads(body) if body.strip() else {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            return JSONResponse({"error": f"the body is not JSON: {exc}"}, status_code=400)
-        if not isinstance(arguments, dict):
-            return JSONResponse({"error": "the body must be a JSON object of arguments"}, status_code=400)
-        try:
-            result = await invoke(broker, name, arguments)
-        except ControlError as exc:
-            log.info("control %s%s refused: %s", name, arguments, exc)
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        except Exception as exc:  # noqa: BLE001 - the caller gets the text, the log the traceback
-            log.exception("control %s%s failed", name, arguments)
-            return JSONResponse({"error": f"control {name!r} failed: {type(exc).__name__}: {exc}"},
-                                status_code=500)
-        try:
-            response = JSONResponse({"result": result})
-        except (TypeError, ValueError) as exc:
-            log.error("control %s returned a result that is not JSON: %r", name, result)
-            return JSONResponse({"error": f"control {name!r} returned no JSON: {exc}"}, status_code=500)
-        log.info("control %s%s -> %s", name, arguments, result)
-        return response
+        return await run(broker, request.path_params["name"], await request.body())
 
     async def not_found(request: Request, _exc: Exception) -> Response:
         return JSONResponse({"error": f"no such endpoint {request.method} {request.url.path}; "

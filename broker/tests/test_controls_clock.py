@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 import kafkalite
 from compat_tests.differ.core import request
 from protocol.client import WireClient
+from compat_tests.waiting import wait_until
 from protocol.records import Record, build_batch, decode_records, iter_batches
 
 from .test_groups_wire import stable_member
@@ -118,9 +119,11 @@ def test_retention_follows_the_clock(broker):
         earliest = request(2, 7, replica_id=-1, isolation_level=0, topics=[
             {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -2}]}])
         assert wire.request(earliest).topics[0].partitions[0].offset == 0
-        # past retention.ms and the next retention check: the first segment goes at once
+        # past retention.ms and the next retention check (60 s of real time away): the check runs
+        # at once, in a worker thread, and the first segment goes
         broker.controls.advance_clock(ms=3_600_000)
-        assert wire.request(earliest).topics[0].partitions[0].offset == 1
+        wait_until(lambda: wire.request(earliest).topics[0].partitions[0].offset == 1, 10, 0.05,
+                   "retention of the first segment")
 
 
 def test_producer_state_expires_by_the_clock(broker):
@@ -134,3 +137,28 @@ def test_producer_state_expires_by_the_clock(broker):
         broker.controls.advance_clock(ms=86_400_000 + 3_600_001)
         (part,) = wire.request(describe).topics[0].partitions
         assert part.active_producers == ()
+
+
+def test_transactional_ids_expire_by_the_clock(broker):
+    topic = create(broker)
+    tid = f"clock-expire-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid})
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce(topic, b"committed")
+    p.commit_transaction(20)
+    describe = request(65, 0, transactional_ids=[tid])
+    with WireClient(broker.bootstrap) as wire:
+        assert wire.request(describe).transaction_states[0].error_code == ErrorCode.none
+        # transactional.id.expiration.ms (7 days) and the hourly expiration scan
+        broker.controls.advance_clock(ms=7 * 86_400_000 + 3_600_001)
+        assert wire.request(describe).transaction_states[0].error_code == ErrorCode.transactional_id_not_found
+
+
+def test_bad_clock_mode_is_a_usage_error():
+    import subprocess
+
+    out = subprocess.run(kafkalite.broker_command(["--port", "0", "--clock", "sundial"]), capture_output=True,
+                         text=True, timeout=60, env=kafkalite._broker_env())
+    assert out.returncode == 2 and "--clock must be system or manual, not 'sundial'" in out.stderr
+    assert "Traceback" not in out.stderr

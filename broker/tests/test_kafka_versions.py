@@ -99,3 +99,32 @@ def test_a_transaction_version_the_release_lacks_is_a_usage_error():
                          env=env)
     assert out.returncode == 2 and "--kafka-version must be one of" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.librdkafka
+def test_librdkafka_runs_a_transaction_against_the_oldest_release():
+    import uuid
+
+    from confluent_kafka import Consumer, Producer
+
+    with kafkalite.running(kafka_version="2.8") as b:
+        topic = f"kv-{uuid.uuid4().hex[:6]}"
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": f"kv-{uuid.uuid4().hex[:6]}"})
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce(topic, b"committed")
+        p.commit_transaction(20)
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "kv", "auto.offset.reset": "earliest",
+                      "isolation.level": "read_committed"})
+        try:
+            c.subscribe([topic])
+            got = None
+            for _ in range(150):
+                m = c.poll(0.2)
+                if m is not None and not m.error():
+                    got = m.value()
+                    break
+        finally:
+            c.close()
+        assert got == b"committed"
+        assert "closing connection" not in b.log_text()  # nothing asked for a version 2.8 lacks

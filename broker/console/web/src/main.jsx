@@ -352,22 +352,83 @@ function Groups() {
   );
 }
 
+// --- controls (only with the broker's --controls) ------------------------------------------------
+
+// a field's text as a control argument: JSON when it reads as JSON (3, true, null, [1]), else text
+function argument(text) {
+  try { return JSON.parse(text); } catch { return text; }
+}
+
+function Control({ control }) {
+  const [values, setValues] = useState({});
+  const [outcome, setOutcome] = useState(null);
+  const run = async (e) => {
+    e.preventDefault();
+    const args = {};
+    for (const [k, v] of Object.entries(values)) if (v !== "") args[k] = argument(v);
+    setOutcome({ running: true });
+    try {
+      const r = await fetch(`/api/controls/${enc(control.name)}`, {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(args),
+      });
+      const j = await r.json();
+      setOutcome(r.ok ? { result: j.result } : { error: j.error || `HTTP ${r.status}` });
+    } catch (err) {
+      setOutcome({ error: String(err) });
+    }
+  };
+  return (
+    <form class="card" onSubmit={run} data-testid="control" data-name={control.name}>
+      <h3>{control.name}</h3>
+      <p class="muted small">{control.doc}</p>
+      {Object.entries(control.parameters).map(([p, spec]) => (
+        <label key={p}>{p}{spec.required ? " *" : ""}{" "}
+          <input name={p} placeholder={spec.required ? "required" : JSON.stringify(spec.default)}
+            value={values[p] ?? ""} onInput={(e) => setValues({ ...values, [p]: e.currentTarget.value })} />
+        </label>
+      ))}
+      <button type="submit" disabled={outcome && outcome.running}>run</button>
+      {outcome && !outcome.running && (
+        <pre data-testid="control-outcome" class={outcome.error ? "held" : ""}>
+          {outcome.error ? `error: ${outcome.error}` : JSON.stringify(outcome.result, null, 2)}
+        </pre>
+      )}
+    </form>
+  );
+}
+
+function Controls({ controls }) {
+  return (
+    <section>
+      <h2>Controls</h2>
+      <p class="muted">Test controls of this broker: each runs at once and changes what clients see.</p>
+      {controls.map((c) => <Control control={c} key={c.name} />)}
+    </section>
+  );
+}
+
 // --- the frame -----------------------------------------------------------------------------------
 
 function App() {
   const hash = useHash();
   const parts = hash.slice(2).split("/").map(decodeURIComponent);
+  const [controls, setControls] = useState(null);
+  useEffect(() => {
+    fetch("/api/controls").then((r) => r.json()).then((j) => setControls(j.enabled ? j.controls : null), () => {});
+  }, []);
   let page;
   if (parts[0] === "partition" && parts.length >= 3) page = <Partition topic={parts[1]} partition={Number(parts[2])} key={hash} />;
   else if (parts[0] === "transactions") page = <Transactions />;
   else if (parts[0] === "groups") page = <Groups />;
+  else if (parts[0] === "controls" && controls) page = <Controls controls={controls} />;
   else page = <Topics />;
   const nav = (name, label) => <a href={`#/${name}`} class={parts[0] === name || (name === "topics" && parts[0] === "partition") ? "active" : ""}>{label}</a>;
   return (
     <>
       <header>
         <h1>kafkalite</h1>
-        <nav>{nav("topics", "Topics")}{nav("transactions", "Transactions")}{nav("groups", "Groups")}</nav>
+        <nav>{nav("topics", "Topics")}{nav("transactions", "Transactions")}{nav("groups", "Groups")}
+          {controls && nav("controls", "Controls")}</nav>
       </header>
       <main>{page}</main>
     </>
