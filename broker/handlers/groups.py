@@ -277,6 +277,11 @@ async def consumer_group_describe(ctx, request):
     out = []
     for gid in request.group_ids:
         group = coord.groups.get(gid)
+        if (refused := group_coordinator_error(ctx, gid)) is not None:
+            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid, group_state="",
+                            group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                            authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
             # Kafka's error entry leaves the state empty and the epochs at 0
