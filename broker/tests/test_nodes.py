@@ -319,3 +319,21 @@ def test_epochs_end_where_the_next_leader_began_and_survive_a_restart(tmp_path):
             assert (part.leader_id, part.leader_epoch) == (1, 2)
 
     trio.run(main)
+
+
+def test_each_node_describes_its_own_broker_configs(tmp_path):
+    import kio.schema.describe_configs.v4.request as dc4
+
+    def describe(name):
+        return dc4.DescribeConfigsRequest(resources=(dc4.DescribeConfigsResource(
+            resource_type=4, resource_name=name, configuration_keys=("num.partitions",)),),
+            include_synonyms=False, include_documentation=False)
+
+    async def main():
+        async with cluster_of(tmp_path) as broker:
+            own = (await ask(broker, 2, describe("2"))).results[0]
+            assert own.error_code == ErrorCode.none and [c.name for c in own.configs] == ["num.partitions"]
+            other = (await ask(broker, 1, describe("2"))).results[0]
+            assert other.error_code == ErrorCode.invalid_request  # the admin client sends it to node 2
+
+    trio.run(main)
