@@ -37,11 +37,21 @@ IN_FLIGHT = {
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(_cluster):
+    """The module's 3-node kafkalite; every node is up again after each test (each test works on
+    topics, groups and transactional ids of its own)."""
+    yield _cluster
+    # node-up answers which nodes are (still) down
+    for node in _cluster.controls.call("node-up", node=1)["down"]:
+        _cluster.controls.call("node-up", node=node)
+
+
+@pytest.fixture(scope="module")
+def _cluster(tmp_path_factory):
     """A 3-node kafkalite with its controls endpoint; the internal topics have 3 partitions each
     so that coordinators spread over the nodes."""
     requires_kafkalite("test controls")
-    with kafkalite.running(data_dir=tmp_path / "data", nodes=3, controls="127.0.0.1:0", config={
+    with kafkalite.running(data_dir=tmp_path_factory.mktemp("nodes"), nodes=3, controls="127.0.0.1:0", config={
             "offsets.topic.num.partitions": 3, "transaction.state.log.num.partitions": 3,
             # KIP-848 members heartbeat often enough to notice a moved coordinator at once
             "group.consumer.heartbeat.interval.ms": 300, "group.min.session.timeout.ms": 1000}) as b:
