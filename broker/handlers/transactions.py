@@ -23,7 +23,7 @@ DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v
   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and DescribeTransactions answer NOT_COORDINATOR
   (ListTransactions lists the ids the node coordinates); TxnOffsetCommit answers it on a node
   that does not coordinate the group (broker.handlers.leadership).
-  DescribeProducers on a node that does not lead the partition is NOT_LEADER_OR_FOLLOWER.
+  DescribeProducers on a node that is not a replica of the partition is NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -246,7 +246,9 @@ async def describe_producers(ctx, request):
         parts = []
         for p in t.partition_indexes:
             part = ctx.cluster.partition(t.name, p)
-            refused = E.unknown_topic_or_partition if part is None else partition_error(ctx, part)
+            # any replica answers with its producer state (Kafka's Partition.activeProducerState)
+            refused = (E.unknown_topic_or_partition if part is None
+                       else partition_error(ctx, part, follower_reads=True))
             if refused is not None:
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
                                   error_message=None, active_producers=()))
