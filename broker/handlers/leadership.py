@@ -2,7 +2,7 @@
 
 - A partition request (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
   DescribeProducers) on a node that is not a replica of the partition is
-  NOT_LEADER_OR_FOLLOWER; on a replica, a `current_leader_epoch` older than the partition's is
+  NOT_LEADER_OR_FOLLOWER (DescribeProducers is answered by any replica); on a replica, a `current_leader_epoch` older than the partition's is
   FENCED_LEADER_EPOCH and a newer one UNKNOWN_LEADER_EPOCH (Kafka's
   Partition.localLogWithEpochOrThrow checks the epoch before leadership); then a follower
   answers NOT_LEADER_OR_FOLLOWER, except to a consumer's Fetch v11+: since KIP-392 a request
