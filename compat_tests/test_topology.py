@@ -37,12 +37,24 @@ IN_FLIGHT = {
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(_cluster):
+    """The module's 3-node kafkalite; every node is up again after each test (each test works on
+    topics, groups and transactional ids of its own)."""
+    yield _cluster
+    # node-up answers which nodes are (still) down
+    for node in _cluster.controls.call("node-up", node=1)["down"]:
+        _cluster.controls.call("node-up", node=node)
+
+
+@pytest.fixture(scope="module")
+def _cluster(tmp_path_factory):
     """A 3-node kafkalite with its controls endpoint; the internal topics have 3 partitions each
     so that coordinators spread over the nodes."""
     requires_kafkalite("test controls")
-    with kafkalite.running(data_dir=tmp_path / "data", nodes=3, controls="127.0.0.1:0", config={
-            "offsets.topic.num.partitions": 3, "transaction.state.log.num.partitions": 3}) as b:
+    with kafkalite.running(data_dir=tmp_path_factory.mktemp("nodes"), nodes=3, controls="127.0.0.1:0", config={
+            "offsets.topic.num.partitions": 3, "transaction.state.log.num.partitions": 3,
+            # KIP-848 members heartbeat often enough to notice a moved coordinator at once
+            "group.consumer.heartbeat.interval.ms": 300, "group.min.session.timeout.ms": 1000}) as b:
         yield b
 
 
@@ -235,3 +247,56 @@ def test_node_down_then_up(cluster, client_name):
     client.produce(topic, last, partition=0, idempotent=True)
     got = client.consume(topic, [0], 600, timeout_s=60)
     assert [m.value for m in got] == [m.value for m in batch + more + last]
+
+
+GROUP_KINDS = [
+    pytest.param(("confluent", "classic"), marks=pytest.mark.librdkafka, id="confluent-classic"),
+    pytest.param(("confluent", "consumer"), marks=pytest.mark.librdkafka, id="confluent-consumer"),
+    pytest.param(("java", "consumer"), marks=pytest.mark.java, id="java-consumer"),
+]
+
+
+@pytest.mark.groups
+@pytest.mark.parametrize("kind", GROUP_KINDS)
+def test_consumer_group_recovers_from_a_coordinator_move(cluster, kind):
+    """A member consumes and commits, its group coordinator moves to another node, and it goes on
+    consuming and committing there; a new member of the group resumes at the offsets committed
+    after the move."""
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
+    from compat_tests.groups.members import Member
+
+    client, protocol = kind
+    topic, group = f"grp-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    create(cluster, topic, partitions=3)
+    producer = LibrdkafkaClient(cluster.bootstrap)
+
+    def produce(prefix: str, n: int) -> None:
+        for p in range(3):
+            producer.produce(topic, [Msg(value=f"{prefix}-{p}-{i}".encode()) for i in range(n)], partition=p)
+
+    started: list[Member] = []
+    try:
+        produce("old", 3)
+        m = Member(client, cluster.bootstrap, group, topic, protocol=protocol, session_timeout_ms=6000,
+                   heartbeat_interval_ms=300)
+        started.append(m)
+        m.wait_records(9, timeout=60)
+        m.commit()
+        state = cluster.controls.call("move-coordinator", group=group, node=_another_node(cluster, {"group": group}))
+        assert state["topic"] == "__consumer_offsets"
+        produce("new", 2)
+        recs = m.wait_records(15, timeout=60)
+        assert sorted(r["value"] for r in recs[9:]) == sorted(f"new-{p}-{i}" for p in range(3) for i in range(2))
+        m.commit()  # to the new coordinator, after NOT_COORDINATOR from the old one
+        m.close()
+        produce("last", 1)
+        m2 = Member(client, cluster.bootstrap, group, topic, protocol=protocol, session_timeout_ms=6000,
+                    heartbeat_interval_ms=300)
+        started.append(m2)
+        recs2 = m2.wait_records(3, timeout=60)
+        assert sorted(r["value"] for r in recs2) == sorted(f"last-{p}-0" for p in range(3))
+        assert all(r["offset"] == 5 for r in recs2)
+        m2.close()
+    finally:
+        for member in started:
+            member.kill()

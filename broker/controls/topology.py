@@ -99,7 +99,10 @@ async def node_up(broker: "Broker", *, node: int) -> dict[str, Any]:
     _node(cluster, node)
     if node not in cluster.down:
         return {**_nodes_state(cluster), "moved": []}
-    await broker.node_up(node)
+    try:
+        await broker.node_up(node)
+    except OSError as exc:  # its port was taken meanwhile: the node stays down
+        raise ControlError(f"node {node} cannot listen on its ports again: {exc.strerror or exc}") from None
     moved = cluster.bring_node_up(node)
     return {**_nodes_state(cluster), "moved": [describe(p) for p in moved]}
 

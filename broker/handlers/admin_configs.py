@@ -1,6 +1,6 @@
 """DescribeConfigs (key 32) v1-v4, AlterConfigs (33) v0-v2, IncrementalAlterConfigs (44) v0-v1.
 
-Resources: topics (2), this broker (4) and its loggers (8). Client-metrics and group
+Resources: topics (2), the node the request came to (4) and its loggers (8). Client-metrics and group
 resources are not kept here and answer INVALID_REQUEST.
 
 DescribeConfigs
@@ -81,9 +81,9 @@ def _check_node_id(ctx, name: str, what: str = "broker") -> None:
         node = int(name)
     except ValueError:
         raise AdminError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
-    if node != ctx.cluster.node_id:
+    if node != ctx.node_id:
         raise AdminError(ErrorCode.invalid_request,
-                         f"Unexpected {what} id, expected {ctx.cluster.node_id}, but received {name}")
+                         f"Unexpected {what} id, expected {ctx.node_id}, but received {name}")
 
 
 def _topic_for_alter(ctx, name: str):
@@ -174,8 +174,8 @@ def _describe_entries(ctx, resource):
             node = int(name)
         except ValueError:
             raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
-        if node != ctx.cluster.node_id:
-            raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.cluster.node_id} "
+        if node != ctx.node_id:
+            raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.node_id} "
                              f"or empty string, but received {name}")
         return describe_broker_configs(ctx.broker.config.values, BROKER_KEYS, names=keys)
     if rtype == BROKER_LOGGER:
@@ -185,9 +185,9 @@ def _describe_entries(ctx, resource):
             node = int(name)
         except ValueError:
             raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
-        if node != ctx.cluster.node_id:
+        if node != ctx.node_id:
             raise AdminError(ErrorCode.invalid_request,
-                             f"Unexpected broker id, expected {ctx.cluster.node_id} but received {name}")
+                             f"Unexpected broker id, expected {ctx.node_id} but received {name}")
         from ..topic_configs import ConfigEntry
         wanted = None if keys is None else set(keys)
         return [ConfigEntry(n, _kafka_level(lg.getEffectiveLevel()), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
@@ -377,9 +377,9 @@ def _incremental_logger(ctx, resource, validate_only: bool) -> None:
         node = int(name)
     except ValueError:
         raise AdminError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
-    if node != ctx.cluster.node_id:
+    if node != ctx.node_id:
         raise AdminError(ErrorCode.invalid_request,
-                         f"Unexpected node id. Expected {ctx.cluster.node_id}, but received {name}")
+                         f"Unexpected node id. Expected {ctx.node_id}, but received {name}")
     loggers = _broker_loggers()
     for c in resource.configs:
         op = c.config_operation

@@ -14,8 +14,10 @@ answers only those with records, a new high watermark or log start offset, or an
 unknown session id gets FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH
 (top-level errors, session id 0, no partitions); epoch -1 closes the session; a full cache
 answers session id 0 and the client keeps sending full fetches.
-A partition this node does not lead is NOT_LEADER_OR_FOLLOWER; a current_leader_epoch other
-than the partition's is FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer); v16+
+A partition of which this node is not a replica is NOT_LEADER_OR_FOLLOWER, and so is one it
+follows for v4-v10 (from v11 a follower serves the fetch, as Kafka's do since KIP-392); a
+current_leader_epoch other than the partition's is FENCED_LEADER_EPOCH (older) or
+UNKNOWN_LEADER_EPOCH (newer); v16+
 answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the current leader and its
 endpoint (KIP-951, broker.handlers.leadership).
 
@@ -68,6 +70,8 @@ def _forgotten(request, by_id: bool) -> list[tuple]:
 
 def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     cluster = ctx.cluster
+    # KIP-392: a consumer's fetch with client metadata (v11+) may read from a follower
+    follower_reads = ctx.api_version >= 11
     slots = []
     readable = None
     if ctx.broker.authorizer is not None:
@@ -87,7 +91,8 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
             slots.append(_Slot(key, index, None, p, ErrorCode.unknown_topic_or_partition))
         else:
             part = topic.partitions[index]
-            err = partition_error(ctx, part, getattr(p, "current_leader_epoch", -1)) or ErrorCode.none
+            err = partition_error(ctx, part, getattr(p, "current_leader_epoch", -1),
+                                  follower_reads=follower_reads) or ErrorCode.none
             slots.append(_Slot(key, index, part, p, err))
     return slots
 

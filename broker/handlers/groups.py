@@ -349,10 +349,13 @@ async def consumer_group_describe(ctx, request):
     out = []
     for gid in request.group_ids:
         group = coord.groups.get(gid)
-        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed, error_message=None,
-                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+        refused = (ErrorCode.group_authorization_failed
+                   if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid)
+                   else group_coordinator_error(ctx, gid))
+        if refused is not None:
+            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid, group_state="",
+                            group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                            authorized_operations=NO_AUTHORIZED_OPS))
             continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."

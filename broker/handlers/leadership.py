@@ -2,11 +2,13 @@
 
 - A partition request (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
   DescribeProducers) on a node that is not a replica of the partition is
-  NOT_LEADER_OR_FOLLOWER; on a replica, a `current_leader_epoch` older than the partition's is
+  NOT_LEADER_OR_FOLLOWER (DescribeProducers is answered by any replica); on a replica, a `current_leader_epoch` older than the partition's is
   FENCED_LEADER_EPOCH and a newer one UNKNOWN_LEADER_EPOCH (Kafka's
   Partition.localLogWithEpochOrThrow checks the epoch before leadership); then a follower
-  answers NOT_LEADER_OR_FOLLOWER. A leaderless partition (-1) is NOT_LEADER_OR_FOLLOWER on
-  every node.
+  answers NOT_LEADER_OR_FOLLOWER, except to a consumer's Fetch v11+: since KIP-392 a request
+  that carries client metadata (v11+) may read from any replica (Kafka's
+  FetchParams.fetchOnlyLeader), which here holds the leader's data. A leaderless partition (-1)
+  is NOT_LEADER_OR_FOLLOWER on every node, except for such a Fetch on one of its replicas.
 - KIP-951: with NOT_LEADER_OR_FOLLOWER (Produce v10+; Fetch v16+ also with
   FENCED_LEADER_EPOCH) Kafka answers the partition's current leader id and epoch, and the
   endpoint of that leader when it is alive (`node_endpoints`).
@@ -25,8 +27,10 @@ from protocol.messages import make
 UNDEFINED_EPOCH = -1
 
 
-def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH) -> ErrorCode | None:
-    """The error a partition request gets on this node, or None when the node leads it."""
+def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH, *,
+                    follower_reads: bool = False) -> ErrorCode | None:
+    """The error a partition request gets on this node, or None when the node leads it (or, with
+    `follower_reads`, is one of its replicas)."""
     node = ctx.node_id
     if part.leader == node and (current_leader_epoch < 0 or current_leader_epoch == part.leader_epoch):
         return None
@@ -35,7 +39,7 @@ def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH) -> E
     if current_leader_epoch >= 0 and current_leader_epoch != part.leader_epoch:
         return (ErrorCode.fenced_leader_epoch if current_leader_epoch < part.leader_epoch
                 else ErrorCode.unknown_leader_epoch)
-    return ErrorCode.not_leader_or_follower
+    return None if follower_reads else ErrorCode.not_leader_or_follower
 
 
 def current_leader(ctx, mod, part, endpoints: dict):

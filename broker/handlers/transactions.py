@@ -20,9 +20,10 @@ DescribeProducers (61) v0, DescribeTransactions (65) v0, ListTransactions (66) v
   (InitProducerId < 4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < 2).
 - WriteTxnMarkers writes COMMIT/ABORT markers with the same code the coordinator uses.
 - On a node that does not coordinate the transactional id, InitProducerId (with one),
-  AddPartitionsToTxn, AddOffsetsToTxn and EndTxn answer NOT_COORDINATOR; TxnOffsetCommit
-  answers it on a node that does not coordinate the group (broker.handlers.leadership).
-  DescribeProducers on a node that does not lead the partition is NOT_LEADER_OR_FOLLOWER.
+  AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and DescribeTransactions answer NOT_COORDINATOR
+  (ListTransactions lists the ids the node coordinates); TxnOffsetCommit answers it on a node
+  that does not coordinate the group (broker.handlers.leadership).
+  DescribeProducers on a node that is not a replica of the partition is NOT_LEADER_OR_FOLLOWER.
 - With an authorizer: InitProducerId, AddOffsetsToTxn, EndTxn, TxnOffsetCommit and the
   client's AddPartitionsToTxn (v0-v3) need WRITE on the transactional id
   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent InitProducerId needs IDEMPOTENT_WRITE on
@@ -311,7 +312,9 @@ async def describe_producers(ctx, request):
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=E.topic_authorization_failed,
                                   error_message=None, active_producers=()))
                 continue
-            refused = E.unknown_topic_or_partition if part is None else partition_error(ctx, part)
+            # any replica answers with its producer state (Kafka's Partition.activeProducerState)
+            refused = (E.unknown_topic_or_partition if part is None
+                       else partition_error(ctx, part, follower_reads=True))
             if refused is not None:
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
                                   error_message=None, active_producers=()))
@@ -339,6 +342,8 @@ async def describe_transactions(ctx, request):
             err, md = E.transactional_id_authorization_failed, None
         else:
             err, md = txn.core.describe(tid)
+            if (refused := transaction_coordinator_error(ctx, tid)) is not None:
+                err, md = refused, None
         if md is None:
             # Kafka leaves every other field at zero (a start time of 0, producer id 0)
             states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",
@@ -379,4 +384,6 @@ async def list_transactions(ctx, request):
                 unknown_state_filters=tuple(unknown),
                 transaction_states=tuple(make(mod.TransactionState, transactional_id=md.transactional_id,
                                               producer_id=md.producer_id, transaction_state=md.state.kafka_name)
-                                         for md in found))
+                                         for md in found
+                                         # each node lists the transactional ids it coordinates
+                                         if transaction_coordinator_error(ctx, md.transactional_id) is None))

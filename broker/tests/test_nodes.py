@@ -104,6 +104,16 @@ def fetch_request(topic, partition=0, epoch=-1):
                             forgotten_topics_data=(), rack_id="")
 
 
+def fetch_v10_request(topic, partition=0):
+    import kio.schema.fetch.v10.request as f10
+
+    return f10.FetchRequest(replica_id=-1, max_wait=0 * MS, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                            session_id=0, session_epoch=-1, topics=(f10.FetchTopic(topic=topic, partitions=(
+                                f10.FetchPartition(partition=partition, current_leader_epoch=-1, fetch_offset=0,
+                                                   log_start_offset=-1, partition_max_bytes=1 << 20),)),),
+                            forgotten_topics_data=())
+
+
 def produced(resp):
     return resp.responses[0].partition_responses[0]
 
@@ -152,10 +162,15 @@ def test_partition_requests_to_a_follower_get_not_leader_with_the_leader_named(t
                 assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (2, 0)
                 assert [(e.node_id, e.port) for e in resp.node_endpoints] == [
                     (2, broker.address_of(2, "PLAINTEXT").port)]
-                fetched = await ask(broker, node, fetch_request("t"))
-                assert fetched.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
-            fetched = await ask(broker, 2, fetch_request("t"))
-            assert fetched.responses[0].partitions[0].high_watermark == 1
+            fetched = await ask(broker, 1, fetch_request("t"))
+            assert fetched.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
+            # KIP-392: a follower serves a consumer's fetch from v11, not before
+            for node in (2, 3):
+                fetched = (await ask(broker, node, fetch_request("t"))).responses[0].partitions[0]
+                assert (fetched.error_code, fetched.high_watermark, fetched.preferred_read_replica) == (
+                    ErrorCode.none, 1, -1)
+            old = (await ask(broker, 3, fetch_v10_request("t"))).responses[0].partitions[0]
+            assert old.error_code == ErrorCode.not_leader_or_follower
 
     trio.run(main)
 
@@ -317,5 +332,23 @@ def test_epochs_end_where_the_next_leader_began_and_survive_a_restart(tmp_path):
             part = (await ask(broker, 1, metadata_request("t"))).topics[0].partitions[0]
             # the preferred leader again, at the epoch the log reached: never an older one
             assert (part.leader_id, part.leader_epoch) == (1, 2)
+
+    trio.run(main)
+
+
+def test_each_node_describes_its_own_broker_configs(tmp_path):
+    import kio.schema.describe_configs.v4.request as dc4
+
+    def describe(name):
+        return dc4.DescribeConfigsRequest(resources=(dc4.DescribeConfigsResource(
+            resource_type=4, resource_name=name, configuration_keys=("num.partitions",)),),
+            include_synonyms=False, include_documentation=False)
+
+    async def main():
+        async with cluster_of(tmp_path) as broker:
+            own = (await ask(broker, 2, describe("2"))).results[0]
+            assert own.error_code == ErrorCode.none and [c.name for c in own.configs] == ["num.partitions"]
+            other = (await ask(broker, 1, describe("2"))).results[0]
+            assert other.error_code == ErrorCode.invalid_request  # the admin client sends it to node 2
 
     trio.run(main)

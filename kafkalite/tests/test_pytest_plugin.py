@@ -250,3 +250,23 @@ def test_controls_against_an_external_broker_fail_with_the_reason(project: pytes
                      PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*kafkalite_controls needs the kafkalite broker the session starts*"])
+
+
+def test_a_session_broker_of_three_nodes(project: pytest.Pytester):
+    project.makepyfile(test_user=textwrap.dedent("""
+        from kafkalite._wire import AdminConnection
+
+        def test_three_nodes(kafkalite_broker, kafka_bootstrap, kafkalite_controls):
+            assert sorted(kafkalite_broker.nodes) == [1, 2, 3]
+            assert kafkalite_broker.nodes[1] == kafka_bootstrap
+            assert len(set(kafkalite_broker.nodes.values())) == 3
+            with AdminConnection(kafka_bootstrap) as c:
+                brokers = sorted((b.node_id, f"{b.host}:{b.port}") for b in c.metadata([]).brokers)
+            assert brokers == sorted(kafkalite_broker.nodes.items())
+            state = kafkalite_controls.node_down(node=3)
+            assert state["down"] == [3]
+    """))
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
+    result = run(project, "--kafkalite-nodes=3",
+                 PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(passed=1)
