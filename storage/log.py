@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 from protocol import records as R
+from protocol.regions import FileRegion
 from protocol.records import (
     INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
     set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
@@ -250,6 +251,36 @@ class PartitionLog:
             found = seg.locate(offset)
             if found is not None:
                 return self._read_from(seg, found, max_bytes, ub, min_one)
+            i += 1
+        return b""
+
+    def read_region(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+                    min_one: bool = True) -> FileRegion | bytes:
+        """What read() returns, as a FileRegion of the segment file (b"" when there is
+        nothing): the same whole batches, found by reading batch headers only. The caller
+        must release() the region."""
+        log_start_offset = self.log_start_offset
+        leo = self.log_end_offset
+        if offset < log_start_offset or offset > leo:
+            raise OffsetOutOfRange(offset, log_start_offset, leo)
+        ub = leo if upper_bound is None else min(upper_bound, leo)
+        if offset >= ub:
+            return b""
+        segs = self.segments
+        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
+        while i < len(segs):
+            seg = segs[i]
+            if seg.base_offset >= ub:
+                return b""
+            found = seg.locate(offset)
+            if found is not None:
+                pos, base, first_size = found
+                if base >= ub:
+                    return b""
+                if first_size > max_bytes:
+                    return seg.region(pos, first_size) if min_one else b""
+                end = seg.batches_end(pos + first_size, pos + max_bytes, ub)
+                return seg.region(pos, end - pos)
             i += 1
         return b""
 
