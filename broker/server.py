@@ -92,9 +92,10 @@ class ConnectionClosed(Exception):
 class FrameReader:
     """Reads size-prefixed frames straight from the socket.
 
-    Small frames come out of one reusable receive buffer with a single copy; a frame larger
-    than that buffer is received directly into a buffer of its own size, so a 1 MiB produce is
-    copied once, not once per chunk.
+    Small frames are read-only views into one reusable receive buffer, valid until the next
+    read_frame (requests of a connection are handled one at a time, and kio copies what it
+    decodes out of the frame); a frame larger than that buffer is received directly into a
+    buffer of its own size. Either way the request's bytes are not copied before kio reads them.
     """
 
     BUFFER_SIZE = 256 * 1024
@@ -137,9 +138,8 @@ class FrameReader:
             while self.end - self.start - 4 < size:
                 await self._receive_more()
             body_start = self.start + 4
-            whole = bytes(self.view[body_start : body_start + size])
             self.start = body_start + size
-            return whole
+            return self.view[body_start : body_start + size].toreadonly()
         body_start = self.start + 4
         frame: bytearray = bytearray(size)
         have = self.end - body_start

@@ -54,6 +54,9 @@ _SNAPSHOT_HEADER = struct.Struct(">4shI")      # magic, version, crc32c of the b
 SNAPSHOTS_KEPT = 2
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+# baseOffset, batchLength, partitionLeaderEpoch: the head of a batch the log stamps
+_STAMP = struct.Struct(">qii")
+assert (R.BASE_OFFSET_OFFSET, R.LENGTH_OFFSET, R.PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, R.MAGIC_OFFSET)
 _base = attrgetter("base_offset")
 
 
@@ -143,11 +146,12 @@ class PartitionLog:
     # append
     # ======================================================================================
     def append(self, batches, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
-        """Append already-validated v2 batches: assign offsets from log_end_offset (in place,
-        outside the CRC), stamp the leader epoch, apply LogAppendTime if configured, and
-        write them with os.write before returning."""
-        if isinstance(batches, bytes):
-            batches = bytearray(batches)
+        """Append already-validated v2 batches: assign offsets from log_end_offset, stamp the
+        leader epoch, apply LogAppendTime if configured, and write them with os.write before
+        returning. A bytearray is stamped in place; immutable bytes are not copied: each
+        batch's first 16 bytes (base offset, length, leader epoch: outside the CRC) are written
+        anew and the rest straight from `batches`, in one os.writev. Only LogAppendTime, which
+        rewrites fields inside the CRC, copies immutable input."""
         buf = batches
         n = len(buf)
         if n == 0:
@@ -167,6 +171,8 @@ class PartitionLog:
         log_append = self.config.log_append_time
         if log_append:
             max_in = now_ms
+            if not isinstance(buf, bytearray):
+                buf = bytearray(buf)
 
         seg = self.segments[-1]
         if seg.size > 0 and self._should_roll(seg, n, max_in, now_ms, self.log_end_offset + count - 1):
@@ -174,15 +180,23 @@ class PartitionLog:
 
         offset = self.log_end_offset
         first = offset
-        for bpos, _size, lod, _ts in spans:
-            set_base_offset(buf, bpos, offset)
-            set_partition_leader_epoch(buf, bpos, leader_epoch)
-            if log_append:
-                set_max_timestamp_and_log_append_time(buf, bpos, now_ms)
-            offset += lod + 1
-
         start_size = seg.size
-        seg.write(buf)
+        if isinstance(buf, bytearray):
+            for bpos, _size, lod, _ts in spans:
+                set_base_offset(buf, bpos, offset)
+                set_partition_leader_epoch(buf, bpos, leader_epoch)
+                if log_append:
+                    set_max_timestamp_and_log_append_time(buf, bpos, now_ms)
+                offset += lod + 1
+            seg.write(buf)
+        else:
+            view = memoryview(buf)
+            parts: list = []
+            for bpos, size, lod, _ts in spans:
+                parts.append(_STAMP.pack(offset, size - LOG_OVERHEAD, leader_epoch))
+                parts.append(view[bpos + _STAMP.size:bpos + size])
+                offset += lod + 1
+            seg.writev(parts)
         seg.dirty = True
 
         interval = self.config.index_interval_bytes

@@ -39,7 +39,7 @@ from protocol.records import (
 
 from protocol.regions import FileRegion
 
-from .files import append_file, unlink, write_all, write_atomic
+from .files import append_file, unlink, write_all, write_atomic, writev_all
 from .open_files import OPEN_FILES
 
 log = logging.getLogger("kafkalite.storage")
@@ -187,6 +187,18 @@ class Segment:
         try:
             try:
                 write_all(fd, data)
+            except BaseException:
+                os.ftruncate(fd, self.size)
+                raise
+        finally:
+            OPEN_FILES.release(self)
+
+    def writev(self, parts: list) -> None:
+        """write() of the concatenation of `parts` (one os.writev, no joined copy)."""
+        fd = OPEN_FILES.acquire(self)
+        try:
+            try:
+                writev_all(fd, parts)
             except BaseException:
                 os.ftruncate(fd, self.size)
                 raise
