@@ -147,8 +147,8 @@ class Partition:
                 if not transactional and states.in_transaction(pid):
                     raise ProduceError(ErrorCode.invalid_txn_state,
                                        f"producer {pid} has an open transaction on this partition")
-        buf = batch if isinstance(batch, bytearray) else bytearray(batch)
-        info = self.log.append(buf, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        # bytes go to the log as they are (it stamps the header without copying the batch)
+        info = self.log.append(batch, leader_epoch=self.leader_epoch, now_ms=now_ms)
         if pid >= 0:
             states.record_batch(pid, epoch, first_seq, last_seq, info.base_offset, info.last_offset,
                                 info.max_timestamp, transactional=transactional)

@@ -28,6 +28,7 @@ __all__ = [
     "peek_header",
     "parse_request",
     "encode_response",
+    "encode_response_chunks",
     "make",
     "request_type",
     "response_type",
@@ -325,6 +326,23 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
     struct.pack_into(">i", out, 0, len(out) - 4)
     del out
     return buf.getvalue()
+
+
+def encode_response_chunks(api_key: int, version: int, correlation_id: int, body: Any) -> list:
+    """encode_response for a body holding FileRegions (protocol.regions): the frame as a list
+    of bytearrays and regions, in order, the first starting with the size prefix."""
+    from .regions import ChunkWriter
+
+    entity: Any = type(body)
+    w = ChunkWriter()
+    w.write(b"\0\0\0\0")
+    w.write(struct.pack(">i", correlation_id))
+    if entity.__flexible__ and api_key != API_VERSIONS_KEY:
+        w.write(b"\0")  # no tagged fields in the header
+    _writer(entity)(w, body)
+    chunks = w.finish()
+    struct.pack_into(">i", chunks[0], 0, w.size - 4)
+    return chunks
 
 
 # --- building entities -------------------------------------------------------------------

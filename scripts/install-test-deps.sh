@@ -67,6 +67,7 @@ grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-ka
     || { echo "scripts/maven/spark-kafka/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
 maven_jars kafka-streams
 maven_jars spring-kafka
+maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with

@@ -15,6 +15,25 @@ def write_all(fd: int, data) -> None:
         mv = mv[n:]
 
 
+def writev_all(fd: int, parts: list) -> None:
+    """os.writev until every byte of every part is written (in IOV_MAX slices; writev may
+    write less than asked)."""
+    views = [memoryview(p) for p in parts if len(p)]
+    i = 0
+    while i < len(views):
+        n = os.writev(fd, views[i:i + _IOV_MAX])
+        while n and i < len(views):
+            if n >= len(views[i]):
+                n -= len(views[i])
+                i += 1
+            else:
+                views[i] = views[i][n:]
+                n = 0
+
+
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+
+
 def _write_file(path: Path, flags: int, data, fsync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
     try:

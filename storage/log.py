@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 from protocol import records as R
+from protocol.regions import FileRegion
 from protocol.records import (
     INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
     set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
@@ -53,6 +54,9 @@ _SNAPSHOT_HEADER = struct.Struct(">4shI")      # magic, version, crc32c of the b
 SNAPSHOTS_KEPT = 2
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+# baseOffset, batchLength, partitionLeaderEpoch: the head of a batch the log stamps
+_STAMP = struct.Struct(">qii")
+assert (R.BASE_OFFSET_OFFSET, R.LENGTH_OFFSET, R.PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, R.MAGIC_OFFSET)
 _base = attrgetter("base_offset")
 
 
@@ -142,11 +146,12 @@ class PartitionLog:
     # append
     # ======================================================================================
     def append(self, batches, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
-        """Append already-validated v2 batches: assign offsets from log_end_offset (in place,
-        outside the CRC), stamp the leader epoch, apply LogAppendTime if configured, and
-        write them with os.write before returning."""
-        if isinstance(batches, bytes):
-            batches = bytearray(batches)
+        """Append already-validated v2 batches: assign offsets from log_end_offset, stamp the
+        leader epoch, apply LogAppendTime if configured, and write them with os.write before
+        returning. A bytearray is stamped in place; immutable bytes are not copied: each
+        batch's first 16 bytes (base offset, length, leader epoch: outside the CRC) are written
+        anew and the rest straight from `batches`, in one os.writev. Only LogAppendTime, which
+        rewrites fields inside the CRC, copies immutable input."""
         buf = batches
         n = len(buf)
         if n == 0:
@@ -166,6 +171,8 @@ class PartitionLog:
         log_append = self.config.log_append_time
         if log_append:
             max_in = now_ms
+            if not isinstance(buf, bytearray):
+                buf = bytearray(buf)
 
         seg = self.segments[-1]
         if seg.size > 0 and self._should_roll(seg, n, max_in, now_ms, self.log_end_offset + count - 1):
@@ -173,15 +180,23 @@ class PartitionLog:
 
         offset = self.log_end_offset
         first = offset
-        for bpos, _size, lod, _ts in spans:
-            set_base_offset(buf, bpos, offset)
-            set_partition_leader_epoch(buf, bpos, leader_epoch)
-            if log_append:
-                set_max_timestamp_and_log_append_time(buf, bpos, now_ms)
-            offset += lod + 1
-
         start_size = seg.size
-        seg.write(buf)
+        if isinstance(buf, bytearray):
+            for bpos, _size, lod, _ts in spans:
+                set_base_offset(buf, bpos, offset)
+                set_partition_leader_epoch(buf, bpos, leader_epoch)
+                if log_append:
+                    set_max_timestamp_and_log_append_time(buf, bpos, now_ms)
+                offset += lod + 1
+            seg.write(buf)
+        else:
+            view = memoryview(buf)
+            parts: list = []
+            for bpos, size, lod, _ts in spans:
+                parts.append(_STAMP.pack(offset, size - LOG_OVERHEAD, leader_epoch))
+                parts.append(view[bpos + _STAMP.size:bpos + size])
+                offset += lod + 1
+            seg.writev(parts)
         seg.dirty = True
 
         interval = self.config.index_interval_bytes
@@ -250,6 +265,36 @@ class PartitionLog:
             found = seg.locate(offset)
             if found is not None:
                 return self._read_from(seg, found, max_bytes, ub, min_one)
+            i += 1
+        return b""
+
+    def read_region(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+                    min_one: bool = True) -> FileRegion | bytes:
+        """What read() returns, as a FileRegion of the segment file (b"" when there is
+        nothing): the same whole batches, found by reading batch headers only. The caller
+        must release() the region."""
+        log_start_offset = self.log_start_offset
+        leo = self.log_end_offset
+        if offset < log_start_offset or offset > leo:
+            raise OffsetOutOfRange(offset, log_start_offset, leo)
+        ub = leo if upper_bound is None else min(upper_bound, leo)
+        if offset >= ub:
+            return b""
+        segs = self.segments
+        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
+        while i < len(segs):
+            seg = segs[i]
+            if seg.base_offset >= ub:
+                return b""
+            found = seg.locate(offset)
+            if found is not None:
+                pos, base, first_size = found
+                if base >= ub:
+                    return b""
+                if first_size > max_bytes:
+                    return seg.region(pos, first_size) if min_one else b""
+                end = seg.batches_end(pos + first_size, pos + max_bytes, ub)
+                return seg.region(pos, end - pos)
             i += 1
         return b""
 

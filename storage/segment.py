@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from protocol.records import (
-    INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
+    INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
     BatchHeader, CorruptBatch, iter_batches,
 )
 
-from .files import append_file, unlink, write_all, write_atomic
+from protocol.regions import FileRegion
+
+from .files import append_file, unlink, write_all, write_atomic, writev_all
 from .open_files import OPEN_FILES
 
 log = logging.getLogger("kafkalite.storage")
@@ -53,6 +55,7 @@ _I64 = struct.Struct(">q")
 _LOCATE_HEADER = LAST_OFFSET_DELTA_OFFSET + 4
 SCAN_CHUNK = 1 << 20
 LOCATE_CHUNK = 16 * 1024
+HEADER_CHUNK = 4096         # batches_end: enough for the headers of many small batches
 
 
 class AbortedTxn(NamedTuple):
@@ -146,6 +149,37 @@ class Segment:
         finally:
             OPEN_FILES.release(self)
 
+    def region(self, pos: int, length: int) -> FileRegion:
+        """`length` bytes at `pos` as a FileRegion: the descriptor stays pinned open (whatever
+        the cache or the log does meanwhile) until the region is released."""
+        fd = OPEN_FILES.acquire(self)
+        return FileRegion(fd, pos, length, lambda: OPEN_FILES.release(self))
+
+    def batches_end(self, pos: int, limit: int, upper_bound: int) -> int:
+        """Walk whole batches from `pos` (a batch start) and return where the run stops: at
+        the first batch that starts at or after offset `upper_bound`, would end past position
+        `limit`, or is cut short by the end of the data. Reads batch headers only
+        (HEADER_CHUNK at a time), not the record data in between."""
+        end = min(limit, self.size)
+        unpack_i64 = _I64.unpack_from
+        unpack_i32 = _I32.unpack_from
+        q = pos
+        while q + LOG_OVERHEAD <= end:
+            buf = self.pread(min(HEADER_CHUNK, end - q), q)
+            n = len(buf)
+            rel = 0
+            while rel + LOG_OVERHEAD <= n:
+                if unpack_i64(buf, rel)[0] >= upper_bound:
+                    return q + rel
+                total = unpack_i32(buf, rel + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+                if total < MIN_BATCH_LENGTH + LOG_OVERHEAD or q + rel + total > end:
+                    return q + rel
+                rel += total
+            if rel == 0:
+                return q
+            q += rel
+        return q
+
     def write(self, data) -> None:
         """Append every byte of `data` at the end, or nothing: a failed write is cut off
         again, so no partial batch stays behind an error."""
@@ -153,6 +187,18 @@ class Segment:
         try:
             try:
                 write_all(fd, data)
+            except BaseException:
+                os.ftruncate(fd, self.size)
+                raise
+        finally:
+            OPEN_FILES.release(self)
+
+    def writev(self, parts: list) -> None:
+        """write() of the concatenation of `parts` (one os.writev, no joined copy)."""
+        fd = OPEN_FILES.acquire(self)
+        try:
+            try:
+                writev_all(fd, parts)
             except BaseException:
                 os.ftruncate(fd, self.size)
                 raise

@@ -20,6 +20,9 @@ current_leader_epoch other than the partition's is FENCED_LEADER_EPOCH (older) o
 UNKNOWN_LEADER_EPOCH (newer); v16+
 answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the current leader and its
 endpoint (KIP-951, broker.handlers.leadership).
+Record data is not copied through Python: each partition's batches are a FileRegion of the
+segment file (protocol.regions), encoded into the response by length and sent from the file
+by the connection (os.sendfile on a plain socket), which releases the regions afterwards.
 
 With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED, checked before the topic's
 existence; a v13+ unknown topic id stays UNKNOWN_TOPIC_ID).
@@ -97,25 +100,32 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     return slots
 
 
-def _read_all(slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
-    """Fill every slot with what is readable now; returns the number of bytes gathered."""
+def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
+    """Fill every slot with what is readable now; returns the number of bytes gathered. The
+    file regions read go on ctx.regions, which the connection releases after sending."""
+    regions = ctx.regions
     remaining = max_bytes
     total = 0
     for s in slots:
         if s.part is None or s.error not in (ErrorCode.none, ErrorCode.offset_out_of_range):
             continue
         s.error = ErrorCode.none
+        if s.records:
+            s.records.release()     # an earlier read of this wait
+            s.records = b""
         plog = s.part.log
         upper = s.part.last_stable_offset if read_committed else s.part.high_watermark
         limit = min(s.req.partition_max_bytes, remaining)
         try:
-            data = plog.read(s.req.fetch_offset, max(limit, 0), upper_bound=upper, min_one=total == 0)
+            data = plog.read_region(s.req.fetch_offset, max(limit, 0), upper_bound=upper, min_one=total == 0)
         except OffsetOutOfRange:
             s.error = ErrorCode.offset_out_of_range
             s.records = b""
             continue
         s.records = data
         n = len(data)
+        if n:
+            regions.append(data)
         total += n
         remaining -= n
         if read_committed:
@@ -150,7 +160,7 @@ async def handle(ctx, request):
     max_wait_s = request.max_wait.total_seconds()
     deadline = trio.current_time() + max_wait_s
     while True:
-        gathered = _read_all(slots, max_bytes, read_committed)
+        gathered = _read_all(ctx, slots, max_bytes, read_committed)
         errors = any(s.error != ErrorCode.none for s in slots)
         if gathered >= request.min_bytes or errors or not slots or trio.current_time() >= deadline:
             break
@@ -164,7 +174,7 @@ async def handle(ctx, request):
             if s.part is not None:
                 s.part.remove_waiter(woken)
         if not woken.is_set():
-            gathered = _read_all(slots, max_bytes, read_committed)
+            gathered = _read_all(ctx, slots, max_bytes, read_committed)
             break
     answered_id = INVALID_SESSION_ID
     if session is not None:
@@ -210,7 +220,7 @@ def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION
             aborted = ()
         fields = dict(partition_index=s.index, error_code=s.error, high_watermark=hwm, last_stable_offset=lso,
                       log_start_offset=log_start_offset, aborted_transactions=aborted, preferred_read_replica=-1,
-                      records=bytes(s.records))
+                      records=s.records)
         if s.error in _LEADER_HINTED and s.part is not None and ctx.api_version >= 16:  # KIP-951
             fields["current_leader"] = current_leader(ctx, mod, s.part, endpoints)
         pd = make(mod.PartitionData, **fields)

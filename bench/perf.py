@@ -1,0 +1,226 @@
+"""Produce and consume with Kafka's own load generators, kafkalite against Apache Kafka and Tansu.
+
+The clients are not the ceiling here: Kafka's ``ProducerPerformance`` and ``ConsumerPerformance``
+(kafka-tools 4.3.1, jar set ``kafka-perf``: ``maven_jars kafka-perf`` in
+scripts/install-test-deps.sh) run as separate JVMs, several producers at once. Each scenario, for
+each broker in turn (kafkalite, kafka, tansu, kafkalite, ...):
+
+1. create a fresh topic with P partitions (not timed);
+2. start ``--producers`` ProducerPerformance processes at once, each sending ``--records``
+   records of S bytes (``--throughput -1``, acks=all, enable.idempotence=true, linger.ms=5;
+   ``txn`` scenarios also set a transactional id per producer and ``--transaction-duration-ms
+   100``, a commit every 100 ms). Each tool prints its records/s, MB/s and latency percentiles
+   over its own run; the figure is the sum of the producers' MB/s, and the median of their p50
+   and the largest of their p99 latencies;
+3. one ConsumerPerformance reads every record back from the start (a new group); the figure is
+   its ``fetch.MB.sec`` (data over the time after the group's first assignment, so the JVM
+   start and the group join are not counted).
+
+MB is 10^6 bytes of record values (the tools' own unit is 2^20 bytes: converted). Each tool
+runs at most ``--timeout`` seconds; a failed or timed-out run is reported, never counted.
+
+Scenarios (``--scenarios``, comma-separated ``pP-SIZE-MODE``): default
+``p1-1024-idem,p6-1024-idem,p6-100-idem,p6-1024-txn``.
+
+    python -m bench.perf [--brokers kafkalite,kafka,tansu] [--runs 3] [--producers 2]
+                         [--records 20000] [--scenarios ...] [--json FILE]
+
+Targets (issue 18): produce and consume MB/s >= 1.0x Apache Kafka and >= 1.5x Tansu;
+transactional produce >= 0.9x idempotent (compare the txn and idem rows of the same size and
+partitions) and >= 1.0x Apache Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import peers
+from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+
+JARS = peers.REPO_ROOT / ".deps" / "maven" / "kafka-perf"
+MIB = 1 << 20
+_PRODUCER_LINE = re.compile(
+    r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mibs>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    partitions: int
+    size: int
+    mode: str            # idem | txn
+
+    @classmethod
+    def parse(cls, text: str) -> "Scenario":
+        m = re.fullmatch(r"p(\d+)-(\d+)-(idem|txn)", text.strip())
+        if not m:
+            raise SystemExit(f"scenario {text!r}: expected pPARTITIONS-SIZE-(idem|txn), e.g. p6-1024-txn")
+        return cls(int(m.group(1)), int(m.group(2)), m.group(3))
+
+    @property
+    def name(self) -> str:
+        return f"{self.partitions}p {self.size} B {'transactional' if self.mode == 'txn' else 'idempotent'}"
+
+
+def _java() -> list[str]:
+    if not JARS.is_dir() or not any(JARS.glob("kafka-tools-*.jar")):
+        raise SystemExit(f"{JARS} has no kafka-tools jar: run bash scripts/install-test-deps.sh (maven_jars kafka-perf)")
+    java = shutil.which("java")
+    if java is None:
+        raise SystemExit("no java on PATH")
+    return [java, "-Xmx512m", "-cp", f"{JARS}/*"]
+
+
+def _producer_cmd(bootstrap: str, topic: str, records: int, size: int, txn_id: str | None) -> list[str]:
+    props = [f"bootstrap.servers={bootstrap}", "acks=all", "enable.idempotence=true", "linger.ms=5",
+             "client.id=perf"]
+    cmd = _java() + ["org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+                     "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+                     "--producer-props", *props]
+    if txn_id is not None:
+        cmd += ["--transactional-id", txn_id, "--transaction-duration-ms", "100"]
+    return cmd
+
+
+def _consumer_cmd(bootstrap: str, topic: str, records: int, timeout_s: float) -> list[str]:
+    return _java() + ["org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bootstrap,
+                      "--topic", topic, "--messages", str(records), "--group", f"perf-{uuid.uuid4().hex[:8]}",
+                      "--timeout", str(int(timeout_s * 1000))]
+
+
+def _run_all(cmds: list[list[str]], timeout_s: float) -> list[str]:
+    """Run the commands at once; their stdout, or RuntimeError for any failure or timeout."""
+    with tempfile.TemporaryDirectory(prefix="kafkalite-perf-") as tmp:
+        procs = []
+        for i, cmd in enumerate(cmds):
+            out = open(Path(tmp) / f"{i}.out", "w+")
+            procs.append((subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), out))
+        deadline = time.monotonic() + timeout_s
+        outputs = []
+        failed = None
+        for proc, out in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                failed = failed or f"timed out after {timeout_s:.0f} s"
+            out.seek(0)
+            text = out.read()
+            out.close()
+            if proc.returncode != 0 and failed is None:
+                failed = f"exit {proc.returncode}: {text.strip()[-300:]}"
+            outputs.append(text)
+        if failed:
+            raise RuntimeError(failed)
+        return outputs
+
+
+@dataclass
+class ProduceResult:
+    mb_per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+def produce(bootstrap: str, topic: str, scenario: Scenario, producers: int, records: int,
+            timeout_s: float) -> ProduceResult:
+    run_id = uuid.uuid4().hex[:8]
+    cmds = [_producer_cmd(bootstrap, topic, records, scenario.size,
+                          f"perf-{run_id}-{i}" if scenario.mode == "txn" else None) for i in range(producers)]
+    outs = _run_all(cmds, timeout_s)
+    finals = []
+    for text in outs:
+        lines = [m for m in (_PRODUCER_LINE.search(line) for line in text.splitlines()) if m]
+        if not lines or int(lines[-1]["records"]) != records:
+            raise RuntimeError(f"no final ProducerPerformance line: {text.strip()[-300:]}")
+        finals.append(lines[-1])
+    return ProduceResult(
+        mb_per_s=sum(float(m["mibs"]) * MIB / 1e6 for m in finals),
+        p50_ms=statistics.median(float(m["p50"]) for m in finals),
+        p99_ms=max(float(m["p99"]) for m in finals),
+    )
+
+
+def consume(bootstrap: str, topic: str, records: int, timeout_s: float) -> float:
+    """fetch.MB.sec of one ConsumerPerformance reading `records` records, in 10^6 bytes/s."""
+    (text,) = _run_all([_consumer_cmd(bootstrap, topic, records, timeout_s)], timeout_s + 30)
+    lines = [line for line in text.splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("start.time"):
+            header = [h.strip() for h in line.split(",")]
+            values = [v.strip() for v in lines[i + 1].split(",")]
+            row = dict(zip(header, values))
+            if int(row["data.consumed.in.nMsg"]) < records:
+                raise RuntimeError(f"consumed {row['data.consumed.in.nMsg']} of {records} records")
+            return float(row["fetch.MB.sec"]) * MIB / 1e6
+    raise RuntimeError(f"no ConsumerPerformance figures: {text.strip()[-300:]}")
+
+
+def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int, records: int,
+        timeout_s: float) -> Report:
+    report = Report("perf: Kafka's ProducerPerformance / ConsumerPerformance, acks=all", settings={
+        "runs": runs, "producers": producers, "records_per_producer": records, "linger_ms": 5,
+        "acks": "all", "enable.idempotence": True, "transaction_duration_ms (txn)": 100,
+        "kafka-tools": next((p.name for p in JARS.glob("kafka-tools-*.jar")), "missing"),
+    })
+    targets = [Target("ratio_at_least", 1.0, peer="kafka"), Target("ratio_at_least", 1.5, peer="tansu")]
+    metrics = {}
+    for sc in scenarios:
+        metrics[sc] = (
+            report.metric(sc.name, "produce", "MB/s", True, targets),
+            report.metric(sc.name, "produce p50 latency", "ms", False),
+            report.metric(sc.name, "produce p99 latency", "ms", False),
+            report.metric(sc.name, "consume", "MB/s", True, targets),
+        )
+    skipped: dict[str, str] = {}
+    with peers.running(brokers, skipped=skipped) as running:
+        for name, why in skipped.items():
+            for sc in scenarios:
+                metrics[sc][0].fail(name, why.splitlines()[0])
+        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+        for sc in scenarios:
+            p_mb, p50, p99, c_mb = metrics[sc]
+            for rnd, name in alternate(order, runs):
+                peer = running[name]
+                topic = f"bench-perf-{rnd}-{uuid.uuid4().hex[:8]}"
+                try:
+                    peers.create_topic(peer.bootstrap, topic, partitions=sc.partitions)
+                    pr = produce(peer.bootstrap, topic, sc, producers, records, timeout_s)
+                    p_mb.add(name, pr.mb_per_s)
+                    p50.add(name, pr.p50_ms)
+                    p99.add(name, pr.p99_ms)
+                    c_mb.add(name, consume(peer.bootstrap, topic, records * producers, timeout_s))
+                except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
+                    p_mb.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0][:200])
+    return report
+
+
+def main(argv: list[str] | None = None) -> Report:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_arguments(parser, runs=3, brokers="kafkalite,kafka,tansu")
+    parser.add_argument("--scenarios", default="p1-1024-idem,p6-1024-idem,p6-100-idem,p6-1024-txn")
+    parser.add_argument("--producers", type=int, default=2, help="ProducerPerformance processes at once (default 2)")
+    parser.add_argument("--records", type=int, default=20_000, help="records per producer (default 20000)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds a tool may run (default 120)")
+    args = parser.parse_args(argv)
+    apply_common_arguments(args)
+    scenarios = [Scenario.parse(s) for s in args.scenarios.split(",") if s.strip()]
+    report = run(peers.parse_brokers(args.brokers), args.runs, scenarios, args.producers, args.records,
+                 args.timeout)
+    emit(report, args.json)
+    return report
+
+
+if __name__ == "__main__":
+    main()
