@@ -1,7 +1,7 @@
 """The long mode: many seeded runs of the queue workload under faults, each checked.
 
     python -m compat_tests.jepsen --runs 200 --seed 1 [--seconds 20] [--broker kafkalite|kafka]
-                                  [--faults kill,pause] [--clients java,rdkafka,java,rdkafka] [--out DIR]
+                                  [--faults kill,pause,...] [--clients java,rdkafka,java,rdkafka] [--out DIR]
 
 Seeds are SEED, SEED+1, ...; every history is kept in --out (default a new temporary folder).
 A run with an anomaly prints its seed and the history lines that show it; the exit status is 1
@@ -15,9 +15,11 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from compat_tests import brokers
-from compat_tests.jepsen.runner import BROKER_CONFIG, RunConfig, run
+from compat_tests.jepsen.faults import FAULTS
+from compat_tests.jepsen.runner import RunConfig, run, start_broker
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=20.0, help="operations per run last this long")
     ap.add_argument("--broker", choices=brokers.KINDS, default=os.environ.get("COMPAT_BROKER", "kafkalite"))
-    ap.add_argument("--faults", default="kill,pause", help="comma-separated kinds of faults.FAULTS, or ''")
+    ap.add_argument("--faults", default=",".join(FAULTS),
+                    help="comma-separated kinds of faults.FAULTS (those the broker supports are used), or ''")
     ap.add_argument("--clients", default="java,rdkafka,java,rdkafka")
     ap.add_argument("--out", default=None, help="folder for the histories")
     args = ap.parse_args(argv)
@@ -41,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for seed in range(args.seed, args.seed + args.runs):
             if broker is None:
-                broker = brokers.start(tempfile.mkdtemp(prefix="data-", dir=out), BROKER_CONFIG)
+                broker = start_broker(Path(tempfile.mkdtemp(prefix="data-", dir=out)))
             try:
                 r = run(broker, RunConfig(seed=seed, seconds=args.seconds, faults=faults, clients=clients), out)
             except Exception as e:  # noqa: BLE001 - a run that cannot finish is reported with its seed
