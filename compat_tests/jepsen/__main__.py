@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ["COMPAT_BROKER"] = args.broker
     out = args.out or tempfile.mkdtemp(prefix="jepsen-")
+    Path(out).mkdir(parents=True, exist_ok=True)
     faults = tuple(f for f in args.faults.split(",") if f)
     clients = tuple(c for c in args.clients.split(",") if c)
     bad, ops, writes, reads = [], 0, 0, 0

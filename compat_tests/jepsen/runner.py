@@ -353,6 +353,25 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
     errors: list[str] = []
     _create_topics(broker.bootstrap, prefix, cfg)
     _warm_up(broker.bootstrap, prefix)
+
+    def setup(slot: int) -> dict[str, Any]:
+        return {"bootstrap": broker.bootstrap, "transactional_id": f"{prefix}-tx-{slot}", "group": f"{prefix}-group",
+                "isolation": "read_uncommitted" if slot % 4 == 3 else "read_committed", "prefix": prefix,
+                "partitions": cfg.partitions, "poll_ms": 200}
+
+    workers: list[WorkerProcess] = []
+    try:
+        for slot, kind in enumerate(cfg.clients):
+            workers.append(WorkerProcess(kind, setup(slot)))
+        return _run_workers(broker, cfg, prefix, path, rec, workers, setup, errors)
+    finally:
+        for w in workers:
+            w.kill()  # a no-op for those that closed; the rest must not outlive the run
+        rec.close()
+
+
+def _run_workers(broker: Any, cfg: RunConfig, prefix: str, path: Path | None, rec: Recorder,
+                 workers: list[WorkerProcess], setup: Any, errors: list[str]) -> RunResult:
     values = Values()
     next_process = [len(cfg.clients)]
     plock = threading.Lock()
@@ -362,12 +381,6 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
             next_process[0] += 1
             return next_process[0] - 1
 
-    def setup(slot: int) -> dict[str, Any]:
-        return {"bootstrap": broker.bootstrap, "transactional_id": f"{prefix}-tx-{slot}", "group": f"{prefix}-group",
-                "isolation": "read_uncommitted" if slot % 4 == 3 else "read_committed", "prefix": prefix,
-                "partitions": cfg.partitions, "poll_ms": 200}
-
-    workers = [WorkerProcess(kind, setup(slot)) for slot, kind in enumerate(cfg.clients)]
     rng = random.Random(cfg.seed)
     plan = schedule(rng, cfg.seconds - 2.0, tuple(k for k in cfg.faults if FAULTS[k].supports(broker)))
     start = time.monotonic()
