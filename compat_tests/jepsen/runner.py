@@ -60,7 +60,7 @@ class ControlledKafkalite(brokers.KafkaliteBroker):
     """kafkalite with its test controls served (the control-driven fault kinds need them), on
     every start: the first and each restart after a kill."""
 
-    def __init__(self, data_dir: Path, config: dict[str, str], timeout: float = 20.0):
+    def __init__(self, data_dir: Path, config: dict[str, str], timeout: float = 60.0):
         self._config, self._timeout = dict(config), timeout
         self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout, controls=0)
         self.data_dir = self._b.data_dir
