@@ -328,12 +328,12 @@ def check(history: list[Op]) -> Result:
                     if prev is not None and pairs:
                         vo = order(op, k)
                         v, v2 = op_reads(prev)[k][-1][1], pairs[0][1]
-                        i, i2 = vo.by_value.get(v), vo.by_value.get(v2)
-                        delta = 1 if i is None or i2 is None else i2 - i
+                        j, j2 = vo.by_value.get(v), vo.by_value.get(v2)
+                        delta = 1 if j is None or j2 is None else j2 - j
                         if delta > 1:
-                            assert i is not None and i2 is not None
+                            assert j is not None and j2 is not None
                             found["poll-skip"].append({"key": k, "values": [v, v2], "delta": delta,
-                                                       "skipped": vo.by_index[i + 1:i2],
+                                                       "skipped": vo.by_index[j + 1:j2],
                                                        "ops": [prev["index"], op["index"]]})
                         elif delta < 1:
                             found["nonmonotonic-poll"].append({"key": k, "values": [v, v2], "delta": delta,
@@ -346,9 +346,9 @@ def check(history: list[Op]) -> Result:
                     vo = full_vo.get(k) or VersionOrder()
                     if prev is not None and pairs:
                         v, v2 = op_writes(prev)[k][-1][1], pairs[0][1]
-                        i, i2 = vo.by_value.get(v), vo.by_value.get(v2)
-                        if i is not None and i2 is not None and i2 <= i:
-                            found["nonmonotonic-send"].append({"key": k, "values": [v, v2], "delta": i2 - i,
+                        j, j2 = vo.by_value.get(v), vo.by_value.get(v2)
+                        if j is not None and j2 is not None and j2 <= j:
+                            found["nonmonotonic-send"].append({"key": k, "values": [v, v2], "delta": j2 - j,
                                                                "ops": [prev["index"], op["index"]]})
                     if pairs:
                         last_send[k] = op

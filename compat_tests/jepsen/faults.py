@@ -3,9 +3,10 @@ from FAULTS with a begin and an end.
 
 A kind is a class with ``begin(broker)`` and ``end(broker)``; ``broker`` is the run's broker
 (compat_tests/brokers.py: ``kill()``, ``restart()``, ``pid``, ``bootstrap``). More kinds (dropped
-responses, delayed requests, coordinator and leader moves, clock jumps through the broker's test
-controls) plug in as more entries of FAULTS; a kind that only one broker can do says so in
-``supports(broker)``, and the schedule leaves it out on the other.
+responses, delayed requests and clock jumps through kafkalite's test controls are here; coordinator
+and leader moves of a multi-node broker would be more) plug in as more entries of FAULTS; a kind
+that only one broker can do says so in ``supports(broker)``, and the schedule leaves it out on
+the other.
 """
 
 from __future__ import annotations
@@ -58,7 +59,64 @@ class Pause(Fault):
         os.kill(broker.pid, signal.SIGCONT)
 
 
-FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause}
+class _Control(Fault):
+    """A fault through kafkalite's test controls (broker/controls/): the broker must have been
+    started with them (runner.start_broker does), so Apache Kafka leaves these kinds out."""
+
+    @staticmethod
+    def supports(broker: Any) -> bool:
+        return getattr(broker, "controls_url", None) is not None
+
+    def end(self, broker: Any) -> None:
+        broker.controls.call("clear-faults")
+
+
+class DropEndTxn(_Control):
+    """The next EndTxn is applied but its response is lost: the client times out, reconnects
+    and retries an EndTxn the coordinator has already completed (KIP-890 retry rules)."""
+
+    name = "drop-end-txn"
+
+    def begin(self, broker: Any) -> None:
+        broker.controls.call("drop-responses", api="EndTxn", count=1)
+
+
+class DropProduce(_Control):
+    """The next two Produce responses are lost after the records were appended: the producer
+    retries them, and the idempotent sequence checks must keep them from being written twice."""
+
+    name = "drop-produce"
+
+    def begin(self, broker: Any) -> None:
+        broker.controls.call("drop-responses", api="Produce", count=2)
+
+
+class DelayProduce(_Control):
+    """Every Produce response held 1.5 s while the fault lasts (a slow disk or network)."""
+
+    name = "delay-produce"
+
+    def begin(self, broker: Any) -> None:
+        broker.controls.call("delay-responses", api="Produce", ms=1500, count=None)
+
+
+class ClockJump(_Control):
+    """The broker's clock jumps 10 s ahead: open transactions pass transaction.timeout.ms and are
+    aborted, group members pass their session timeout."""
+
+    name = "clock-jump"
+
+    def begin(self, broker: Any) -> None:
+        broker.controls.call("advance-clock", ms=10_000)
+
+    def end(self, broker: Any) -> None:
+        pass
+
+
+FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "drop-end-txn": DropEndTxn,
+                                  "drop-produce": DropProduce, "delay-produce": DelayProduce,
+                                  "clock-jump": ClockJump}
+PROCESS_FAULTS = ("kill", "pause")
 HEALTHY = 1.5  # seconds of a healthy broker between two faults, at least
 
 
@@ -70,13 +128,15 @@ class Planned:
 
 
 def schedule(rng: random.Random, seconds: float, kinds: tuple[str, ...], *, first: float = 1.5,
-             gap: tuple[float, float] = (1.0, 3.0), length: tuple[float, float] = (0.5, 3.0)) -> list[Planned]:
+             gap: tuple[float, float] = (1.0, 2.5), length: tuple[float, float] = (0.5, 2.5)) -> list[Planned]:
     """Faults one after another from ``first`` until ``seconds``, none overlapping, the last one
-    over before the end (so the run ends on a healthy broker). Every kind comes once (in a
-    seeded order) before any comes twice."""
+    over before the end (so the run ends on a healthy broker). Every kind comes once before any
+    comes twice, the process faults (kill, pause) first, each group in a seeded order."""
     plan: list[Planned] = []
     t = first
-    first_round = rng.sample(list(kinds), len(kinds))
+    core = [k for k in kinds if k in PROCESS_FAULTS]
+    rest = [k for k in kinds if k not in PROCESS_FAULTS]
+    first_round = rng.sample(core, len(core)) + rng.sample(rest, len(rest))
     while kinds:
         n = round(rng.uniform(*length), 2)
         if t + n > seconds:

@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kafkalite
+from compat_tests import brokers
+
 from . import checker
 from .faults import FAULTS, Nemesis, schedule
 from .history import Recorder, write_history
@@ -53,6 +56,38 @@ RDKAFKA_CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "
 BROKER_CONFIG = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 
 
+class ControlledKafkalite(brokers.KafkaliteBroker):
+    """kafkalite with its test controls served (the control-driven fault kinds need them), on
+    every start: the first and each restart after a kill."""
+
+    def __init__(self, data_dir: Path, config: dict[str, str], timeout: float = 60.0):
+        self._config, self._timeout = dict(config), timeout
+        self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout, controls=0)
+        self.data_dir = self._b.data_dir
+
+    def restart(self) -> str:
+        self._b.stop()
+        self._b = kafkalite.start(data_dir=self.data_dir, port=self.port, config=self._config,
+                                  timeout=self._timeout, controls=0)
+        return self.bootstrap
+
+    @property
+    def controls_url(self) -> str | None:
+        return self._b.controls_url
+
+    @property
+    def controls(self) -> Any:
+        return self._b.controls
+
+
+def start_broker(data_dir: Path) -> Any:
+    """A broker of the suite's kind for a run: Apache Kafka (compat_tests.brokers) or kafkalite
+    with its controls, both with BROKER_CONFIG."""
+    if brokers.on_kafka():
+        return brokers.start(data_dir, BROKER_CONFIG)
+    return ControlledKafkalite(data_dir, BROKER_CONFIG)
+
+
 @dataclass
 class RunConfig:
     seed: int
@@ -60,7 +95,7 @@ class RunConfig:
     clients: tuple[str, ...] = ("java", "rdkafka", "java", "rdkafka")
     topics: int = 2
     partitions: int = 3
-    faults: tuple[str, ...] = ("kill", "pause")
+    faults: tuple[str, ...] = tuple(FAULTS)  # the kinds the broker supports
     op_timeout: float = 15.0
     recovery: float = 8.0  # operations go on this long after the last fault ended
     final_timeout: float = 60.0
@@ -318,6 +353,25 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
     errors: list[str] = []
     _create_topics(broker.bootstrap, prefix, cfg)
     _warm_up(broker.bootstrap, prefix)
+
+    def setup(slot: int) -> dict[str, Any]:
+        return {"bootstrap": broker.bootstrap, "transactional_id": f"{prefix}-tx-{slot}", "group": f"{prefix}-group",
+                "isolation": "read_uncommitted" if slot % 4 == 3 else "read_committed", "prefix": prefix,
+                "partitions": cfg.partitions, "poll_ms": 200}
+
+    workers: list[WorkerProcess] = []
+    try:
+        for slot, kind in enumerate(cfg.clients):
+            workers.append(WorkerProcess(kind, setup(slot)))
+        return _run_workers(broker, cfg, prefix, path, rec, workers, setup, errors)
+    finally:
+        for w in workers:
+            w.kill()  # a no-op for those that closed; the rest must not outlive the run
+        rec.close()
+
+
+def _run_workers(broker: Any, cfg: RunConfig, prefix: str, path: Path | None, rec: Recorder,
+                 workers: list[WorkerProcess], setup: Any, errors: list[str]) -> RunResult:
     values = Values()
     next_process = [len(cfg.clients)]
     plock = threading.Lock()
@@ -327,12 +381,6 @@ def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunRe
             next_process[0] += 1
             return next_process[0] - 1
 
-    def setup(slot: int) -> dict[str, Any]:
-        return {"bootstrap": broker.bootstrap, "transactional_id": f"{prefix}-tx-{slot}", "group": f"{prefix}-group",
-                "isolation": "read_uncommitted" if slot % 4 == 3 else "read_committed", "prefix": prefix,
-                "partitions": cfg.partitions, "poll_ms": 200}
-
-    workers = [WorkerProcess(kind, setup(slot)) for slot, kind in enumerate(cfg.clients)]
     rng = random.Random(cfg.seed)
     plan = schedule(rng, cfg.seconds - 2.0, tuple(k for k in cfg.faults if FAULTS[k].supports(broker)))
     start = time.monotonic()
