@@ -41,6 +41,7 @@ from .common import response_module
 
 NO_AUTHORIZED_OPS = -(2**31)
 KEY_TYPE_GROUP = 0
+SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not authorized."
 KEY_TYPE_TRANSACTION = 1
 
 
@@ -251,6 +252,14 @@ async def consumer_group_heartbeat(ctx, request):
         return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
                     error_code=ErrorCode.group_authorization_failed, error_message=None, member_id=None,
                     member_epoch=0, heartbeat_interval=0, assignment=None)
+    subscribed = request.subscribed_topic_names
+    if subscribed and ctx.broker.authorizer is not None:
+        described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)
+        if described is not None and len(described) < len(set(subscribed)):
+            return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
+                        error_code=ErrorCode.topic_authorization_failed,
+                        error_message=SUBSCRIBED_TOPICS_REFUSED, member_id=None, member_epoch=0,
+                        heartbeat_interval=0, assignment=None)
     owned = None
     if request.topic_partitions is not None:
         owned = {tp.topic_id: set(tp.partitions) for tp in request.topic_partitions}

@@ -121,7 +121,7 @@ def acls(c: Conversation) -> None:
     describe(c, "after delete", acl_filter(TOPIC, c["t"] + "-eu", MATCH))
 
 
-@acl_conversation("refused", 0, labels=("t", "h", "g", "hg", "x"))
+@acl_conversation("refused", 0, labels=("t", "h", "g", "hg", "x", "cg"))
 def refused(c: Conversation) -> None:
     """t: no READ, WRITE or DELETE; h: no DESCRIBE or DESCRIBE_CONFIGS; group g: no READ; group
     hg: no DESCRIBE; transactional id x: no WRITE. Everything else on them is allowed."""
@@ -160,6 +160,10 @@ def refused(c: Conversation) -> None:
         c.send(9, c.ver(9), label="OffsetFetch without group DESCRIBE", group_id=c["hg"], topics=topics,
                require_stable=False, groups=[{"group_id": c["hg"], "member_id": None, "member_epoch": -1,
                                               "topics": topics}])
+        c.send(68, c.ver(68), label="ConsumerGroupHeartbeat subscribing to a topic without DESCRIBE",
+               group_id=c["cg"], member_id="differ-member-000000001", member_epoch=0, instance_id=None,
+               rack_id=None, rebalance_timeout=10000, subscribed_topic_names=[c["t"], c["h"]],
+               subscribed_topic_regex=None, server_assignor=None, topic_partitions=[])
         c.send(22, c.ver(22), label="InitProducerId without WRITE", transactional_id=c["x"],
                transaction_timeout=60000, producer_id=-1, producer_epoch=-1, enable2_pc=False,
                keep_prepared_txn=False)
