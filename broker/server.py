@@ -49,12 +49,12 @@ class Broker:
     advertised: dict[str, Listener] = field(default_factory=dict)
     # the coordinators, built once by serve() (broker.services)
     services: Services = field(init=False)
+    # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
+    authorizer: Authorizer | None = field(init=False)
     started_ms: int = field(default_factory=now_ms)
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
     fetch_sessions: FetchSessionCache = field(init=False)
-    # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
-    authorizer: Authorizer | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
