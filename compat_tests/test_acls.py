@@ -240,7 +240,6 @@ def test_java_admin_sees_topic_authorization_failed_for_hidden_topics(secured, r
 
 
 @pytest.mark.librdkafka
-@pytest.mark.transactions
 def test_transactional_producer_refused_its_id_then_allowed(secured, rd_admin):
     from confluent_kafka import Consumer, KafkaException, Producer
 
@@ -274,7 +273,6 @@ def test_transactional_producer_refused_its_id_then_allowed(secured, rd_admin):
 
 
 @pytest.mark.librdkafka
-@pytest.mark.idempotence
 def test_idempotent_producer_needs_idempotent_write_or_write_on_some_topic(secured, rd_admin):
     """KIP-679: InitProducerId without a transactional id is allowed with IDEMPOTENT_WRITE on the
     cluster or WRITE on any topic; with neither it is CLUSTER_AUTHORIZATION_FAILED."""
@@ -312,7 +310,6 @@ def test_idempotent_producer_needs_idempotent_write_or_write_on_some_topic(secur
 
 
 @pytest.mark.librdkafka
-@pytest.mark.groups
 def test_consumer_group_without_read_is_refused(secured, rd_admin):
     from confluent_kafka import Consumer
 

@@ -35,12 +35,14 @@ from protocol.messages import make
 
 from ..groups.states import ClassicGroupState
 
-from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster, allowed_names
+from ..authorizer import (AUTHORIZATION_MESSAGES, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed,
+                          allowed_cluster, allowed_names, operations)
 from . import api
 from .common import response_module
 
 NO_AUTHORIZED_OPS = -(2**31)
 KEY_TYPE_GROUP = 0
+GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not authorized."
 KEY_TYPE_TRANSACTION = 1
 
@@ -188,12 +190,14 @@ async def describe_groups(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     out = []
+    refused = []  # answered first, as Kafka does
+    wants_ops = getattr(request, "include_authorized_operations", False)
     for gid in request.groups:
         group = coord.groups.get(gid)
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed, error_message=None,
-                            group_id=gid, group_state="", protocol_type="", protocol_data="", members=(),
-                            authorized_operations=NO_AUTHORIZED_OPS))
+            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                                error_message=None, group_id=gid, group_state="", protocol_type="",
+                                protocol_data="", members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
         if not isinstance(group, ClassicGroup):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
@@ -213,8 +217,9 @@ async def describe_groups(ctx, request):
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, protocol_type=group.protocol_type or "",
                         protocol_data=(group.protocol_name or "") if stable else "", members=members,
-                        authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.DescribeGroupsResponse, throttle_time=0, groups=tuple(out))
+                        authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
+                        if wants_ops else NO_AUTHORIZED_OPS))
+    return make(mod.DescribeGroupsResponse, throttle_time=0, groups=tuple(refused + out))
 
 
 @api(16, 0, 5)
@@ -301,12 +306,14 @@ async def consumer_group_describe(ctx, request):
                      for tid, ps in sorted(assign.items(), key=lambda kv: str(kv[0])) if ps)
 
     out = []
+    refused = []  # answered first, as Kafka does
     for gid in request.group_ids:
         group = coord.groups.get(gid)
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed, error_message=None,
-                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                                error_message=None, group_id=gid, group_state="", group_epoch=0,
+                                assignment_epoch=0, assignor_name="", members=(),
+                                authorized_operations=NO_AUTHORIZED_OPS))
             continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
@@ -327,5 +334,7 @@ async def consumer_group_describe(ctx, request):
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, group_epoch=group.group_epoch,
                         assignment_epoch=group.assignment_epoch, assignor_name=group.preferred_assignor(),
-                        members=members, authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.ConsumerGroupDescribeResponse, throttle_time=0, groups=tuple(out))
+                        members=members,
+                        authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
+                        if request.include_authorized_operations else NO_AUTHORIZED_OPS))
+    return make(mod.ConsumerGroupDescribeResponse, throttle_time=0, groups=tuple(refused + out))

@@ -148,6 +148,12 @@ def refused(c: Conversation) -> None:
         c.send(10, 4, label="FindCoordinator", key_type=0, key="", coordinator_keys=[c["g"], c["hg"]])
         c.send(10, 3, label="FindCoordinator v3 without DESCRIBE", key_type=0, key=c["hg"], coordinator_keys=[])
         c.send(10, 4, label="FindCoordinator transactional", key_type=1, key="", coordinator_keys=[c["x"]])
+        c.send(8, c.ver(8), label="a simple group to describe", group_id=c["cg"], generation_id_or_member_epoch=-1,
+               member_id="", group_instance_id=None, retention_time=-1, topics=[])
+        c.send(15, c.ver(15), label="DescribeGroups with authorized operations", groups=[c["cg"], c["hg"]],
+               include_authorized_operations=True)
+        c.send(60, c.ver(60), label="DescribeCluster with authorized operations",
+               include_cluster_authorized_operations=True, endpoint_type=1, include_fenced_brokers=False)
         c.send(11, c.ver(11), label="JoinGroup without READ", group_id=c["g"], session_timeout=10000,
                rebalance_timeout=10000, member_id="", group_instance_id=None, protocol_type="consumer",
                protocols=[{"name": "range", "metadata": b""}], reason=None)
