@@ -102,6 +102,13 @@ def acls(c: Conversation) -> None:
                       ("operation ANY", creation(TOPIC, c["t"], LITERAL, "User:alice", "*", ANY, ALLOW)),
                       ("permission ANY", creation(TOPIC, c["t"], LITERAL, "User:alice", "*", READ, ANY))):
         c.send(30, c.v, label=f"create with {step}", creations=[valid, bad])
+    # code 0 (UNKNOWN) makes the request unreadable: the connection is closed
+    c.send_expect_close(30, c.v, label="create with resource type 0",
+                        creations=[creation(0, c["t"], LITERAL, "User:alice", "*", READ, ALLOW)])
+    c.send_expect_close(29, c.ver(29), label="describe with pattern type 0", **acl_filter(TOPIC, None, 0))
+    c.send_expect_close(31, c.ver(31), label="delete with operation 0", filters=[acl_filter(TOPIC, None, ANY, op=0)])
+    c.send(30, c.v, label="create with an operation code past the known ones",
+           creations=[creation(TOPIC, c["t"], LITERAL, "User:alice", "*", 99, ALLOW)])
     until_described(c, acl_filter(ANY, None, ANY, "User:alice"), 1)
     describe(c, "topic literal", acl_filter(TOPIC, c["t"] + "-eu", LITERAL))
     describe(c, "topic match", acl_filter(TOPIC, c["t"] + "-eu", MATCH))
