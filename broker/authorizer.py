@@ -223,7 +223,7 @@ class Authorizer:
         self._by_type: dict[int, tuple[Acl, ...]] = {}
         self._literal: dict[int, dict[str, tuple[Acl, ...]]] = {}
         self._wildcard: dict[int, tuple[Acl, ...]] = {}
-        self._prefixed: dict[int, tuple[Acl, ...]] = {}
+        self._prefixed: dict[int, dict[str, tuple[Acl, ...]]] = {}
 
     # --- persistence -------------------------------------------------------------------------
     def load(self) -> None:
@@ -243,12 +243,12 @@ class Authorizer:
         by_type: dict[int, list[Acl]] = {}
         literal: dict[int, dict[str, list[Acl]]] = {}
         wildcard: dict[int, list[Acl]] = {}
-        prefixed: dict[int, list[Acl]] = {}
+        prefixed: dict[int, dict[str, list[Acl]]] = {}
         for acl in sorted(self._acls):
             rt = acl.resource_type
             by_type.setdefault(rt, []).append(acl)
             if acl.pattern_type == PatternType.PREFIXED:
-                prefixed.setdefault(rt, []).append(acl)
+                prefixed.setdefault(rt, {}).setdefault(acl.resource_name, []).append(acl)
             elif acl.resource_name == WILDCARD:
                 wildcard.setdefault(rt, []).append(acl)
             else:
@@ -256,13 +256,17 @@ class Authorizer:
         self._by_type = {k: tuple(v) for k, v in by_type.items()}
         self._literal = {k: {n: tuple(a) for n, a in v.items()} for k, v in literal.items()}
         self._wildcard = {k: tuple(v) for k, v in wildcard.items()}
-        self._prefixed = {k: tuple(v) for k, v in prefixed.items()}
+        self._prefixed = {k: {n: tuple(a) for n, a in v.items()} for k, v in prefixed.items()}
 
     def _applying(self, rtype: int, name: str) -> list[Acl]:
         """The ACLs whose pattern covers the resource."""
         found = list(self._literal.get(rtype, {}).get(name, ()))
         found.extend(self._wildcard.get(rtype, ()))
-        found.extend(a for a in self._prefixed.get(rtype, ()) if name.startswith(a.resource_name))
+        prefixed = self._prefixed.get(rtype)
+        if prefixed:
+            # one lookup per prefix of the name, however many prefixed ACLs there are
+            for end in range(1, len(name) + 1):
+                found.extend(prefixed.get(name[:end], ()))
         return found
 
     # --- the ACL APIs -------------------------------------------------------------------------
