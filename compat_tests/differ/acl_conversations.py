@@ -128,14 +128,14 @@ def acls(c: Conversation) -> None:
     describe(c, "after delete", acl_filter(TOPIC, c["t"] + "-eu", MATCH))
 
 
-@acl_conversation("refused", 0, labels=("t", "h", "g", "hg", "x", "cg"))
+@acl_conversation("refused", 0, labels=("t", "h", "g", "hg", "x", "cg", "n"))
 def refused(c: Conversation) -> None:
     """t: no READ, WRITE or DELETE; h: no DESCRIBE or DESCRIBE_CONFIGS; group g: no READ; group
     hg: no DESCRIBE; transactional id x: no WRITE. Everything else on them is allowed."""
     c.create_topics(("t", 1), ("h", 1))
-    everything = [(TOPIC, "t"), (TOPIC, "h"), (GROUP, "g"), (GROUP, "hg"), (TXN_ID, "x")]
+    everything = [(TOPIC, "t"), (TOPIC, "h"), (TOPIC, "n"), (GROUP, "g"), (GROUP, "hg"), (TXN_ID, "x")]
     denied = [(TOPIC, "t", READ), (TOPIC, "t", WRITE), (TOPIC, "t", DELETE), (TOPIC, "h", DESCRIBE),
-              (TOPIC, "h", DESCRIBE_CONFIGS), (GROUP, "g", READ), (GROUP, "hg", DESCRIBE), (TXN_ID, "x", WRITE)]
+              (TOPIC, "h", DESCRIBE_CONFIGS), (TOPIC, "n", DESCRIBE_CONFIGS), (GROUP, "g", READ), (GROUP, "hg", DESCRIBE), (TXN_ID, "x", WRITE)]
     c.send(30, c.ver(30), label="create", creations=[
         creation(rt, c[lb], LITERAL, ANONYMOUS, "*", ALL, ALLOW) for rt, lb in everything] + [
         creation(rt, c[lb], LITERAL, ANONYMOUS, "*", op, DENY) for rt, lb, op in denied])
@@ -183,6 +183,9 @@ def refused(c: Conversation) -> None:
         c.send(32, c.ver(32), label="DescribeConfigs", include_synonyms=False, include_documentation=False,
                resources=[{"resource_type": 2, "resource_name": c["h"], "configuration_keys": ["retention.ms"]},
                           {"resource_type": 2, "resource_name": c["t"], "configuration_keys": ["retention.ms"]}])
+        c.send(19, c.ver(19), label="CreateTopics without DESCRIBE_CONFIGS", timeout=30000, validate_only=False,
+               topics=[{"name": c["n"], "num_partitions": 2, "replication_factor": 1, "assignments": [],
+                        "configs": [{"name": "retention.ms", "value": "100000"}]}])
         c.send(21, c.ver(21), label="DeleteRecords without DELETE", timeout=5000, topics=[
             {"name": c["t"], "partitions": [{"partition_index": 0, "offset": 0}]}])
         c.send(20, c.ver(20), label="DeleteTopics without DESCRIBE", timeout=30000, topic_names=[c["h"]],
