@@ -218,8 +218,12 @@ class Authorizer:
         self.super_users = frozenset(u.strip() for u in super_users if u.strip())
         self.allow_if_no_acl = allow_if_no_acl
         self._acls: set[Acl] = set()
-        # resource type -> the ACLs on resources of that type, for the request path
+        # resource type -> the ACLs on resources of that type (authorized_for_any), and the same
+        # split for the request path: literal ones by name, the literal wildcards, the prefixed
         self._by_type: dict[int, tuple[Acl, ...]] = {}
+        self._literal: dict[int, dict[str, tuple[Acl, ...]]] = {}
+        self._wildcard: dict[int, tuple[Acl, ...]] = {}
+        self._prefixed: dict[int, dict[str, tuple[Acl, ...]]] = {}
 
     # --- persistence -------------------------------------------------------------------------
     def load(self) -> None:
@@ -237,9 +241,33 @@ class Authorizer:
 
     def _reindex(self) -> None:
         by_type: dict[int, list[Acl]] = {}
-        for acl in self._acls:
-            by_type.setdefault(acl.resource_type, []).append(acl)
+        literal: dict[int, dict[str, list[Acl]]] = {}
+        wildcard: dict[int, list[Acl]] = {}
+        prefixed: dict[int, dict[str, list[Acl]]] = {}
+        for acl in sorted(self._acls):
+            rt = acl.resource_type
+            by_type.setdefault(rt, []).append(acl)
+            if acl.pattern_type == PatternType.PREFIXED:
+                prefixed.setdefault(rt, {}).setdefault(acl.resource_name, []).append(acl)
+            elif acl.resource_name == WILDCARD:
+                wildcard.setdefault(rt, []).append(acl)
+            else:
+                literal.setdefault(rt, {}).setdefault(acl.resource_name, []).append(acl)
         self._by_type = {k: tuple(v) for k, v in by_type.items()}
+        self._literal = {k: {n: tuple(a) for n, a in v.items()} for k, v in literal.items()}
+        self._wildcard = {k: tuple(v) for k, v in wildcard.items()}
+        self._prefixed = {k: {n: tuple(a) for n, a in v.items()} for k, v in prefixed.items()}
+
+    def _applying(self, rtype: int, name: str) -> list[Acl]:
+        """The ACLs whose pattern covers the resource."""
+        found = list(self._literal.get(rtype, {}).get(name, ()))
+        found.extend(self._wildcard.get(rtype, ()))
+        prefixed = self._prefixed.get(rtype)
+        if prefixed:
+            # one lookup per prefix of the name, however many prefixed ACLs there are
+            for end in range(1, len(name) + 1):
+                found.extend(prefixed.get(name[:end], ()))
+        return found
 
     # --- the ACL APIs -------------------------------------------------------------------------
     def acls(self, flt: AclFilter) -> list[Acl]:
@@ -267,12 +295,11 @@ class Authorizer:
     def authorize(self, principal: str, host: str, op: int, rtype: int, name: str) -> bool:
         if principal in self.super_users:
             return True
-        applied = False
+        applying = self._applying(rtype, name)
+        if not applying:
+            return self.allow_if_no_acl
         allowed = False
-        for acl in self._by_type.get(rtype, ()):
-            if not acl.applies_to(name):
-                continue
-            applied = True
+        for acl in applying:
             if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
                 continue
             if acl.host != WILDCARD and acl.host != host:
@@ -292,8 +319,6 @@ class Authorizer:
             if acl.permission_type == AclPermissionType.DENY:
                 return False
             allowed = True
-        if not applied:
-            return self.allow_if_no_acl
         return allowed
 
     def authorized_for_any(self, principal: str, host: str, op: int, rtype: int) -> bool:

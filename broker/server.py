@@ -73,6 +73,8 @@ class Broker:
     advertised: dict[str, Listener] = field(default_factory=dict)
     # the coordinators, built once by serve() (broker.services)
     services: Services = field(init=False)
+    # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
+    authorizer: Authorizer | None = field(init=False)
     started_ms: int = field(default_factory=now_ms)
     metrics: Metrics = field(default_factory=Metrics)
     # incremental fetch sessions (KIP-227); made from the config in __post_init__
@@ -91,8 +93,6 @@ class Broker:
     node_listeners: dict[int, list[Listener]] = field(default_factory=dict)
     _node_scopes: dict[int, trio.CancelScope] = field(default_factory=dict)
     _nursery: trio.Nursery | None = None
-    # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
-    authorizer: Authorizer | None = field(init=False)
     # listener name -> its security (protocol, TLS context, SASL mechanisms)
     security: dict[str, ListenerSecurity] = field(default_factory=dict)
     # SCRAM credentials (data dir), read by SCRAM authentication and the credential APIs

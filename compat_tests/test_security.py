@@ -1,336 +1,591 @@
-"""Authorisation with Kafka's ACL model, on kafkalite and on Apache Kafka configured the same way.
+"""Listener security with real clients: SSL, SASL_PLAINTEXT and SASL_SSL with PLAIN and
+SCRAM-SHA-256/512, mutual TLS, and what a bad client gets (wrong password, unknown mechanism,
+requests out of order or before authentication, a TLS handshake that never finishes).
 
-The broker runs StandardAuthorizer with ``allow.everyone.if.no.acl.found=true``: what no ACL
-covers stays open, and the tests refuse things to the clients' principal (``User:ANONYMOUS`` on
-PLAINTEXT) with DENY ACLs on the resources they use. ACLs are created, listed and deleted with
-the Java Admin client and confluent-kafka's AdminClient; the refusals are seen through every
-client family (Java, librdkafka, kafka-python, aiokafka, kafkajs, kcat).
-
-compat_tests/authorizer.py holds the settings (and the one difference on Apache Kafka: its
-controller listener authenticates as a super user), which changes nothing the tests assert.
+One broker per module serves every case, on Apache Kafka (``--broker=kafka``) as on kafkalite,
+configured with the same Kafka settings: PEM keystore and truststore from a throwaway CA
+(trustme), JAAS configs per listener and mechanism, SCRAM users (`scram.users`, which becomes
+kafka-storage's ``--add-scram`` on Kafka).
 """
 
 from __future__ import annotations
 
-import re
+import socket
+import ssl
+import time
 import uuid
+from dataclasses import dataclass
 
 import pytest
 
-from compat_tests import authorizer, brokers
-from compat_tests.authorizer import ANONYMOUS
-from compat_tests.clients import load_adapter
-from compat_tests.clients.admin import BrokerError
+from broker.security import pkcs8
+from compat_tests import brokers
 from compat_tests.clients.base import Msg
-from compat_tests.waiting import wait_until
+from protocol.client import WireClient
 
-pytestmark = [pytest.mark.security, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.security]
 
-ANY_ACL = ("ANY", None, "ANY", None, None, "ANY", "ANY")
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+SCRAM_USERS = ("SCRAM-SHA-256=[name=bob,password=bob-secret],SCRAM-SHA-512=[name=bob,password=bob-secret],"
+               "SCRAM-SHA-512=[name=carol,iterations=8192,password=carol-secret]")
+MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+# listener name -> security protocol; MTLS is an SSL listener that requires a client certificate
+# REAUTH: PLAIN and OAUTHBEARER sessions that expire after REAUTH_MS (KIP-368)
+LISTENERS = {"SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "MTLS": "SSL",
+             "REAUTH": "SASL_PLAINTEXT"}
+REAUTH_MS = 1500
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredLoginStringClaim_sub="admin" unsecuredValidatorRequiredScope="kafka";')
 
 
-def secured_config(super_users: str = "User:admin") -> dict[str, str]:
-    return authorizer.secured_config(brokers.on_kafka(), super_users)
+@dataclass
+class Certs:
+    ca: str
+    server: str  # key + chain
+    client_cert: str
+    client_key: str
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory):
-    brokers.requires_own_broker("brokers with an authorizer")
-    with brokers.start(tmp_path_factory.mktemp("secured"), secured_config()) as b:
+def certs(tmp_path_factory) -> Certs:
+    import trustme
+
+    d = tmp_path_factory.mktemp("certs")
+    ca = trustme.CA(organization_name="Acme test CA")
+    server = ca.issue_cert("127.0.0.1", "localhost")
+    client = ca.issue_cert("client@acme.test", common_name="client", organization_name="Acme")
+    ca.cert_pem.write_to_path(str(d / "ca.pem"))
+    # Kafka reads PKCS#8 keys only (trustme writes SEC1 EC keys)
+    (d / "server.pem").write_bytes(pkcs8(server.private_key_pem.bytes())
+                                   + b"".join(b.bytes() for b in server.cert_chain_pems))
+    client.cert_chain_pems[0].write_to_path(str(d / "client.pem"))
+    (d / "client.key").write_bytes(pkcs8(client.private_key_pem.bytes()))
+    return Certs(str(d / "ca.pem"), str(d / "server.pem"), str(d / "client.pem"), str(d / "client.key"))
+
+
+def security_config(certs: Certs) -> dict[str, str]:
+    config = {
+        "sasl.enabled.mechanisms": MECHANISMS,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": certs.server,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": certs.ca,
+        "listener.name.mtls.ssl.client.auth": "required",
+        "scram.users": SCRAM_USERS,
+    }
+    config.update({
+        "listener.name.reauth.sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+        "listener.name.reauth.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.reauth.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+        "listener.name.reauth.plain.connections.max.reauth.ms": str(REAUTH_MS),
+        "listener.name.reauth.oauthbearer.connections.max.reauth.ms": str(REAUTH_MS),
+    })
+    for lis in ("sasl_plaintext", "sasl_ssl"):
+        config[f"listener.name.{lis}.plain.sasl.jaas.config"] = PLAIN_JAAS
+        config[f"listener.name.{lis}.scram-sha-256.sasl.jaas.config"] = SCRAM_JAAS
+        config[f"listener.name.{lis}.scram-sha-512.sasl.jaas.config"] = SCRAM_JAAS
+    return config
+
+
+@pytest.fixture(scope="module")
+def secured(certs):
+    brokers.requires_own_broker("secured listeners")
+    with brokers.start(config=security_config(certs), listeners=LISTENERS) as b:
         yield b
 
 
-@pytest.fixture
-def rd_admin(secured):
-    """confluent-kafka's AdminClient on the module's broker; the test leaves no ACL behind."""
-    from compat_tests.clients.librdkafka import LibrdkafkaAdmin
+# --- client settings, per client family, from Kafka's client property names -----------------
 
-    admin = LibrdkafkaAdmin(secured.bootstrap)
-    yield admin
-    admin.delete_acls([ANY_ACL])
-    wait_until(lambda: not admin.describe_acls(ANY_ACL), what="every ACL deleted")
+@dataclass(frozen=True)
+class Login:
+    listener: str
+    mechanism: str | None = None
+    user: str | None = None
+    password: str | None = None
+    client_cert: bool = False
 
-
-def grant(admin, *acls: tuple) -> None:
-    """Create ACLs and wait until the broker answering requests applies them (Apache Kafka's
-    brokers learn them from the metadata log, a moment after the controller)."""
-    admin.create_acls(list(acls))
-    wait_until(lambda: set(acls) <= admin.describe_acls(ANY_ACL), what=f"ACLs {acls} in effect")
+    @property
+    def protocol(self) -> str:
+        return LISTENERS[self.listener]
 
 
-def name(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:10]}"
+def kafka_props(login: Login, certs: Certs) -> dict[str, str]:
+    """Kafka's client properties (the Java client; librdkafka takes the same names for most)."""
+    p = {"security.protocol": login.protocol}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        p.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": certs.ca})
+        if login.client_cert:
+            key = open(certs.client_key).read()
+            chain = open(certs.client_cert).read()
+            p.update({"ssl.keystore.type": "PEM", "ssl.keystore.key": key, "ssl.keystore.certificate.chain": chain})
+    if login.mechanism == "OAUTHBEARER":
+        # the client's unsecured token: sub and a scope list (",kafka": a comma-separated list)
+        p.update({"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config":
+                  "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                  f'unsecuredLoginStringClaim_sub="{login.user}" unsecuredLoginListClaim_scope=",kafka";'})
+    elif login.mechanism:
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if login.mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        p.update({"sasl.mechanism": login.mechanism,
+                  "sasl.jaas.config": f'{module} required username="{login.user}" password="{login.password}";'})
+    return p
 
 
-def deny(rtype: str, resource: str, op: str, pattern: str = "LITERAL") -> tuple:
-    return (rtype, resource, pattern, ANONYMOUS, "*", op, "DENY")
+def librdkafka_conf(login: Login, certs: Certs) -> dict[str, str]:
+    c = {"security.protocol": login.protocol}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        c["ssl.ca.location"] = certs.ca
+        if login.client_cert:
+            c.update({"ssl.certificate.location": certs.client_cert, "ssl.key.location": certs.client_key})
+    if login.mechanism == "OAUTHBEARER":
+        c.update({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                  "sasl.oauthbearer.config": f"principal={login.user} scope=kafka"})
+    elif login.mechanism:
+        c.update({"sasl.mechanism": login.mechanism, "sasl.username": login.user, "sasl.password": login.password})
+    return c
 
 
-def allow_all(rtype: str, resource: str, pattern: str = "LITERAL") -> tuple:
-    return (rtype, resource, pattern, ANONYMOUS, "*", "ALL", "ALLOW")
+def python_options(login: Login, certs: Certs, *, aiokafka: bool = False) -> dict:
+    """kafka-python's and aiokafka's keyword arguments."""
+    o: dict = {"security_protocol": login.protocol}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        if aiokafka:
+            from aiokafka.helpers import create_ssl_context
+
+            o["ssl_context"] = create_ssl_context(
+                cafile=certs.ca, certfile=certs.client_cert if login.client_cert else None,
+                keyfile=certs.client_key if login.client_cert else None)
+        else:
+            o.update({"ssl_cafile": certs.ca, "ssl_check_hostname": True})
+            if login.client_cert:
+                o.update({"ssl_certfile": certs.client_cert, "ssl_keyfile": certs.client_key})
+    if login.mechanism:
+        o.update({"sasl_mechanism": login.mechanism, "sasl_plain_username": login.user,
+                  "sasl_plain_password": login.password})
+    return o
 
 
-def refuse(rtype: str, resource: str, op: str, pattern: str = "LITERAL") -> tuple[tuple, tuple]:
-    """Everything on the resource but `op`. Once any ACL applies to a resource,
-    allow.everyone.if.no.acl.found no longer does: what no ACL allows there is denied."""
-    return allow_all(rtype, resource, pattern), deny(rtype, resource, op, pattern)
+def make_client(family: str, login: Login, secured, certs: Certs):
+    address = secured.listener(login.listener)
+    if family == "java":
+        from compat_tests.clients.java import JavaClient
+
+        return JavaClient(address, config=kafka_props(login, certs))
+    if family == "librdkafka":
+        from compat_tests.clients.librdkafka import LibrdkafkaClient
+
+        return LibrdkafkaClient(address, config=librdkafka_conf(login, certs))
+    if family == "kafka_python":
+        from compat_tests.clients.kafka_python import KafkaPythonClient
+
+        return KafkaPythonClient(address, options=python_options(login, certs))
+    if family == "aiokafka":
+        from compat_tests.clients.aiokafka_client import AiokafkaClient
+
+        return AiokafkaClient(address, options=python_options(login, certs, aiokafka=True))
+    if family == "kafkajs":
+        from compat_tests.clients.kafkajs import KafkajsClient
+
+        return KafkajsClient(address, security=kafkajs_security(login, certs))
+    if family == "kcat":
+        from compat_tests.clients.kcat import KcatClient
+
+        return KcatClient(address, config=librdkafka_conf(login, certs))
+    raise ValueError(family)
 
 
-def java_admin(bootstrap):
-    from compat_tests.clients.java import JavaAdmin
-
-    return JavaAdmin(bootstrap)
-
-
-def rdkafka_admin(bootstrap):
-    from compat_tests.clients.librdkafka import LibrdkafkaAdmin
-
-    return LibrdkafkaAdmin(bootstrap)
-
-
-ACL_ADMINS = [pytest.param(java_admin, marks=pytest.mark.java, id="java"),
-              pytest.param(rdkafka_admin, marks=pytest.mark.librdkafka, id="librdkafka")]
+def kafkajs_security(login: Login, certs: Certs) -> dict:
+    sec: dict = {}
+    if login.protocol in ("SSL", "SASL_SSL"):
+        sec["ssl"] = {"ca": certs.ca}
+        if login.client_cert:
+            sec["ssl"].update({"cert": certs.client_cert, "key": certs.client_key})
+    if login.mechanism:
+        sec["sasl"] = {"mechanism": login.mechanism.lower(), "username": login.user, "password": login.password}
+    return sec
 
 
-# --- the ACL APIs ------------------------------------------------------------------------------
+FAMILIES = [pytest.param("java", marks=pytest.mark.java), pytest.param("librdkafka", marks=pytest.mark.librdkafka),
+            pytest.param("kafka_python", marks=pytest.mark.kafka_python),
+            pytest.param("aiokafka", marks=pytest.mark.aiokafka), pytest.param("kafkajs", marks=pytest.mark.kafkajs),
+            pytest.param("kcat", marks=pytest.mark.kcat)]
 
-@pytest.mark.parametrize("make_admin", ACL_ADMINS)
-def test_acls_created_described_and_deleted_with_filters(make_admin, secured, rd_admin):
-    admin = make_admin(secured.bootstrap)
-    literal = ("TOPIC", "orders-eu", "LITERAL", "User:alice", "*", "READ", "ALLOW")
-    prefixed = ("TOPIC", "orders-", "PREFIXED", "User:bob", "*", "WRITE", "ALLOW")
-    wildcard = ("TOPIC", "*", "LITERAL", "User:carol", "127.0.0.1", "DESCRIBE", "DENY")
-    group = ("GROUP", "billing", "LITERAL", "User:alice", "*", "ALL", "ALLOW")
-    other = ("TOPIC", "payments", "LITERAL", "User:alice", "*", "READ", "ALLOW")
-    admin.create_acls([literal, prefixed, wildcard, group, other])
-    wait_until(lambda: admin.describe_acls(ANY_ACL) == {literal, prefixed, wildcard, group, other})
-
-    # MATCH: every pattern that covers the named resource (literal, wildcard, prefix)
-    assert admin.describe_acls(("TOPIC", "orders-eu", "MATCH", None, None, "ANY", "ANY")) == {
-        literal, prefixed, wildcard}
-    # a pattern type filters exactly; ANY with a name matches that name as it is written
-    assert admin.describe_acls(("TOPIC", None, "PREFIXED", None, None, "ANY", "ANY")) == {prefixed}
-    assert admin.describe_acls(("TOPIC", "orders-", "ANY", None, None, "ANY", "ANY")) == {prefixed}
-    assert admin.describe_acls(("ANY", None, "ANY", "User:alice", None, "ANY", "ANY")) == {literal, group, other}
-    assert admin.describe_acls(("ANY", None, "ANY", None, None, "ANY", "DENY")) == {wildcard}
-    assert admin.describe_acls(("GROUP", None, "ANY", None, None, "READ", "ANY")) == set()
-
-    # deleting by filter returns what each filter removed
-    assert admin.delete_acls([("TOPIC", "orders-eu", "MATCH", None, None, "ANY", "ALLOW")]) == {literal, prefixed}
-    wait_until(lambda: admin.describe_acls(ANY_ACL) == {wildcard, group, other})
-    assert admin.delete_acls([("TOPIC", "nothing", "LITERAL", None, None, "ANY", "ANY")]) == set()
+LOGINS = [
+    pytest.param(Login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"), id="sasl_plaintext-plain"),
+    pytest.param(Login("SASL_SSL", "PLAIN", "alice", "alice-secret"), id="sasl_ssl-plain"),
+    pytest.param(Login("SASL_SSL", "SCRAM-SHA-256", "bob", "bob-secret"), id="sasl_ssl-scram256"),
+    pytest.param(Login("SASL_PLAINTEXT", "SCRAM-SHA-512", "carol", "carol-secret"), id="sasl_plaintext-scram512"),
+    pytest.param(Login("SSL"), id="ssl"),
+    pytest.param(Login("MTLS", client_cert=True), id="mtls"),
+]
 
 
-@pytest.mark.java
-def test_acl_apis_without_an_authorizer_answer_security_disabled(bootstrap):
-    """The suite's plain broker has no authorizer.class.name. (librdkafka drops DescribeAcls'
-    error code and reports an empty list; compat_tests/differ compares the raw answers.)"""
-    admin = java_admin(bootstrap)
-    with pytest.raises(BrokerError) as e:
-        admin.describe_acls(ANY_ACL)
-    assert e.value.code == "SECURITY_DISABLED"
-    with pytest.raises(BrokerError) as e:
-        admin.create_acls([("TOPIC", "t", "LITERAL", "User:x", "*", "READ", "ALLOW")])
-    assert e.value.code == "SECURITY_DISABLED"
+def _topic(name: str) -> str:
+    return f"sec-{name}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.mark.restart
-def test_acls_survive_a_restart(start_broker, tmp_path):
-    b = start_broker(config=secured_config())
-    admin = rdkafka_admin(b.bootstrap)
-    topic = name("kept")
-    acls = {*refuse("TOPIC", topic, "WRITE"), ("GROUP", "g-", "PREFIXED", "User:bob", "*", "READ", "ALLOW")}
-    grant(admin, *acls)
-    b.restart()
-    admin = rdkafka_admin(b.bootstrap)
-    assert admin.describe_acls(ANY_ACL) == acls
-    client = load_adapter("librdkafka")(b.bootstrap)
-    client.create_topic(topic)
-    with pytest.raises(Exception) as info:
-        client.produce(topic, [Msg(key=b"k", value=b"v")], config={"message.send.max.retries": 0})
-    assert getattr(info.value, "code", None) == "TOPIC_AUTHORIZATION_FAILED", info.value
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("login", LOGINS)
+def test_produce_consume(secured, certs, family, login):
+    """The client authenticates on the secured listener, creates its topic, produces and reads back."""
+    client = make_client(family, login, secured, certs)
+    topic = _topic(family)
+    # kcat creates no topics: librdkafka does it, authenticated the same way
+    (make_client("librdkafka", login, secured, certs) if family == "kcat" else client).create_topic(topic, 1)
+    sent = [Msg(value=f"{login.listener}-{i}".encode(), key=b"k") for i in range(3)]
+    client.produce(topic, sent, partition=0)
+    got = client.consume(topic, [0], 3, timeout_s=30)
+    assert [m.value for m in got] == [m.value for m in sent]
 
 
-def test_super_users_are_never_refused(start_broker):
-    b = start_broker(config=secured_config(super_users=f"User:admin;{ANONYMOUS}"))
-    admin = rdkafka_admin(b.bootstrap)
-    topic = name("super")
-    grant(admin, deny("TOPIC", topic, "ALL"), *refuse("CLUSTER", "kafka-cluster", "CREATE"))
-    client = load_adapter("librdkafka")(b.bootstrap)
-    client.create_topic(topic)
-    assert client.produce(topic, [Msg(key=b"k", value=b"v")])[0].offset == 0
-    assert [m.value for m in client.consume(topic, [0], 1)] == [b"v"]
+# --- bad credentials with real clients --------------------------------------------------------
+
+def test_wrong_password_librdkafka(secured, certs):
+    from confluent_kafka import KafkaError, Producer
+
+    errors: list = []
+    conf = {"bootstrap.servers": secured.listener("SASL_SSL"), "error_cb": errors.append,
+            **librdkafka_conf(Login("SASL_SSL", "PLAIN", "alice", "not-her-password"), certs)}
+    p = Producer(conf)
+    p.produce(_topic("wrong"), b"x")
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.2)
+    p.purge()
+    assert errors, "no error reported for a wrong password"
+    assert errors[0].code() == KafkaError._AUTHENTICATION
+    assert "Authentication failed: Invalid username or password" in errors[0].str()
 
 
-# --- what each client sees when refused ---------------------------------------------------------
+def test_wrong_scram_password_java(secured, certs):
+    from compat_tests.clients.java import JavaClient, JavaError
 
-# the client families and how each reports Kafka's TOPIC_AUTHORIZATION_FAILED
-REFUSED_PRODUCE = {
-    "java": r"TOPIC_AUTHORIZATION_FAILED",
-    "librdkafka": r"TOPIC_AUTHORIZATION_FAILED",
-    "kafka_python": r"TopicAuthorizationFailedError",
-    "aiokafka": r"TopicAuthorizationFailedError",
-    "kafkajs": r"TOPIC_AUTHORIZATION_FAILED|[Nn]ot authorized to access topics",
-    "kcat": r"[Tt]opic authorization failed|TOPIC_AUTHORIZATION_FAILED",
-}
-NO_RETRIES = {"java": {"retries": 0}, "librdkafka": {"message.send.max.retries": 0}}
-
-
-def _described(exc: BaseException) -> str:
-    parts = [type(exc).__name__, str(exc), str(getattr(exc, "code", "") or "")]
-    for attr in ("type", "stderr", "message"):
-        parts.append(str(getattr(exc, attr, "") or ""))
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None:
-        parts.append(_described(cause))
-    return " ".join(parts)
+    client = JavaClient(secured.listener("SASL_SSL"),
+                        config={**kafka_props(Login("SASL_SSL", "SCRAM-SHA-256", "bob", "wrong"), certs),
+                                "request.timeout.ms": "10000", "default.api.timeout.ms": "15000"})
+    with pytest.raises(JavaError) as info:
+        client.admin({"op": "listTopics"}, timeout=40)
+    assert info.value.simple_type == "SaslAuthenticationException"
+    assert info.value.message == ("Authentication failed during authentication due to invalid credentials with "
+                                  "SASL mechanism SCRAM-SHA-256")
 
 
-@pytest.mark.parametrize("adapter", [pytest.param(n, marks=getattr(pytest.mark, n), id=n) for n in REFUSED_PRODUCE])
-def test_produce_to_a_topic_without_write_is_refused(adapter, secured, rd_admin):
-    topic = name("nowrite")
-    load_adapter("librdkafka")(secured.bootstrap).create_topic(topic)
-    grant(rd_admin, *refuse("TOPIC", topic, "WRITE"))
-    client = load_adapter(adapter)(secured.bootstrap)
-    kwargs = {"config": NO_RETRIES[adapter]} if adapter in NO_RETRIES else {}
+# --- the protocol by hand: what Kafka answers a client that misbehaves ------------------------
+
+def _handshake(mechanism: str, version: int = 1):
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    return SaslHandshakeRequest(mechanism=mechanism)
+
+
+def _authenticate(token: bytes):
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+
+    return SaslAuthenticateRequest(auth_bytes=token)
+
+
+def _metadata():
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    return MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+def _closed(client: WireClient) -> bool:
+    """True when the broker closed the connection (within the client's timeout)."""
     try:
-        with pytest.raises(Exception) as info:
-            client.produce(topic, [Msg(key=b"k", value=b"refused")], **kwargs)
-    finally:
-        close = getattr(client, "close", None)
-        if close is not None:
-            close()
-    assert re.search(REFUSED_PRODUCE[adapter], _described(info.value)), _described(info.value)
-    # nothing was appended: with the ACL gone the first record lands at offset 0
-    rd_admin.delete_acls([ANY_ACL])
-    wait_until(lambda: not rd_admin.describe_acls(ANY_ACL))
-    rd = load_adapter("librdkafka")(secured.bootstrap)
-    assert rd.produce(topic, [Msg(key=b"k", value=b"allowed")])[0].offset == 0
+        client.recv_frame()
+    except (ConnectionError, OSError):
+        return True
+    return False
 
 
-@pytest.mark.librdkafka
-def test_metadata_hides_topics_the_principal_may_not_describe(secured, rd_admin):
-    shown, hidden = name("shown"), name("hidden")
-    rd = load_adapter("librdkafka")(secured.bootstrap)
-    rd.create_topic(shown)
-    rd.create_topic(hidden)
-    grant(rd_admin, *refuse("TOPIC", hidden, "DESCRIBE"))
-    listed = rd_admin.list_topics()
-    assert shown in listed and hidden not in listed
-    with pytest.raises(BrokerError) as e:
-        rd_admin.describe_topics([hidden])
-    assert e.value.code == "TOPIC_AUTHORIZATION_FAILED"
-    # a name the principal may not describe is refused whether or not it exists
-    grant(rd_admin, *refuse("TOPIC", "absent-", "DESCRIBE", "PREFIXED"))
-    with pytest.raises(BrokerError) as e:
-        rd_admin.describe_topics(["absent-" + uuid.uuid4().hex[:6]])
-    assert e.value.code == "TOPIC_AUTHORIZATION_FAILED"
+def test_unknown_mechanism(secured):
+    """UNSUPPORTED_SASL_MECHANISM with the enabled list, then the connection is closed."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        resp = c.request(_handshake("GSSAPI"))
+        assert int(resp.error_code) == 33  # UNSUPPORTED_SASL_MECHANISM
+        assert sorted(resp.mechanisms) == sorted(MECHANISMS.split(","))
+        assert _closed(c)
 
 
-@pytest.mark.java
-def test_java_admin_sees_topic_authorization_failed_for_hidden_topics(secured, rd_admin):
-    hidden = name("hidden")
-    load_adapter("librdkafka")(secured.bootstrap).create_topic(hidden)
-    grant(rd_admin, *refuse("TOPIC", hidden, "DESCRIBE"))
-    admin = java_admin(secured.bootstrap)
-    assert hidden not in admin.list_topics()
-    with pytest.raises(BrokerError) as e:
-        admin.describe_topics([hidden])
-    assert e.value.code == "TOPIC_AUTHORIZATION_FAILED"
+def test_wrong_password_by_hand(secured):
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake("PLAIN")).error_code) == 0
+        resp = c.request(_authenticate(b"\0alice\0wrong"))
+        assert int(resp.error_code) == 58  # SASL_AUTHENTICATION_FAILED
+        assert resp.error_message == "Authentication failed: Invalid username or password"
+        assert _closed(c)
 
 
-@pytest.mark.librdkafka
-@pytest.mark.transactions
-def test_transactional_producer_refused_its_id_then_allowed(secured, rd_admin):
-    from confluent_kafka import Consumer, KafkaException, Producer
+def test_plain_success_and_session_lifetime(secured):
+    """PLAIN by hand: NONE, no token back, no session lifetime (connections.max.reauth.ms unset),
+    and then the connection serves ordinary requests."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake("PLAIN")).error_code) == 0
+        resp = c.request(_authenticate(b"\0alice\0alice-secret"))
+        assert int(resp.error_code) == 0 and not resp.error_message
+        assert resp.session_lifetime.total_seconds() == 0
+        assert len(c.request(_metadata()).brokers) == 1
+        # a second handshake on an authenticated connection without re-authentication
+        assert int(c.request(_handshake("PLAIN")).error_code) == 34  # ILLEGAL_SASL_STATE
+        again = c.request(_authenticate(b"\0alice\0alice-secret"))
+        assert int(again.error_code) == 34
+        assert again.error_message == "SaslAuthenticate request received after successful authentication"
 
-    topic, tid = name("txn"), name("tid")
-    load_adapter("librdkafka")(secured.bootstrap).create_topic(topic)
-    grant(rd_admin, *refuse("TRANSACTIONAL_ID", tid, "WRITE"))
-    conf = {"bootstrap.servers": secured.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 30000}
-    refused = Producer(conf)
-    with pytest.raises(KafkaException) as info:
-        refused.init_transactions(30)
-    assert info.value.args[0].name() == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", info.value
-    del refused
 
-    rd_admin.delete_acls([ANY_ACL])
-    wait_until(lambda: not rd_admin.describe_acls(ANY_ACL))
-    producer = Producer(conf)
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce(topic, key=b"k", value=b"committed")
-    producer.commit_transaction(30)
-    consumer = Consumer({"bootstrap.servers": secured.bootstrap, "group.id": name("g"),
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+def test_request_before_authentication_closes(secured):
+    """Only ApiVersions and SaslHandshake may come before authentication: anything else closes."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        c.send_only(_metadata())
+        assert _closed(c)
+
+
+def test_authenticate_before_handshake_closes(secured):
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        c.send_only(_authenticate(b"\0alice\0alice-secret"))
+        assert _closed(c)
+
+
+def test_sasl_on_plaintext_listener_is_illegal_state(secured):
+    with WireClient(secured.bootstrap, timeout=10) as c:
+        assert int(c.request(_handshake("PLAIN")).error_code) == 34
+
+
+def test_stalled_tls_handshake_does_not_block_others(secured, certs):
+    """A client that connects to a TLS listener and never starts the handshake holds up nobody."""
+    host, port = secured.listener("SSL").rsplit(":", 1)
+    stalled = [socket.create_connection((host, int(port)), timeout=5) for _ in range(3)]
     try:
-        consumer.subscribe([topic])
-        got = []
-        wait_until(lambda: got.extend(m for m in [consumer.poll(0.5)] if m is not None and not m.error()) or got,
-                   timeout=30)
-        assert got[0].value() == b"committed"
+        ctx = ssl.create_default_context(cafile=certs.ca)
+        t0 = time.monotonic()
+        with WireClient(secured.listener("SSL"), timeout=10, ssl_context=ctx) as c:
+            assert len(c.request(_metadata()).brokers) == 1
+        assert time.monotonic() - t0 < 5
     finally:
-        consumer.close()
+        for s in stalled:
+            s.close()
 
 
-@pytest.mark.librdkafka
-@pytest.mark.idempotence
-def test_idempotent_producer_needs_idempotent_write_or_write_on_some_topic(secured, rd_admin):
-    """KIP-679: InitProducerId without a transactional id is allowed with IDEMPOTENT_WRITE on the
-    cluster or WRITE on any topic; with neither it is CLUSTER_AUTHORIZATION_FAILED."""
-    from confluent_kafka import KafkaException, Producer
+def test_mtls_requires_a_certificate(secured, certs):
+    """ssl.client.auth=required: a client without a certificate fails the TLS handshake."""
+    ctx = ssl.create_default_context(cafile=certs.ca)
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        with WireClient(secured.listener("MTLS"), timeout=10, ssl_context=ctx) as c:
+            c.request(_metadata())
 
-    topic = name("idem")
-    load_adapter("librdkafka")(secured.bootstrap).create_topic(topic)
-    grant(rd_admin,
-          ("CLUSTER", "kafka-cluster", "LITERAL", ANONYMOUS, "*", "ALL", "ALLOW"),
-          deny("CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"),
-          *refuse("TOPIC", "*", "WRITE"))
-    errors = []
-    producer = Producer({"bootstrap.servers": secured.bootstrap, "enable.idempotence": True,
-                         "error_cb": errors.append})
-    producer.produce(topic, value=b"refused")
 
-    def failed():
+# --- SCRAM credentials managed at run time ----------------------------------------------------
+
+def _wait_for(fn, timeout: float = 20.0):
+    """fn() until it returns without raising (Kafka's broker learns of a credential from its
+    controller a moment after the Admin call returns)."""
+    deadline = time.monotonic() + timeout
+    while True:
         try:
-            producer.poll(0.2)
-        except KafkaException as e:  # librdkafka raises the fatal error from poll
-            errors.append(e.args[0])
-        return errors
-
-    wait_until(failed, timeout=30, what="an error from the producer")
-    assert any(e.name() == "CLUSTER_AUTHORIZATION_FAILED" for e in errors), errors
-    producer.purge()
-    producer.flush(1)
-    del producer
-
-    # WRITE on some topic is enough again once the wildcard denial is gone
-    rd_admin.delete_acls([("TOPIC", "*", "LITERAL", None, None, "ANY", "ANY")])
-    wait_until(lambda: deny("TOPIC", "*", "WRITE") not in rd_admin.describe_acls(ANY_ACL))
-    rd = load_adapter("librdkafka")(secured.bootstrap)
-    assert rd.produce(topic, [Msg(key=b"k", value=b"ok")], idempotent=True)[0].offset == 0
+            return fn()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
 
 
-@pytest.mark.librdkafka
-@pytest.mark.groups
-def test_consumer_group_without_read_is_refused(secured, rd_admin):
-    from confluent_kafka import Consumer
+@pytest.mark.java
+def test_scram_credentials_with_java_admin(secured, certs):
+    """Admin.describeUserScramCredentials / alterUserScramCredentials: the users of scram.users,
+    a user added at run time who then authenticates (librdkafka), and deleted again."""
+    from compat_tests.clients.java import JavaClient, JavaError
+    from compat_tests.clients.librdkafka import LibrdkafkaClient
 
-    topic, group = name("grp"), name("group")
-    load_adapter("librdkafka")(secured.bootstrap).create_topic(topic)
-    grant(rd_admin, *refuse("GROUP", group, "READ"))
-    consumer = Consumer({"bootstrap.servers": secured.bootstrap, "group.id": group,
-                         "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe([topic])
-        seen = []
+    admin = JavaClient(secured.listener("SASL_SSL"),
+                       config=kafka_props(Login("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-secret"), certs))
+    [described] = admin.admin({"op": "describeUserScramCredentials", "users": ["bob", "carol"]})
+    assert described == {"bob": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}, "carol": {"SCRAM-SHA-512": 8192}}
 
-        def refused():
-            m = consumer.poll(0.5)
-            if m is not None and m.error() is not None:
-                seen.append(m.error().name())
-            return "GROUP_AUTHORIZATION_FAILED" in seen
+    user = f"dave-{uuid.uuid4().hex[:6]}"
+    admin.admin({"op": "alterUserScramCredentials", "upsertions": [
+        {"user": user, "mechanism": "SCRAM-SHA-256", "iterations": 4096, "password": "dave-secret"}]})
+    assert admin.admin({"op": "describeUserScramCredentials", "users": [user]}) == [{user: {"SCRAM-SHA-256": 4096}}]
 
-        wait_until(refused, timeout=30, what="GROUP_AUTHORIZATION_FAILED")
-    finally:
-        consumer.close()
+    login = Login("SASL_SSL", "SCRAM-SHA-256", user, "dave-secret")
+    topic = _topic("dave")
+
+    def produce_as_dave():
+        client = LibrdkafkaClient(secured.listener("SASL_SSL"), config=librdkafka_conf(login, certs))
+        client.create_topic(topic, 1)
+        return client.produce(topic, [Msg(value=b"from dave")], partition=0)
+
+    assert _wait_for(produce_as_dave)[0].offset == 0
+
+    admin.admin({"op": "alterUserScramCredentials", "deletions": [{"user": user, "mechanism": "SCRAM-SHA-256"}]})
+    # Admin.describeUserScramCredentials(...).all() reports a user without credentials as empty
+    assert admin.admin({"op": "describeUserScramCredentials", "users": [user]}) == [{user: {}}]
+    with pytest.raises(JavaError) as info:
+        admin.admin({"op": "alterUserScramCredentials", "upsertions": [
+            {"user": user, "mechanism": "SCRAM-SHA-256", "iterations": 100, "password": "x"}]})
+    assert info.value.simple_type == "UnacceptableCredentialException"
+    assert "Too few iterations" in (info.value.message or "")
+
+
+def test_scram_credential_errors_by_hand(secured):
+    """Per-user errors of DescribeUserScramCredentials and AlterUserScramCredentials, with Kafka's messages."""
+    from kio.schema.alter_user_scram_credentials.v0 import request as alter
+    from kio.schema.describe_user_scram_credentials.v0 import request as describe
+
+    with WireClient(secured.bootstrap, timeout=10) as c:
+        resp = c.request(describe.DescribeUserScramCredentialsRequest(users=(
+            describe.UserName(name="carol"), describe.UserName(name="nobody"),
+            describe.UserName(name="bob"), describe.UserName(name="bob"))))
+        got = {r.user: (int(r.error_code), r.error_message, sorted((int(i.mechanism), int(i.iterations))
+                                                               for i in r.credential_infos))
+               for r in resp.results}
+        assert (int(resp.error_code), resp.error_message) == (0, "")
+        assert got == {
+            "carol": (0, "", [(2, 8192)]),
+            "nobody": (91, "Attempt to describe a user credential that does not exist: nobody", []),
+            "bob": (92, "Cannot describe SCRAM credentials for the same user twice in a single request: bob", []),
+        }
+        resp = c.request(alter.AlterUserScramCredentialsRequest(
+            deletions=(alter.ScramCredentialDeletion(name="nobody", mechanism=1),
+                       alter.ScramCredentialDeletion(name="", mechanism=1)),
+            upsertions=(alter.ScramCredentialUpsertion(name="erin", mechanism=3, iterations=4096, salt=b"s" * 16,
+                                                       salted_password=b"p" * 32),
+                        alter.ScramCredentialUpsertion(name="frank", mechanism=1, iterations=20000,
+                                                       salt=b"s" * 16, salted_password=b"p" * 32))))
+        got2 = {r.user: (int(r.error_code), r.error_message) for r in resp.results}
+        assert got2 == {
+            "nobody": (91, "Attempt to delete a user credential that does not exist"),
+            "": (93, "Username must not be empty"),
+            "erin": (33, "Unknown SCRAM mechanism"),
+            "frank": (93, "Too many iterations"),
+        }
+
+
+# --- KIP-368 session lifetimes and re-authentication, OAUTHBEARER ------------------------------
+
+def _login(c: WireClient, mechanism: str, token: bytes):
+    assert int(c.request(_handshake(mechanism)).error_code) == 0
+    return c.request(_authenticate(token))
+
+
+def test_reauthentication_and_expiry(secured):
+    """connections.max.reauth.ms: the session lifetime is reported; re-authenticating on the same
+    connection (same mechanism and principal) renews it; a request after expiry closes the connection."""
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        first = _login(c, "PLAIN", b"\0alice\0alice-secret")
+        assert int(first.error_code) == 0
+        assert first.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+        time.sleep(1.1)  # Kafka allows one re-authentication a second
+        again = _login(c, "PLAIN", b"\0alice\0alice-secret")
+        assert int(again.error_code) == 0 and again.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+        assert len(c.request(_metadata()).brokers) == 1
+        time.sleep(REAUTH_MS / 1000 + 0.5)
+        c.send_only(_metadata())
+        assert _closed(c)
+
+
+def test_reauthentication_cannot_change_principal(secured):
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        assert int(_login(c, "PLAIN", b"\0alice\0alice-secret").error_code) == 0
+        time.sleep(1.1)
+        resp = _login(c, "PLAIN", b"\0admin\0admin-secret")
+        assert int(resp.error_code) == 58
+        assert resp.error_message == "Cannot change principals during re-authentication from User.alice: User.admin"
+        assert _closed(c)
+
+
+def _unsecured_jwt(claims: dict) -> str:
+    import base64
+    import json
+
+    def part(obj: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none'})}.{part(claims)}."
+
+
+def _oauth_token(jwt: str) -> bytes:
+    return f"n,,\x01auth=Bearer {jwt}\x01\x01".encode()
+
+
+def test_oauthbearer_unsecured_token(secured):
+    """Kafka's unsecured validator: sub is the principal, exp bounds the session, the required
+    scope must be granted (a string claim is one scope); a refused token gets the error JSON, then
+    SASL_AUTHENTICATION_FAILED."""
+    now = time.time()
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        ok = _login(c, "OAUTHBEARER", _oauth_token(_unsecured_jwt(
+            {"sub": "alice", "iat": int(now), "exp": int(now) + 3600, "scope": ["other", "kafka"]})))
+        assert int(ok.error_code) == 0 and ok.auth_bytes == b""
+        assert ok.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+        assert len(c.request(_metadata()).brokers) == 1
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        expired = _login(c, "OAUTHBEARER", _oauth_token(_unsecured_jwt(
+            {"sub": "alice", "iat": int(now) - 7200, "exp": int(now) - 3600, "scope": "kafka"})))
+        assert int(expired.error_code) == 0
+        assert expired.auth_bytes == b'{"status":"invalid_token"}'
+        failed = c.request(_authenticate(b"\x01"))
+        assert int(failed.error_code) == 58 and failed.error_message == '{"status":"invalid_token"}'
+        assert _closed(c)
+    with WireClient(secured.listener("REAUTH"), timeout=10) as c:
+        no_scope = _login(c, "OAUTHBEARER", _oauth_token(_unsecured_jwt(
+            {"sub": "alice", "iat": int(now), "exp": int(now) + 3600, "scope": "kafka other"})))
+        assert no_scope.auth_bytes == b'{"status":"insufficient_scope", "scope":"[kafka]"}'
+
+
+@pytest.mark.parametrize("family, mechanism", [
+    pytest.param("java", "PLAIN", marks=pytest.mark.java),
+    pytest.param("librdkafka", "PLAIN", marks=pytest.mark.librdkafka),
+    # the Java client's OAUTHBEARER needs jackson-databind, which the java-clients jar set lacks
+    pytest.param("librdkafka", "OAUTHBEARER", marks=pytest.mark.librdkafka),
+])
+def test_clients_reauthenticate(secured, certs, family, mechanism):
+    """Java and librdkafka re-authenticate (KIP-368) before their session expires: produce and
+    consume across several session lifetimes on one listener with connections.max.reauth.ms."""
+    password = "alice-secret" if mechanism == "PLAIN" else None
+    client = make_client(family, Login("REAUTH", mechanism, "alice", password), secured, certs)
+    topic = _topic(f"reauth-{family}")
+    client.create_topic(topic, 1)
+    for i in range(3):
+        client.produce(topic, [Msg(value=f"round {i}".encode())], partition=0)
+        time.sleep(REAUTH_MS / 1000)
+    got = client.consume(topic, [0], 3, timeout_s=30)
+    assert [m.value for m in got] == [b"round 0", b"round 1", b"round 2"]
+
+
+# --- transactions over SASL_SSL ---------------------------------------------------------------
+
+@pytest.mark.transactions
+@pytest.mark.parametrize("family", [pytest.param("java", marks=pytest.mark.java),
+                                    pytest.param("librdkafka", marks=pytest.mark.librdkafka)])
+def test_transactions_over_sasl_ssl(secured, certs, family):
+    """A committed and an aborted transaction over SASL_SSL (SCRAM-SHA-512): the transaction
+    coordinator's requests ride the authenticated connection; read_committed sees the commit only."""
+    login = Login("SASL_SSL", "SCRAM-SHA-512", "bob", "bob-secret")
+    address = secured.listener("SASL_SSL")
+    topic = _topic(f"txn-{family}")
+    reader = make_client("librdkafka", login, secured, certs)
+    reader.create_topic(topic, 1)
+    txns = [{"records": [[topic, 0, "committed-1"], [topic, 0, "committed-2"]], "end": "commit"},
+            {"records": [[topic, 0, "aborted"]], "end": "abort"},
+            {"records": [[topic, 0, "committed-3"]], "end": "commit"}]
+    tid = f"sec-{family}-{uuid.uuid4().hex[:6]}"
+    if family == "java":
+        from compat_tests.txn import java_txn
+
+        java_txn.run(address, "plan", config=kafka_props(login, certs), transactional_id=tid, txns=txns)
+    else:
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": address, "transactional.id": tid, "linger.ms": 5,
+                      **librdkafka_conf(login, certs)})
+        p.init_transactions(30)
+        for txn in txns:
+            p.begin_transaction()
+            for t, partition, value in txn["records"]:
+                p.produce(t, value=value.encode(), partition=partition)
+            assert p.flush(30) == 0
+            (p.commit_transaction if txn["end"] == "commit" else p.abort_transaction)(30)
+    got = reader.consume(topic, [0], 3, isolation="read_committed", timeout_s=30)
+    assert [m.value for m in got] == [b"committed-1", b"committed-2", b"committed-3"]

@@ -10,6 +10,9 @@
   Kafka, which cannot build such a binding. Otherwise each creation is validated on its own
   (INVALID_REQUEST with Kafka's message): a CLUSTER resource not named `kafka-cluster`, an
   empty name, an unknown code, a principal without `Type:`; the valid ones are stored.
+- A request naming code 0 (UNKNOWN) for a resource type, pattern type, operation or permission
+  closes the connection (Kafka cannot read it); a code past the known ones is UNKNOWN, which
+  CreateAcls refuses with INVALID_REQUEST.
 - DescribeAcls returns the ACLs its filter matches grouped by resource pattern; DeleteAcls
   removes every ACL any of its filters matches and lists, per filter, those it matched.
   Filters follow Kafka's AclBindingFilter (broker.authorizer.AclFilter): pattern type ANY,
@@ -25,7 +28,7 @@ from protocol.messages import make
 from ..authorizer import (Acl, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType, allowed_cluster,
                           validate_new_acl)
 from . import api
-from .common import response_module
+from .common import CloseConnection, response_module
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
@@ -35,6 +38,12 @@ def _indefinite(c) -> bool:
     """A creation naming a filter's ANY or MATCH, which no ACL can have."""
     return (c.resource_type == ResourceType.ANY or c.resource_pattern_type in (PatternType.ANY, PatternType.MATCH)
             or c.operation == AclOperation.ANY or c.permission_type == AclPermissionType.ANY)
+
+
+def _check_known(*codes) -> None:
+    """A code 0 (UNKNOWN) makes the request unreadable to Kafka, which closes the connection."""
+    if 0 in codes:
+        raise CloseConnection("an ACL request with an UNKNOWN (0) resource type, pattern type, operation or permission")
 
 
 def _filter(f, resource_type, resource_name, pattern_type) -> AclFilter:
@@ -50,6 +59,8 @@ async def describe_acls(ctx, request):
     def error(code, message):
         return make(mod.DescribeAclsResponse, throttle_time=0, error_code=code, error_message=message, resources=())
 
+    _check_known(request.resource_type_filter, request.pattern_type_filter, request.operation,
+                 request.permission_type)
     if not allowed_cluster(ctx, AclOperation.DESCRIBE):
         return error(ErrorCode.cluster_authorization_failed, None)
     if auth is None:
@@ -72,9 +83,11 @@ async def create_acls(ctx, request):
     mod = response_module(ctx)
     auth = ctx.broker.authorizer
 
-    def result(code=ErrorCode.none, message=None):
+    def result(code=ErrorCode.none, message=""):
         return make(mod.AclCreationResult, error_code=code, error_message=message)
 
+    for c in request.creations:
+        _check_known(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
     refused = None
     if not allowed_cluster(ctx, AclOperation.ALTER):
         refused = (ErrorCode.cluster_authorization_failed, None)
@@ -111,6 +124,8 @@ async def delete_acls(ctx, request):
     def failed(code, message):
         return make(mod.DeleteAclsFilterResult, error_code=code, error_message=message, matching_acls=())
 
+    for f in request.filters:
+        _check_known(f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type)
     refused = None
     if not allowed_cluster(ctx, AclOperation.ALTER):
         refused = (ErrorCode.cluster_authorization_failed, None)

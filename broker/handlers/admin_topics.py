@@ -68,7 +68,7 @@ from protocol.messages import make
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
 from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
-from ..authorizer import AclOperation, ResourceType, allowed_cluster, allowed_names, operations
+from ..authorizer import AclOperation, ResourceType, allowed, allowed_cluster, allowed_names, operations
 from . import api
 from .common import response_module
 
@@ -216,6 +216,11 @@ def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str], list[list[int]] | Non
 
 def _created_result(ctx, mod, name: str, topic_id: uuid.UUID, partitions: int, replication: int,
                     configs: dict[str, str]):
+    if not allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+        # created, but what it was created with is not disclosed
+        return make(mod.CreatableTopicResult, name=name, topic_id=topic_id, error_code=ErrorCode.none,
+                    error_message=None, topic_config_error_code=ErrorCode.topic_authorization_failed,
+                    num_partitions=-1, replication_factor=-1, configs=())
     config_results = ()
     if hasattr(mod, "CreatableTopicConfigs"):  # v5+
         entries = describe_topic_configs(configs, ctx.broker.config.values)

@@ -39,13 +39,16 @@ from protocol.messages import make
 from ..groups.states import ClassicGroupState
 from ..kafka_versions import unsupported_group_api
 
-from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster, allowed_names
+from ..authorizer import (AUTHORIZATION_MESSAGES, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed,
+                          allowed_cluster, allowed_names, operations)
 from . import api
 from .common import response_module
 from .leadership import group_coordinator_error, group_partition, transaction_partition
 
 NO_AUTHORIZED_OPS = -(2**31)
 KEY_TYPE_GROUP = 0
+GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
+SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not authorized."
 KEY_TYPE_TRANSACTION = 1
 
 
@@ -214,13 +217,18 @@ async def describe_groups(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     out = []
+    refused = []  # answered first, as Kafka does
+    wants_ops = getattr(request, "include_authorized_operations", False)
     for gid in request.groups:
         group = coord.groups.get(gid)
-        refused = (ErrorCode.group_authorization_failed
-                   if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid)
-                   else group_coordinator_error(ctx, gid))
-        if refused is not None:
-            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                                error_message=None, group_id=gid, group_state="", protocol_type="",
+                                protocol_data="", members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            continue
+        not_coordinator = group_coordinator_error(ctx, gid)
+        if not_coordinator is not None:
+            out.append(make(mod.DescribedGroup, error_code=not_coordinator, error_message=None, group_id=gid,
                             group_state="", protocol_type="", protocol_data="", members=(),
                             authorized_operations=NO_AUTHORIZED_OPS))
             continue
@@ -242,8 +250,9 @@ async def describe_groups(ctx, request):
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, protocol_type=group.protocol_type or "",
                         protocol_data=(group.protocol_name or "") if stable else "", members=members,
-                        authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.DescribeGroupsResponse, throttle_time=0, groups=tuple(out))
+                        authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
+                        if wants_ops else NO_AUTHORIZED_OPS))
+    return make(mod.DescribeGroupsResponse, throttle_time=0, groups=tuple(refused + out))
 
 
 @api(16, 0, 5)
@@ -300,6 +309,14 @@ async def consumer_group_heartbeat(ctx, request):
         return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
                     error_code=ErrorCode.group_authorization_failed, error_message=None, member_id=None,
                     member_epoch=0, heartbeat_interval=0, assignment=None)
+    subscribed = request.subscribed_topic_names
+    if subscribed and ctx.broker.authorizer is not None:
+        described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)
+        if described is not None and len(described) < len(set(subscribed)):
+            return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
+                        error_code=ErrorCode.topic_authorization_failed,
+                        error_message=SUBSCRIBED_TOPICS_REFUSED, member_id=None, member_epoch=0,
+                        heartbeat_interval=0, assignment=None)
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,
                     member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
@@ -347,14 +364,19 @@ async def consumer_group_describe(ctx, request):
                      for tid, ps in sorted(assign.items(), key=lambda kv: str(kv[0])) if ps)
 
     out = []
+    refused = []  # answered first, as Kafka does
     for gid in request.group_ids:
         group = coord.groups.get(gid)
-        refused = (ErrorCode.group_authorization_failed
-                   if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid)
-                   else group_coordinator_error(ctx, gid))
-        if refused is not None:
-            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid, group_state="",
-                            group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                                error_message=None, group_id=gid, group_state="", group_epoch=0,
+                                assignment_epoch=0, assignor_name="", members=(),
+                                authorized_operations=NO_AUTHORIZED_OPS))
+            continue
+        not_coordinator = group_coordinator_error(ctx, gid)
+        if not_coordinator is not None:
+            out.append(make(mod.DescribedGroup, error_code=not_coordinator, error_message=None, group_id=gid,
+                            group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
                             authorized_operations=NO_AUTHORIZED_OPS))
             continue
         if not isinstance(group, ConsumerGroup):
@@ -376,5 +398,7 @@ async def consumer_group_describe(ctx, request):
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, group_epoch=group.group_epoch,
                         assignment_epoch=group.assignment_epoch, assignor_name=group.preferred_assignor(),
-                        members=members, authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.ConsumerGroupDescribeResponse, throttle_time=0, groups=tuple(out))
+                        members=members,
+                        authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
+                        if request.include_authorized_operations else NO_AUTHORIZED_OPS))
+    return make(mod.ConsumerGroupDescribeResponse, throttle_time=0, groups=tuple(refused + out))

@@ -192,7 +192,9 @@ async def handle(ctx, request):
         for pdata in tdata.partition_data:
             if acks not in (0, 1, -1):
                 res = PartitionResult(ErrorCode.invalid_required_acks)
-            elif writable is not None and _topic_name(cluster, tdata, by_id) not in writable:
+            elif writable is not None and (topic is not None or not by_id) \
+                    and _topic_name(cluster, tdata, by_id) not in writable:
+                # an unknown topic id stays UNKNOWN_TOPIC_ID
                 res = PartitionResult(ErrorCode.topic_authorization_failed)
             elif topic is None or not 0 <= pdata.index < len(topic.partitions):
                 res = PartitionResult(ErrorCode.unknown_topic_id if by_id and topic is None

@@ -102,6 +102,13 @@ def acls(c: Conversation) -> None:
                       ("operation ANY", creation(TOPIC, c["t"], LITERAL, "User:alice", "*", ANY, ALLOW)),
                       ("permission ANY", creation(TOPIC, c["t"], LITERAL, "User:alice", "*", READ, ANY))):
         c.send(30, c.v, label=f"create with {step}", creations=[valid, bad])
+    # code 0 (UNKNOWN) makes the request unreadable: the connection is closed
+    c.send_expect_close(30, c.v, label="create with resource type 0",
+                        creations=[creation(0, c["t"], LITERAL, "User:alice", "*", READ, ALLOW)])
+    c.send_expect_close(29, c.ver(29), label="describe with pattern type 0", **acl_filter(TOPIC, None, 0))
+    c.send_expect_close(31, c.ver(31), label="delete with operation 0", filters=[acl_filter(TOPIC, None, ANY, op=0)])
+    c.send(30, c.v, label="create with an operation code past the known ones",
+           creations=[creation(TOPIC, c["t"], LITERAL, "User:alice", "*", 99, ALLOW)])
     until_described(c, acl_filter(ANY, None, ANY, "User:alice"), 1)
     describe(c, "topic literal", acl_filter(TOPIC, c["t"] + "-eu", LITERAL))
     describe(c, "topic match", acl_filter(TOPIC, c["t"] + "-eu", MATCH))
@@ -121,14 +128,14 @@ def acls(c: Conversation) -> None:
     describe(c, "after delete", acl_filter(TOPIC, c["t"] + "-eu", MATCH))
 
 
-@acl_conversation("refused", 0, labels=("t", "h", "g", "hg", "x"))
+@acl_conversation("refused", 0, labels=("t", "h", "g", "hg", "x", "cg", "n"))
 def refused(c: Conversation) -> None:
     """t: no READ, WRITE or DELETE; h: no DESCRIBE or DESCRIBE_CONFIGS; group g: no READ; group
     hg: no DESCRIBE; transactional id x: no WRITE. Everything else on them is allowed."""
     c.create_topics(("t", 1), ("h", 1))
-    everything = [(TOPIC, "t"), (TOPIC, "h"), (GROUP, "g"), (GROUP, "hg"), (TXN_ID, "x")]
+    everything = [(TOPIC, "t"), (TOPIC, "h"), (TOPIC, "n"), (GROUP, "g"), (GROUP, "hg"), (TXN_ID, "x")]
     denied = [(TOPIC, "t", READ), (TOPIC, "t", WRITE), (TOPIC, "t", DELETE), (TOPIC, "h", DESCRIBE),
-              (TOPIC, "h", DESCRIBE_CONFIGS), (GROUP, "g", READ), (GROUP, "hg", DESCRIBE), (TXN_ID, "x", WRITE)]
+              (TOPIC, "h", DESCRIBE_CONFIGS), (TOPIC, "n", DESCRIBE_CONFIGS), (GROUP, "g", READ), (GROUP, "hg", DESCRIBE), (TXN_ID, "x", WRITE)]
     c.send(30, c.ver(30), label="create", creations=[
         creation(rt, c[lb], LITERAL, ANONYMOUS, "*", ALL, ALLOW) for rt, lb in everything] + [
         creation(rt, c[lb], LITERAL, ANONYMOUS, "*", op, DENY) for rt, lb, op in denied])
@@ -148,6 +155,12 @@ def refused(c: Conversation) -> None:
         c.send(10, 4, label="FindCoordinator", key_type=0, key="", coordinator_keys=[c["g"], c["hg"]])
         c.send(10, 3, label="FindCoordinator v3 without DESCRIBE", key_type=0, key=c["hg"], coordinator_keys=[])
         c.send(10, 4, label="FindCoordinator transactional", key_type=1, key="", coordinator_keys=[c["x"]])
+        c.send(8, c.ver(8), label="a simple group to describe", group_id=c["cg"], generation_id_or_member_epoch=-1,
+               member_id="", group_instance_id=None, retention_time=-1, topics=[])
+        c.send(15, c.ver(15), label="DescribeGroups with authorized operations", groups=[c["cg"], c["hg"]],
+               include_authorized_operations=True)
+        c.send(60, c.ver(60), label="DescribeCluster with authorized operations",
+               include_cluster_authorized_operations=True, endpoint_type=1, include_fenced_brokers=False)
         c.send(11, c.ver(11), label="JoinGroup without READ", group_id=c["g"], session_timeout=10000,
                rebalance_timeout=10000, member_id="", group_instance_id=None, protocol_type="consumer",
                protocols=[{"name": "range", "metadata": b""}], reason=None)
@@ -160,12 +173,19 @@ def refused(c: Conversation) -> None:
         c.send(9, c.ver(9), label="OffsetFetch without group DESCRIBE", group_id=c["hg"], topics=topics,
                require_stable=False, groups=[{"group_id": c["hg"], "member_id": None, "member_epoch": -1,
                                               "topics": topics}])
+        c.send(68, c.ver(68), label="ConsumerGroupHeartbeat subscribing to a topic without DESCRIBE",
+               group_id=c["cg"], member_id="differ-member-000000001", member_epoch=0, instance_id=None,
+               rack_id=None, rebalance_timeout=10000, subscribed_topic_names=[c["t"], c["h"]],
+               subscribed_topic_regex=None, server_assignor=None, topic_partitions=[])
         c.send(22, c.ver(22), label="InitProducerId without WRITE", transactional_id=c["x"],
                transaction_timeout=60000, producer_id=-1, producer_epoch=-1, enable2_pc=False,
                keep_prepared_txn=False)
         c.send(32, c.ver(32), label="DescribeConfigs", include_synonyms=False, include_documentation=False,
                resources=[{"resource_type": 2, "resource_name": c["h"], "configuration_keys": ["retention.ms"]},
                           {"resource_type": 2, "resource_name": c["t"], "configuration_keys": ["retention.ms"]}])
+        c.send(19, c.ver(19), label="CreateTopics without DESCRIBE_CONFIGS", timeout=30000, validate_only=False,
+               topics=[{"name": c["n"], "num_partitions": 2, "replication_factor": 1, "assignments": [],
+                        "configs": [{"name": "retention.ms", "value": "100000"}]}])
         c.send(21, c.ver(21), label="DeleteRecords without DELETE", timeout=5000, topics=[
             {"name": c["t"], "partitions": [{"partition_index": 0, "offset": 0}]}])
         c.send(20, c.ver(20), label="DeleteTopics without DESCRIBE", timeout=30000, topic_names=[c["h"]],

@@ -64,6 +64,9 @@ final class AdminCommand {
     static final Map<String, Op> OPS = new LinkedHashMap<>();
 
     static {
+        OPS.put("createAcls", AdminCommand::createAcls);
+        OPS.put("describeAcls", AdminCommand::describeAcls);
+        OPS.put("deleteAcls", AdminCommand::deleteAcls);
         OPS.put("createTopics", AdminCommand::createTopics);
         OPS.put("deleteTopics", AdminCommand::deleteTopics);
         OPS.put("listTopics", AdminCommand::listTopics);
@@ -75,9 +78,6 @@ final class AdminCommand {
         OPS.put("listOffsets", AdminCommand::listOffsets);
         OPS.put("deleteRecords", AdminCommand::deleteRecords);
         OPS.put("describeLogDirs", AdminCommand::describeLogDirs);
-        OPS.put("createAcls", AdminCommand::createAcls);
-        OPS.put("describeAcls", AdminCommand::describeAcls);
-        OPS.put("deleteAcls", AdminCommand::deleteAcls);
         OPS.put("listShareGroups", ShareAdmin::listShareGroups);
         OPS.put("describeShareGroups", ShareAdmin::describeShareGroups);
         OPS.put("listShareGroupOffsets", ShareAdmin::listShareGroupOffsets);
@@ -117,6 +117,57 @@ final class AdminCommand {
     private static Map<String, String> stringMap(Object v) {
         Map<String, String> out = new HashMap<>();
         if (v != null) for (Map.Entry<String, Object> e : Json.obj(v).entrySet()) out.put(e.getKey(), e.getValue() == null ? null : String.valueOf(e.getValue()));
+        return out;
+    }
+
+    // ACLs travel as [resource type, name, pattern type, principal, host, operation, permission]
+    // with Kafka's enum names; in a filter, null name/principal/host match any.
+    private static AclBinding aclBinding(Object o) {
+        List<Object> a = Json.list(o);
+        return new AclBinding(
+                new ResourcePattern(ResourceType.valueOf((String) a.get(0)), (String) a.get(1), PatternType.valueOf((String) a.get(2))),
+                new AccessControlEntry((String) a.get(3), (String) a.get(4), AclOperation.valueOf((String) a.get(5)),
+                        AclPermissionType.valueOf((String) a.get(6))));
+    }
+
+    private static AclBindingFilter aclFilter(Object o) {
+        List<Object> a = Json.list(o);
+        return new AclBindingFilter(
+                new ResourcePatternFilter(ResourceType.valueOf((String) a.get(0)), (String) a.get(1), PatternType.valueOf((String) a.get(2))),
+                new AccessControlEntryFilter((String) a.get(3), (String) a.get(4), AclOperation.valueOf((String) a.get(5)),
+                        AclPermissionType.valueOf((String) a.get(6))));
+    }
+
+    private static List<Object> aclJson(AclBinding b) {
+        List<Object> out = new ArrayList<>();
+        out.add(b.pattern().resourceType().name());
+        out.add(b.pattern().name());
+        out.add(b.pattern().patternType().name());
+        out.add(b.entry().principal());
+        out.add(b.entry().host());
+        out.add(b.entry().operation().name());
+        out.add(b.entry().permissionType().name());
+        return out;
+    }
+
+    static Object createAcls(Admin admin, Map<String, Object> args) throws Exception {
+        List<AclBinding> acls = new ArrayList<>();
+        for (Object o : Json.list(args.get("acls"))) acls.add(aclBinding(o));
+        admin.createAcls(acls).all().get();
+        return acls.size();
+    }
+
+    static Object describeAcls(Admin admin, Map<String, Object> args) throws Exception {
+        List<Object> out = new ArrayList<>();
+        for (AclBinding b : admin.describeAcls(aclFilter(args.get("filter"))).values().get()) out.add(aclJson(b));
+        return out;
+    }
+
+    static Object deleteAcls(Admin admin, Map<String, Object> args) throws Exception {
+        List<AclBindingFilter> filters = new ArrayList<>();
+        for (Object o : Json.list(args.get("filters"))) filters.add(aclFilter(o));
+        List<Object> out = new ArrayList<>();
+        for (AclBinding b : admin.deleteAcls(filters).all().get()) out.add(aclJson(b));
         return out;
     }
 
@@ -336,57 +387,6 @@ final class AdminCommand {
             }
             out.put(Integer.toString(b.getKey()), dirs);
         }
-        return out;
-    }
-
-    // ACLs travel as [resource type, name, pattern type, principal, host, operation, permission]
-    // with Kafka's enum names; in a filter, null name/principal/host match any.
-    private static AclBinding aclBinding(Object o) {
-        List<Object> a = Json.list(o);
-        return new AclBinding(
-                new ResourcePattern(ResourceType.valueOf((String) a.get(0)), (String) a.get(1), PatternType.valueOf((String) a.get(2))),
-                new AccessControlEntry((String) a.get(3), (String) a.get(4), AclOperation.valueOf((String) a.get(5)),
-                        AclPermissionType.valueOf((String) a.get(6))));
-    }
-
-    private static AclBindingFilter aclFilter(Object o) {
-        List<Object> a = Json.list(o);
-        return new AclBindingFilter(
-                new ResourcePatternFilter(ResourceType.valueOf((String) a.get(0)), (String) a.get(1), PatternType.valueOf((String) a.get(2))),
-                new AccessControlEntryFilter((String) a.get(3), (String) a.get(4), AclOperation.valueOf((String) a.get(5)),
-                        AclPermissionType.valueOf((String) a.get(6))));
-    }
-
-    private static List<Object> aclJson(AclBinding b) {
-        List<Object> out = new ArrayList<>();
-        out.add(b.pattern().resourceType().name());
-        out.add(b.pattern().name());
-        out.add(b.pattern().patternType().name());
-        out.add(b.entry().principal());
-        out.add(b.entry().host());
-        out.add(b.entry().operation().name());
-        out.add(b.entry().permissionType().name());
-        return out;
-    }
-
-    static Object createAcls(Admin admin, Map<String, Object> args) throws Exception {
-        List<AclBinding> acls = new ArrayList<>();
-        for (Object o : Json.list(args.get("acls"))) acls.add(aclBinding(o));
-        admin.createAcls(acls).all().get();
-        return acls.size();
-    }
-
-    static Object describeAcls(Admin admin, Map<String, Object> args) throws Exception {
-        List<Object> out = new ArrayList<>();
-        for (AclBinding b : admin.describeAcls(aclFilter(args.get("filter"))).values().get()) out.add(aclJson(b));
-        return out;
-    }
-
-    static Object deleteAcls(Admin admin, Map<String, Object> args) throws Exception {
-        List<AclBindingFilter> filters = new ArrayList<>();
-        for (Object o : Json.list(args.get("filters"))) filters.add(aclFilter(o));
-        List<Object> out = new ArrayList<>();
-        for (AclBinding b : admin.deleteAcls(filters).all().get()) out.add(aclJson(b));
         return out;
     }
 
