@@ -271,3 +271,21 @@ def test_streams_group_survives_restart():
     third = _coordinator(coord.cluster, coord.clock)
     third.load()
     assert "app" not in third.groups
+
+
+def test_offset_commit_checks_member_epochs():
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 1)
+    coord.cluster.create_topic("customers", 1)
+    a = _coord_hb(coord, "a", 0)
+    a = _coord_hb(coord, "a", a.member_epoch, active=Tasks.flat(a.assignment.active))
+    ok = coord.validate_commit("app", a.member_epoch, "a", None, 9)
+    assert ok == ErrorCode.none
+    assert coord.validate_commit("app", a.member_epoch - 1, "a", None, 9) == ErrorCode.stale_member_epoch
+    assert coord.validate_commit("app", a.member_epoch, "nobody", None, 9) == ErrorCode.unknown_member_id
+    # TxnOffsetCommit (exactly_once_v2) sees a stale epoch as an illegal generation, as for consumer groups
+    assert coord.validate_commit("app", a.member_epoch - 1, "a", None, 9, transactional=True) == \
+        ErrorCode.illegal_generation
+    assert coord.fetch_offsets("app", None, require_stable=False, member_id="a", member_epoch=0)[0] == \
+        ErrorCode.stale_member_epoch
+    assert coord.list_groups(types=["streams"]) == [("app", "streams", "Stable", "streams")]
