@@ -55,6 +55,8 @@ RETENTION_CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 BURST_SETTLE_MS = 100
 # KIP-848 members heartbeat this often while their group assigns, reconciles or just changed.
 BUSY_HEARTBEAT_INTERVAL_MS = 250
+# the most partitions one StreamsGroupHeartbeat may have created (admin_topics' MAX_PARTITIONS_PER_REQUEST)
+INTERNAL_TOPIC_PARTITIONS_MAX = 10_000
 
 
 class GroupCoordinator:
@@ -434,7 +436,12 @@ class GroupCoordinator:
             return len(topic.partitions) if topic is not None and topic.partitions else None
 
         def create(missing, partitions) -> None:
-            # the broker's part of KIP-1071: internal topics as the topology describes them
+            # the broker's part of KIP-1071: internal topics as the topology describes them, within
+            # the partition budget CreateTopics allows one request (a topology is client input)
+            if sum(partitions.get(n, 0) for n in missing) > INTERNAL_TOPIC_PARTITIONS_MAX:
+                log.warning("streams group %s: internal topics %s not created: more than %d partitions",
+                            group_id, sorted(missing), INTERNAL_TOPIC_PARTITIONS_MAX)
+                return
             for name, info in sorted(missing.items()):
                 if name not in self.cluster.topics and partitions.get(name, 0) > 0:
                     self.cluster.create_topic(name, partitions[name], dict(info.configs))

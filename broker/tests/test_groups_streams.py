@@ -289,3 +289,18 @@ def test_offset_commit_checks_member_epochs():
     assert coord.fetch_offsets("app", None, require_stable=False, member_id="a", member_epoch=0)[0] == \
         ErrorCode.stale_member_epoch
     assert coord.list_groups(types=["streams"]) == [("app", "streams", "Stable", "streams")]
+
+
+def test_oversized_internal_topics_are_not_created():
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 1)
+    coord.cluster.create_topic("customers", 1)
+    huge = Topology(1, (Subtopology("0", source_topics=("orders",),
+                                    state_changelog_topics=(TopicInfo("big-changelog", partitions=50_000),)),))
+    r = coord.streams_group_heartbeat(
+        group_id="app", member_id="a", member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout_ms=1000, topology=huge, active=set(), process_id="p", user_endpoint=None, client_tags=None,
+        client_id="c", client_host="/127.0.0.1")
+    assert r.error == ErrorCode.none
+    assert "big-changelog" not in coord.cluster.topics
+    assert [code for code, _ in r.status] == [Status.MISSING_INTERNAL_TOPICS]
