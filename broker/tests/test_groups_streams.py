@@ -304,3 +304,20 @@ def test_oversized_internal_topics_are_not_created():
     assert r.error == ErrorCode.none
     assert "big-changelog" not in coord.cluster.topics
     assert [code for code, _ in r.status] == [Status.MISSING_INTERNAL_TOPICS]
+
+
+def test_bad_internal_topic_names_and_configs_are_not_created():
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 1)
+    bad = Topology(1, (Subtopology("0", source_topics=("orders",), state_changelog_topics=(
+        TopicInfo("../escape-changelog"), TopicInfo("ok-changelog", configs=(("cleanup.policy", "sideways"),)),
+        TopicInfo("good-changelog", configs=(("cleanup.policy", "compact"),)))),))
+    r = coord.streams_group_heartbeat(
+        group_id="app", member_id="a", member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout_ms=1000, topology=bad, active=set(), process_id="p", user_endpoint=None, client_tags=None,
+        client_id="c", client_host="/127.0.0.1")
+    assert r.error == ErrorCode.none
+    assert "../escape-changelog" not in coord.cluster.topics and "ok-changelog" not in coord.cluster.topics
+    assert coord.cluster.topics["good-changelog"].configs == {"cleanup.policy": "compact"}
+    assert r.status == [(Status.MISSING_INTERNAL_TOPICS,
+                         "Internal topics are missing: ../escape-changelog, ok-changelog")]
