@@ -133,6 +133,7 @@ def test_streams_group_heartbeat_describe_and_admin(bootstrap):
             [(app, "streams", "streams")]
         classic = c.request(DescribeGroupsRequest(groups=(app,), include_authorized_operations=False)).groups[0]
         assert classic.error_code == ErrorCode.group_id_not_found
+        assert classic.error_message == f"Group {app} is not a classic group." and classic.group_state == "Dead"
         consumer = c.request(ConsumerGroupDescribeRequest(group_ids=(app,), include_authorized_operations=False))
         assert consumer.groups[0].error_code == ErrorCode.group_id_not_found
         assert consumer.groups[0].error_message == f"Group {app} is not a consumer group."

@@ -31,8 +31,9 @@ from kio.schema.errors import ErrorCode
 from protocol.records import Record, build_batch
 
 from ..clock import CLOCK, on_jump
-from ..cluster import AppendOrigin
+from ..cluster import AppendOrigin, validate_topic_name
 from ..internal_topics import OFFSETS_TOPIC, partition_for
+from ..topic_configs import ConfigError, validate_topic_configs
 from . import records as rec
 from .classic import ClassicGroup, GroupError, JoinResult, SyncResult
 from .consumer import ConsumerGroup, HeartbeatResult, TopicView
@@ -55,6 +56,8 @@ RETENTION_CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 BURST_SETTLE_MS = 100
 # KIP-848 members heartbeat this often while their group assigns, reconciles or just changed.
 BUSY_HEARTBEAT_INTERVAL_MS = 250
+# the most partitions one StreamsGroupHeartbeat may have created (admin_topics' MAX_PARTITIONS_PER_REQUEST)
+INTERNAL_TOPIC_PARTITIONS_MAX = 10_000
 
 
 class GroupCoordinator:
@@ -442,11 +445,27 @@ class GroupCoordinator:
             return len(topic.partitions) if topic is not None and topic.partitions else None
 
         def create(missing, partitions) -> None:
-            # the broker's part of KIP-1071: internal topics as the topology describes them
+            # the broker's part of KIP-1071: internal topics as the topology describes them, within
+            # the partition budget CreateTopics allows one request (a topology is client input)
+            if sum(partitions.get(n, 0) for n in missing) > INTERNAL_TOPIC_PARTITIONS_MAX:
+                log.warning("streams group %s: internal topics %s not created: more than %d partitions",
+                            group_id, sorted(missing), INTERNAL_TOPIC_PARTITIONS_MAX)
+                return
             for name, info in sorted(missing.items()):
-                if name not in self.cluster.topics and partitions.get(name, 0) > 0:
-                    self.cluster.create_topic(name, partitions[name], dict(info.configs))
-                    log.info("streams group %s: created internal topic %s", group_id, name)
+                if name in self.cluster.topics or partitions.get(name, 0) <= 0:
+                    continue
+                # names and configs are checked as CreateTopics checks them: a bad one is not created
+                # and the group keeps reporting it missing, as Kafka's failed auto-creation leaves it
+                reason = validate_topic_name(name)
+                try:
+                    configs = validate_topic_configs(dict(info.configs)) if reason is None else {}
+                except ConfigError as exc:
+                    reason = str(exc)
+                if reason is not None:
+                    log.warning("streams group %s: internal topic %r not created: %s", group_id, name, reason)
+                    continue
+                self.cluster.create_topic(name, partitions[name], configs)
+                log.info("streams group %s: created internal topic %s", group_id, name)
 
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, lookup=lookup,
                                  names=lambda: list(self.cluster.topics), create=create, now=self.clock(), **kwargs)

@@ -234,8 +234,11 @@ async def describe_groups(ctx, request):
             continue
         if not isinstance(group, ClassicGroup):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
+            # Kafka names a streams group's type (KIP-1071)
+            msg = f"Group {gid} is not a classic group." if getattr(group, "protocol_type", "") == "streams" \
+                else f"Group {gid} not found."
             out.append(make(mod.DescribedGroup, error_code=err,
-                            error_message=f"Group {gid} not found." if err != ErrorCode.none else None,
+                            error_message=msg if err != ErrorCode.none else None,
                             group_id=gid, group_state=ClassicGroupState.DEAD, protocol_type="", protocol_data="", members=(),
                             authorized_operations=NO_AUTHORIZED_OPS))
             continue

@@ -271,3 +271,53 @@ def test_streams_group_survives_restart():
     third = _coordinator(coord.cluster, coord.clock)
     third.load()
     assert "app" not in third.groups
+
+
+def test_offset_commit_checks_member_epochs():
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 1)
+    coord.cluster.create_topic("customers", 1)
+    a = _coord_hb(coord, "a", 0)
+    a = _coord_hb(coord, "a", a.member_epoch, active=Tasks.flat(a.assignment.active))
+    ok = coord.validate_commit("app", a.member_epoch, "a", None, 9)
+    assert ok == ErrorCode.none
+    assert coord.validate_commit("app", a.member_epoch - 1, "a", None, 9) == ErrorCode.stale_member_epoch
+    assert coord.validate_commit("app", a.member_epoch, "nobody", None, 9) == ErrorCode.unknown_member_id
+    # TxnOffsetCommit (exactly_once_v2) sees a stale epoch as an illegal generation, as for consumer groups
+    assert coord.validate_commit("app", a.member_epoch - 1, "a", None, 9, transactional=True) == \
+        ErrorCode.illegal_generation
+    assert coord.fetch_offsets("app", None, require_stable=False, member_id="a", member_epoch=0)[0] == \
+        ErrorCode.stale_member_epoch
+    assert coord.list_groups(types=["streams"]) == [("app", "streams", "Stable", "streams")]
+
+
+def test_oversized_internal_topics_are_not_created():
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 1)
+    coord.cluster.create_topic("customers", 1)
+    huge = Topology(1, (Subtopology("0", source_topics=("orders",),
+                                    state_changelog_topics=(TopicInfo("big-changelog", partitions=50_000),)),))
+    r = coord.streams_group_heartbeat(
+        group_id="app", member_id="a", member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout_ms=1000, topology=huge, active=set(), process_id="p", user_endpoint=None, client_tags=None,
+        client_id="c", client_host="/127.0.0.1")
+    assert r.error == ErrorCode.none
+    assert "big-changelog" not in coord.cluster.topics
+    assert [code for code, _ in r.status] == [Status.MISSING_INTERNAL_TOPICS]
+
+
+def test_bad_internal_topic_names_and_configs_are_not_created():
+    coord = _coordinator()
+    coord.cluster.create_topic("orders", 1)
+    bad = Topology(1, (Subtopology("0", source_topics=("orders",), state_changelog_topics=(
+        TopicInfo("../escape-changelog"), TopicInfo("ok-changelog", configs=(("cleanup.policy", "sideways"),)),
+        TopicInfo("good-changelog", configs=(("cleanup.policy", "compact"),)))),))
+    r = coord.streams_group_heartbeat(
+        group_id="app", member_id="a", member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout_ms=1000, topology=bad, active=set(), process_id="p", user_endpoint=None, client_tags=None,
+        client_id="c", client_host="/127.0.0.1")
+    assert r.error == ErrorCode.none
+    assert "../escape-changelog" not in coord.cluster.topics and "ok-changelog" not in coord.cluster.topics
+    assert coord.cluster.topics["good-changelog"].configs == {"cleanup.policy": "compact"}
+    assert r.status == [(Status.MISSING_INTERNAL_TOPICS,
+                         "Internal topics are missing: ../escape-changelog, ok-changelog")]

@@ -25,11 +25,14 @@ import time
 import uuid
 
 import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.streams_group_describe.v0.request import StreamsGroupDescribeRequest
 
 from compat_tests import brokers
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin
 from compat_tests.frameworks import streams_app as sa
 from compat_tests.frameworks.test_streams_eos import _assert_output, _totals_count
+from protocol.client import WireClient
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.streams, pytest.mark.streams_groups]
 
@@ -51,28 +54,41 @@ def streams_bootstrap(tmp_path_factory):
         yield b.bootstrap
 
 
-def streams_admin(bootstrap: str, op: str, group: str | None = None):
-    """One StreamsAdmin call (its own JVM): the result, or raises with the Java error."""
+def streams_admin(bootstrap: str, group: str, *ops: str) -> list:
+    """StreamsAdmin calls in order (one JVM): their results; raises with a Java error."""
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", sa.classpath(), "StreamsAdmin",
-           bootstrap, op, *([group] if group else [])]
+           bootstrap, group, *ops]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"StreamsAdmin {op}: no answer (exit {res.returncode}):\n{res.stderr[-3000:]}")
-    out = json.loads(lines[-1])
-    if "error" in out:
-        raise RuntimeError(f"StreamsAdmin {op}: {out['error']}")
-    return out["result"]
+    lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    if len(lines) != len(ops):
+        raise RuntimeError(f"StreamsAdmin {ops}: {len(lines)} answers (exit {res.returncode}):\n{res.stderr[-3000:]}")
+    for op, out in zip(ops, lines):
+        if "error" in out:
+            raise RuntimeError(f"StreamsAdmin {op}: {out['error']}")
+    return [out["result"] for out in lines]
+
+
+def wire_describe(bootstrap: str, group: str) -> dict:
+    """StreamsGroupDescribe through the protocol client, in StreamsAdmin's "describe" shape (polling
+    with it costs no JVM start per look)."""
+    with WireClient(bootstrap) as c:
+        d = c.request(StreamsGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)).groups[0]
+    if d.error_code != ErrorCode.none:
+        return {"state": d.error_code.name, "members": []}
+    return {"state": d.group_state, "members": [
+        {"member_id": m.member_id, "process_id": m.process_id,
+         "active": [f"{t.subtopology_id}_{p}" for t in m.assignment.active_tasks for p in t.partitions]}
+        for m in d.members]}
 
 
 def wait_group(bootstrap: str, group: str, pred, timeout: float, what: str) -> dict:
     deadline = time.monotonic() + timeout
     desc: dict = {}
     while time.monotonic() < deadline:
-        desc = streams_admin(bootstrap, "describe", group)
+        desc = wire_describe(bootstrap, group)
         if pred(desc):
             return desc
-        time.sleep(0.3)
+        time.sleep(0.2)
     raise AssertionError(f"{what} not seen in {timeout}s; last description: {desc}")
 
 
@@ -114,14 +130,17 @@ def test_streams_group_protocol_end_to_end(streams_bootstrap, tmp_path):
         a.wait_running()
         sa.wait_output(lambda: _totals_count(bootstrap, names), 300, timeout=120)
 
-        listed = {g["group_id"]: g for g in streams_admin(bootstrap, "list")}
+        wait_group(bootstrap, app_id, lambda d: d["state"].lower() == "stable", 30, "a stable group")
+        listing, desc = streams_admin(bootstrap, app_id, "list", "describe")
+        listed = {g["group_id"]: g for g in listing}
         assert listed[app_id]["type"].lower() == "streams", listed
-        desc = streams_admin(bootstrap, "describe", app_id)
         subtopologies = desc["subtopologies"]
         # orders and customers; then one subtopology per repartition topic (the sum and the window count)
         assert len(subtopologies) == 3, subtopologies
         all_tasks = {f"{s['id']}_{p}" for s in subtopologies for p in range(sa.PARTITIONS)}
-        desc = wait_group(bootstrap, app_id, _balanced(1, all_tasks), 30, "one member with every task")
+        assert _balanced(1, all_tasks)(desc), desc
+        assert desc["group_epoch"] == desc["target_assignment_epoch"] and desc["topology_epoch"] >= 0
+        assert _balanced(1, all_tasks)(wire_describe(bootstrap, app_id))
         # the broker created the internal topics the topology names, with the sources' partition count
         internal = {t for s in subtopologies for t in s["changelog_topics"] + s["repartition_source_topics"]}
         assert {f"{app_id}-{s}-changelog" for s in ("customers-store", "totals-store", "window-counts")} <= internal
@@ -160,13 +179,13 @@ def test_streams_group_protocol_end_to_end(streams_bootstrap, tmp_path):
         _assert_output(bootstrap, names, 900)
 
         # committed offsets: every source partition consumed to its end
-        offsets = streams_admin(bootstrap, "offsets", app_id)
+        wait_group(bootstrap, app_id, lambda d: not d["members"] and d["state"].lower() == "empty", 30, "an empty group")
+        offsets, deleted, listing = streams_admin(bootstrap, app_id, "offsets", "delete", "list")
         ends = admin.list_offsets(names["orders"], range(sa.PARTITIONS), "latest")
         for part in range(sa.PARTITIONS):
             assert offsets.get(f"{names['orders']}:{part}") == ends[part][0], (offsets, ends)
-        wait_group(bootstrap, app_id, lambda d: not d["members"] and d["state"].lower() == "empty", 30, "an empty group")
-        assert streams_admin(bootstrap, "delete", app_id) == "deleted"
-        assert app_id not in {g["group_id"] for g in streams_admin(bootstrap, "list")}
+        assert deleted == "deleted"
+        assert app_id not in {g["group_id"] for g in listing}
         print(f"closed member left after {left_after:.2f} s; killed member fenced after {fenced_after:.2f} s")
     finally:
         for inst in instances:

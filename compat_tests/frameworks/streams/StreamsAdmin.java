@@ -19,25 +19,29 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * The Java Admin client's streams-group calls (KIP-1071), one per run:
- * {@code StreamsAdmin BOOTSTRAP OP GROUP}, OP one of list (listGroups for streams groups),
+ * The Java Admin client's streams-group calls (KIP-1071), in order with one client:
+ * {@code StreamsAdmin BOOTSTRAP GROUP OP...}, each OP one of list (listGroups for streams groups),
  * describe (describeStreamsGroups), offsets (listStreamsGroupOffsets), delete
- * (deleteStreamsGroups). Prints one JSON line: {"result": ...} or {"error": {"type", "message"}}.
+ * (deleteStreamsGroups). Prints one JSON line per OP: {"result": ...} or {"error": {"type", "message"}}.
  */
 public class StreamsAdmin {
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
-        String op = args[1];
-        String group = args.length > 2 ? args[2] : null;
-        Map<String, Object> out = new LinkedHashMap<>();
+        String group = args[1];
+        ObjectMapper json = new ObjectMapper();
         try (Admin admin = Admin.create(props)) {
-            out.put("result", run(admin, op, group));
-        } catch (Exception e) {
-            Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
-            out.put("error", Map.of("type", cause.getClass().getName(), "message", String.valueOf(cause.getMessage())));
+            for (int i = 2; i < args.length; i++) {
+                Map<String, Object> out = new LinkedHashMap<>();
+                try {
+                    out.put("result", run(admin, args[i], group));
+                } catch (Exception e) {
+                    Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
+                    out.put("error", Map.of("type", cause.getClass().getName(), "message", String.valueOf(cause.getMessage())));
+                }
+                System.out.println(json.writeValueAsString(out));
+            }
         }
-        System.out.println(new ObjectMapper().writeValueAsString(out));
     }
 
     static Object run(Admin admin, String op, String group) throws Exception {
