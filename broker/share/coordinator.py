@@ -34,6 +34,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from storage import OffsetOutOfRange
 
 from ..clock import now_ms
 from ..cluster import AppendOrigin
@@ -320,7 +321,10 @@ class ShareCoordinator:
         start = sp.next_fetch_offset()
         if start >= upper or max_records <= 0:
             return b"", []
-        data = part.log.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
+        try:
+            data = part.log.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
+        except OffsetOutOfRange:  # retention moved the log start past it since skip_below
+            return b"", []
         if not data:
             return b"", []
         aborted = part.log.aborted_txns(start, upper) if committed else []
