@@ -134,6 +134,27 @@ def test_records_of_a_dead_consumer_are_redelivered(bootstrap, consumers, share_
     heir.commit()
 
 
+@pytest.mark.java
+def test_acquisition_lock_expires_for_a_live_consumer(bootstrap, consumers):
+    """A consumer that holds records past share.record.lock.duration.ms (15 s: Kafka's smallest by
+    default) loses them to another member, and its late acknowledgement fails."""
+    topic = new_topic(bootstrap, 1)
+    group = share_group(bootstrap, **{"share.record.lock.duration.ms": "15000"})
+    produce(bootstrap, topic, {0: ["slow"]})
+    slow = consumer(consumers, bootstrap, group, topic, client_id="slow")
+    assert [(r["value"], r["delivery_count"]) for r in slow.wait_records(1, timeout=60)] == [("slow", 1)]
+    other = consumer(consumers, bootstrap, group, topic, client_id="other")
+    got = other.wait_records(1, timeout=60)  # after the lock expired, 15 s after the first delivery
+    assert [(r["offset"], r["value"], r["delivery_count"]) for r in got] == [(0, "slow", 2)]
+    slow.ack(0, "ACCEPT")
+    slow.commit()
+    committed = [e for e in slow.events if e.get("event") == "committed"]
+    assert committed[-1]["errors"] == 1  # the record is no longer the slow consumer's to acknowledge
+    other.ack(0, "ACCEPT")
+    other.commit()
+    assert [e for e in other.events if e.get("event") == "committed"][-1]["errors"] == 0
+
+
 @pytest.mark.restart
 def test_broker_restart_keeps_share_state(start_broker, consumers, share_client):
     b = start_broker()

@@ -294,8 +294,8 @@ async def describe_share_group_offsets(ctx, request):
                 start = sp.start_offset if sp is not None else -1
                 lag = -1
                 if sp is not None and topic is not None:
-                    done = sum(1 for r in sp.in_flight.values() if r.state in (2, 4))
-                    lag = max(0, topic.partitions[index].high_watermark - sp.start_offset - done)
+                    lag = max(0, topic.partitions[index].high_watermark - sp.start_offset
+                              - sp.delivery_complete_count())
                 parts.append(make(mod.DescribeShareGroupOffsetsResponsePartition, partition_index=index,
                                   start_offset=start, leader_epoch=0 if sp is not None else -1, lag=lag,
                                   error_code=err, error_message=None))

@@ -34,6 +34,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from storage import OffsetOutOfRange
 
 from ..clock import now_ms
 from ..cluster import AppendOrigin
@@ -320,7 +321,10 @@ class ShareCoordinator:
         start = sp.next_fetch_offset()
         if start >= upper or max_records <= 0:
             return b"", []
-        data = part.log.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
+        try:
+            data = part.log.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
+        except OffsetOutOfRange:  # retention moved the log start past it since skip_below
+            return b"", []
         if not data:
             return b"", []
         aborted = part.log.aborted_txns(start, upper) if committed else []
@@ -419,7 +423,8 @@ class ShareCoordinator:
         now = self.clock()
         value = rec.snapshot_value(rec.ShareState(
             snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=0, start_offset=sp.start_offset,
-            create_timestamp=self._created.get(key, now), write_timestamp=now, batches=state[1]))
+            create_timestamp=self._created.get(key, now), write_timestamp=now, batches=state[1],
+            delivery_complete_count=sp.delivery_complete_count()))
         self._write(key, value)
 
     def _write(self, key: tuple[str, uuid.UUID, int], value: bytes | None) -> None:
@@ -458,8 +463,8 @@ class ShareCoordinator:
                         log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
                                     SHARE_GROUP_STATE_TOPIC, part.index)
         for key, st in states.items():
-            if st is None or key[1] not in self.cluster.topics_by_id:
-                continue
+            if st is None or st.start_offset < 0 or key[1] not in self.cluster.topics_by_id:
+                continue  # deleted, never initialised (Kafka writes -1 until the first fetch), or topic gone
             sp = SharePartition.restore(st.start_offset, st.batches, state_epoch=st.state_epoch)
             sp.persisted = (sp.start_offset, tuple(sp.state_batches()), sp.state_epoch)
             self.partitions[key] = sp

@@ -123,6 +123,10 @@ class SharePartition:
                 return off
         return self.end_offset
 
+    def delivery_complete_count(self) -> int:
+        """Records from the start offset on that are done with (acknowledged or archived)."""
+        return sum(1 for r in self.in_flight.values() if r.state in DONE)
+
     def acquired_count(self) -> int:
         return sum(1 for r in self.in_flight.values() if r.state == RecordState.ACQUIRED)
 

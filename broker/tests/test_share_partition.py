@@ -81,3 +81,20 @@ def test_state_batches_round_trip_through_snapshot_records():
     assert back.start_offset == 11 and back.end_offset == 15
     got, _ = acquire(back, "m2", [Batch(10, 14, False, False)])
     assert [tuple(a) for a in got] == [(11, 11, 2), (13, 14, 2)]
+
+
+def test_kafka_written_share_state_records_decode():
+    """Bytes Apache Kafka 4.4 wrote to __share_group_state (a snapshot when the share-partition was
+    initialised, then an update after accept 0 / release 1 / reject 2)."""
+    snapshot = bytes.fromhex("0000000000000000000200000000ffffffffffffffff000001a20bcdd832000001a20bcdd8320100")
+    st = rec.decode_snapshot_value(snapshot)
+    assert (st.snapshot_epoch, st.state_epoch, st.leader_epoch, st.start_offset, st.batches) == (0, 2, 0, -1, ())
+    assert st.create_timestamp == st.write_timestamp == 0x1a20bcdd832
+    assert rec.snapshot_value(st) == snapshot
+    update = bytes.fromhex(
+        "00000000000000000000000000000000000004000000000000000000000000000000000200010000000000000000010000000000"
+        "00000100000100000000000000000200000000000000020400010001000400000002")
+    assert rec.decode_update_value(update) == (0, 0, (StateBatch(0, 0, 2, 1), StateBatch(1, 1, 0, 1),
+                                                      StateBatch(2, 2, 4, 1)))
+    ours = rec.ShareState(0, 2, 0, 0, 5, 6, (StateBatch(1, 1, 0, 1),), delivery_complete_count=2)
+    assert rec.decode_snapshot_value(rec.snapshot_value(ours)) == ours

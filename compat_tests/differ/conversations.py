@@ -596,10 +596,14 @@ def share_group_conv(c: Conversation) -> None:
         {"topic_name": c["t"], "partitions": [0]}]}])
     c.send(77, c.ver(77), label="describe", group_ids=[c["g"], "no-such-share-group"],
            include_authorized_operations=False)
+    c.send(15, c.ver(15), label="described as a classic group", groups=[c["g"]], include_authorized_operations=False)
+    c.send(42, c.ver(42), label="delete while it has a member", groups_names=[c["g"]])
     c.send(76, c.ver(76), label="fenced epoch", group_id=c["g"], member_id=member, member_epoch=hb.member_epoch + 5,
            rack_id=None, subscribed_topic_names=None)
     c.send(76, c.ver(76), label="leave", group_id=c["g"], member_id=member, member_epoch=-1, rack_id=None,
            subscribed_topic_names=None)
+    c.send(42, c.ver(42), label="delete once empty", groups_names=[c["g"]])
+    c.send(77, c.ver(77), label="describe after delete", group_ids=[c["g"]], include_authorized_operations=False)
 
 
 # ------------------------------------------------------------------ idempotence and transactions
