@@ -189,6 +189,12 @@ def make_client(family: str, login: Login, secured, certs: Certs):
         from compat_tests.clients.kafkajs import KafkajsClient
 
         return KafkajsClient(address, security=kafkajs_security(login, certs))
+    if family == "franz":
+        from compat_tests.clients.franz import FranzClient
+
+        sec = {"ca": certs.ca if login.protocol in ("SSL", "SASL_SSL") else "", "mechanism": login.mechanism or "",
+               "user": login.user or "", "password": login.password or ""}
+        return FranzClient(address, security=sec)
     if family == "kcat":
         from compat_tests.clients.kcat import KcatClient
 
@@ -210,7 +216,7 @@ def kafkajs_security(login: Login, certs: Certs) -> dict:
 FAMILIES = [pytest.param("java", marks=pytest.mark.java), pytest.param("librdkafka", marks=pytest.mark.librdkafka),
             pytest.param("kafka_python", marks=pytest.mark.kafka_python),
             pytest.param("aiokafka", marks=pytest.mark.aiokafka), pytest.param("kafkajs", marks=pytest.mark.kafkajs),
-            pytest.param("kcat", marks=pytest.mark.kcat)]
+            pytest.param("kcat", marks=pytest.mark.kcat), pytest.param("franz", marks=pytest.mark.franz)]
 
 LOGINS = [
     pytest.param(Login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"), id="sasl_plaintext-plain"),
@@ -234,6 +240,8 @@ def _family_logins():
                 # Debian's kcat 1.7.1 bundles librdkafka 2.0.2, whose SCRAM logins Apache Kafka 4.4
                 # refuses ("invalid credentials"); confluent-kafka's librdkafka covers SCRAM here
                 continue
+            if family.values[0] == "franz" and login.values[0].client_cert:
+                continue  # the Go driver's TLS option carries no client certificate
             yield pytest.param(family.values[0], login.values[0], marks=family.marks,
                                id=f"{login.id}-{family.values[0]}")
 
