@@ -608,3 +608,19 @@ def test_transactions_over_sasl_ssl(secured, certs, family):
             (p.commit_transaction if txn["end"] == "commit" else p.abort_transaction)(30)
     got = reader.consume(topic, [0], 3, isolation="read_committed", timeout_s=30)
     assert [m.value for m in got] == [b"committed-1", b"committed-2", b"committed-3"]
+
+
+def test_handshake_v0_then_bare_tokens(secured):
+    """SaslHandshake v0: the SASL tokens follow as bare size-prefixed frames (no SaslAuthenticate);
+    a wrong password closes the connection without an answer."""
+    from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
+
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(HandshakeV0(mechanism="PLAIN")).error_code) == 0
+        c.send_raw(b"\0alice\0alice-secret")
+        assert c.recv_frame() == b""  # PLAIN's empty server token
+        assert len(c.request(_metadata()).brokers) == 1
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(HandshakeV0(mechanism="PLAIN")).error_code) == 0
+        c.send_raw(b"\0alice\0wrong")
+        assert _closed(c)
