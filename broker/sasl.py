@@ -72,17 +72,23 @@ class Plain(Mechanism):
         return b""
 
 
-# client-first-message: gs2-header, then n=saslname,r=nonce and optional extensions
-_CLIENT_FIRST = re.compile(r"[ny],(?:a=(?P<authzid>[^,]*))?,(?P<bare>n=(?P<name>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>,.*)?)",
-                           re.S)
-# client-final-message: channel binding, nonce, optional extensions, proof last
-_CLIENT_FINAL = re.compile(r"c=(?P<cbind>[^,]*),r=(?P<nonce>[^,]*)(?:,[^,]*)*?,p=(?P<proof>[^,]*)", re.S)
+# Kafka's ScramMessages patterns: a nonce is printable ASCII without ',' (a nonce with a control
+# character or a space fails, as on Kafka), names escape ',' and '=' as =2C and =3D
+_SASLNAME = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+"
+_PRINTABLE = r"[\x21-\x2b\x2d-\x7e]+"
+_VALUE = r"[\x01-\x2b\x2d-\x7f]+"
+_BASE64 = r"(?:[a-zA-Z0-9/+]{4})*(?:[a-zA-Z0-9/+]{3}=|[a-zA-Z0-9/+]{2}==)?"
+_EXTENSIONS = rf"(?:,[a-zA-Z]+={_VALUE})*"
+_CLIENT_FIRST = re.compile(rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?P<bare>(?:m={_VALUE},)?n=(?P<name>{_SASLNAME}),"
+                           rf"r=(?P<nonce>{_PRINTABLE})(?P<ext>{_EXTENSIONS}))")
+_CLIENT_FINAL = re.compile(rf"c=(?P<cbind>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS},p=(?P<proof>{_BASE64})")
 
 
 class Scram(Mechanism):
-    """The server side of RFC 5802 as Kafka's ScramSaslServer does it (by hand: Kafka accepts a
-    final message whose nonce only ends with the combined nonce, which librdkafka before 2.1
-    sends, and stricter libraries refuse it)."""
+    """The server side of RFC 5802 as Kafka's ScramSaslServer does it: Kafka's message patterns,
+    a final nonce that must end with the combined nonce, the generic failure message. By hand:
+    scramp, the library for it, refuses Kafka's tokenauth extension syntax and checks the
+    final nonce differently."""
 
     def __init__(self, mechanism: str, store: ScramStore):
         self.mechanism = mechanism

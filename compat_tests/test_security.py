@@ -189,6 +189,12 @@ def make_client(family: str, login: Login, secured, certs: Certs):
         from compat_tests.clients.kafkajs import KafkajsClient
 
         return KafkajsClient(address, security=kafkajs_security(login, certs))
+    if family == "franz":
+        from compat_tests.clients.franz import FranzClient
+
+        sec = {"ca": certs.ca if login.protocol in ("SSL", "SASL_SSL") else "", "mechanism": login.mechanism or "",
+               "user": login.user or "", "password": login.password or ""}
+        return FranzClient(address, security=sec)
     if family == "kcat":
         from compat_tests.clients.kcat import KcatClient
 
@@ -210,7 +216,7 @@ def kafkajs_security(login: Login, certs: Certs) -> dict:
 FAMILIES = [pytest.param("java", marks=pytest.mark.java), pytest.param("librdkafka", marks=pytest.mark.librdkafka),
             pytest.param("kafka_python", marks=pytest.mark.kafka_python),
             pytest.param("aiokafka", marks=pytest.mark.aiokafka), pytest.param("kafkajs", marks=pytest.mark.kafkajs),
-            pytest.param("kcat", marks=pytest.mark.kcat)]
+            pytest.param("kcat", marks=pytest.mark.kcat), pytest.param("franz", marks=pytest.mark.franz)]
 
 LOGINS = [
     pytest.param(Login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"), id="sasl_plaintext-plain"),
@@ -226,8 +232,21 @@ def _topic(name: str) -> str:
     return f"sec-{name}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("login", LOGINS)
+def _family_logins():
+    for family in FAMILIES:
+        for login in LOGINS:
+            mech = login.values[0].mechanism or ""
+            if family.values[0] == "kcat" and mech.startswith("SCRAM"):
+                # Debian's kcat 1.7.1 bundles librdkafka 2.0.2, whose SCRAM logins Apache Kafka 4.4
+                # refuses ("invalid credentials"); confluent-kafka's librdkafka covers SCRAM here
+                continue
+            if family.values[0] == "franz" and login.values[0].client_cert:
+                continue  # the Go driver's TLS option carries no client certificate
+            yield pytest.param(family.values[0], login.values[0], marks=family.marks,
+                               id=f"{login.id}-{family.values[0]}")
+
+
+@pytest.mark.parametrize("family, login", list(_family_logins()))
 def test_produce_consume(secured, certs, family, login):
     """The client authenticates on the secured listener, creates its topic, produces and reads back."""
     client = make_client(family, login, secured, certs)
@@ -589,3 +608,19 @@ def test_transactions_over_sasl_ssl(secured, certs, family):
             (p.commit_transaction if txn["end"] == "commit" else p.abort_transaction)(30)
     got = reader.consume(topic, [0], 3, isolation="read_committed", timeout_s=30)
     assert [m.value for m in got] == [b"committed-1", b"committed-2", b"committed-3"]
+
+
+def test_handshake_v0_then_bare_tokens(secured):
+    """SaslHandshake v0: the SASL tokens follow as bare size-prefixed frames (no SaslAuthenticate);
+    a wrong password closes the connection without an answer."""
+    from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
+
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(HandshakeV0(mechanism="PLAIN")).error_code) == 0
+        c.send_raw(b"\0alice\0alice-secret")
+        assert c.recv_frame() == b""  # PLAIN's empty server token
+        assert len(c.request(_metadata()).brokers) == 1
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(HandshakeV0(mechanism="PLAIN")).error_code) == 0
+        c.send_raw(b"\0alice\0wrong")
+        assert _closed(c)

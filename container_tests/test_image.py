@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 
@@ -140,3 +141,34 @@ def test_a_bad_setting_stops_the_container_with_the_brokers_message(kafkalite_im
         assert status == 2
         out = logs(cid)
         assert "KAFKALITE_NUM_PARTITIONS" in out and "Traceback" not in out
+
+
+def test_image_serves_sasl_ssl_with_a_throwaway_ca(kafkalite_image):
+    """A SASL_SSL listener configured by variables only (KAFKALITE_TLS_SELF_SIGNED, SCRAM users,
+    a listener-prefixed JAAS config): healthy, and a SCRAM client trusting the CA from the
+    container's data dir produces and consumes."""
+    port = free_port()
+    env = {"KAFKALITE_LISTENERS": "SASL_SSL://0.0.0.0:9093",
+           "KAFKALITE_ADVERTISED_LISTENERS": f"SASL_SSL://127.0.0.1:{port}",
+           "KAFKALITE_TLS_SELF_SIGNED": "true",
+           "KAFKALITE_SCRAM_USERS": "SCRAM-SHA-512=[name=app,password=app-secret]",
+           "KAFKALITE_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG":
+               'org.apache.kafka.common.security.plain.PlainLoginModule required user_app="app-secret";'}
+    with container(kafkalite_image, publish=(), options=["--publish", f"127.0.0.1:{port}:9093"], env=env) as cid:
+        out = wait_for_log(cid, READY)
+        assert "ca=/var/lib/kafkalite/tls/ca.pem" in out
+        assert "app-secret" not in logs(cid)
+        deadline = time.monotonic() + 20
+        while healthcheck(cid) != 0:
+            assert time.monotonic() < deadline, logs(cid)
+            time.sleep(0.2)
+        ca = podman("exec", cid, "cat", "/var/lib/kafkalite/tls/ca.pem")
+        with tempfile.NamedTemporaryFile("w", suffix=".pem") as f:
+            f.write(ca)
+            f.flush()
+            client = LibrdkafkaClient(f"127.0.0.1:{port}", config={
+                "security.protocol": "SASL_SSL", "ssl.ca.location": f.name, "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "app", "sasl.password": "app-secret"})
+            client.create_topic("secured", 1)
+            client.produce("secured", [Msg(b"over SASL_SSL")], partition=0)
+            assert [m.value for m in client.consume("secured", [0], 1, timeout_s=30)] == [b"over SASL_SSL"]

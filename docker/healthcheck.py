@@ -8,7 +8,7 @@ The address checked is, in order:
   means not ready, so unhealthy;
 * the first listener configured through the environment (KAFKALITE_LISTENERS, else
   KAFKALITE_HOST and KAFKALITE_PORT).
-A wildcard host (0.0.0.0, ::) is checked on loopback.
+A wildcard host (0.0.0.0, ::) is checked on loopback; a TLS listener (SSL, SASL_SSL) over TLS.
 """
 
 import os
@@ -50,8 +50,19 @@ def check(address, timeout=3.0):
 
     from protocol.client import WireClient
 
-    with WireClient(address, timeout=timeout, client_id="kafkalite-healthcheck") as client:
-        response = client.request(ApiVersionsRequest())
+    try:
+        with WireClient(address, timeout=timeout, client_id="kafkalite-healthcheck") as client:
+            response = client.request(ApiVersionsRequest())
+    except (ConnectionError, OSError):
+        # an SSL or SASL_SSL listener: ask again over TLS; liveness only, so the certificate is
+        # not verified (a SASL listener answers ApiVersions before authentication)
+        import ssl
+
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        with WireClient(address, timeout=timeout, client_id="kafkalite-healthcheck", ssl_context=context) as client:
+            response = client.request(ApiVersionsRequest())
     code = int(getattr(response.error_code, "value", response.error_code))
     if code != 0:
         raise RuntimeError(f"ApiVersions answered error code {code}")

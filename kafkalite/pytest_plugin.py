@@ -24,6 +24,12 @@ Options
         broker that is already running instead of starting kafkalite.
     ``--kafkalite-log-level LEVEL`` / ini ``kafkalite_log_level``: the started broker's log level.
     ini ``kafkalite_config``: lines of ``key=value`` broker settings (``num.partitions=3``).
+    ini ``kafkalite_listeners``: lines of ``NAME://HOST:PORT`` listeners (port 0: a free one) for
+        secured listeners beside the first, which the fixtures use (keep it PLAINTEXT); their
+        settings go in ``kafkalite_config`` by Kafka's names (``listener.name.sasl_ssl.plain.sasl.jaas.config=...``).
+        ``kafkalite_broker.listeners["SASL_SSL"]`` is a listener's address.
+    ``--kafkalite-tls-self-signed`` / ini ``kafkalite_tls_self_signed``: a throwaway CA and server
+        certificate for TLS listeners; ``kafkalite_broker.ca_path`` is the CA certificate clients trust.
     ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
         (0 picks a free port). Its address is printed when the broker starts and in the report
         of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
@@ -62,6 +68,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kafka-console", default=None, metavar="[HOST:]PORT",
                     help="serve the web console of the kafkalite broker the session starts on HOST:PORT "
                          "(0 picks a free port); its address is printed at the start and in failing tests' reports")
+    group.addoption("--kafkalite-tls-self-signed", action="store_true", default=False,
+                    help="give the kafkalite broker's TLS listeners a throwaway CA and certificate "
+                         "(kafkalite_broker.ca_path)")
+    parser.addini("kafkalite_listeners", type="linelist", default=[],
+                  help="NAME://HOST:PORT listeners of the kafkalite broker (the first is the fixtures' one)")
+    parser.addini("kafkalite_tls_self_signed", type="bool", default=False,
+                  help="a throwaway CA and certificate for the kafkalite broker's TLS listeners")
     parser.addini("kafkalite_console", default="", help="[HOST:]PORT of the kafkalite broker's web console")
     group.addoption("--kafkalite-nodes", default=None, type=int, metavar="N",
                     help="node ids the kafkalite broker the session starts serves, each on its own port (default 1)")
@@ -124,7 +137,9 @@ def _start_broker(config: pytest.Config):
 
     level = config.getoption("kafkalite_log_level", None) or config.getini("kafkalite_log_level")
     nodes = config.getoption("kafkalite_nodes", None) or config.getini("kafkalite_nodes") or None
+    tls = bool(config.getoption("kafkalite_tls_self_signed", False) or config.getini("kafkalite_tls_self_signed"))
     broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
+                             listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
                              controls="127.0.0.1:0" if _controls_available() else None)
     config.stash[_BROKER] = broker

@@ -162,3 +162,12 @@ def test_stalled_tls_handshake_times_out(tmp_path):
             assert s.recv(1) == b""  # closed by the broker
             assert 0.2 < time.monotonic() - t0 < 4
         assert "TLS handshake not finished within 0.3 s" in b.log_text()
+
+
+def test_self_signed_flag_from_the_environment():
+    """The container image's way: KAFKALITE_TLS_SELF_SIGNED=true, like every flag's variable."""
+    from broker.cli import parse_args, resolve
+
+    assert resolve(parse_args([]), {"KAFKALITE_TLS_SELF_SIGNED": "true"}).tls_self_signed
+    assert not resolve(parse_args([]), {}).tls_self_signed
+    assert resolve(parse_args(["--tls-self-signed"]), {}).tls_self_signed

@@ -120,16 +120,20 @@ class GoClient(Client):
 
     name: str = field(default="go", init=False)
     request_timeout_s: float = 30.0
+    # {"ca": PEM path, "mechanism": "SCRAM-SHA-256", "user": ..., "password": ...} (franz-go only)
+    security: dict[str, Any] | None = None
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
         run_driver(self.name, {"cmd": "create_topic", "bootstrap": self.bootstrap, "topic": topic,
-                               "num_partitions": partitions, "configs": configs or {}}, self.request_timeout_s)
+                               "num_partitions": partitions, "configs": configs or {}, "security": self.security},
+                   self.request_timeout_s)
 
     def produce(self, topic: str, msgs: list[Msg], *, partition: int | None = None, compression: str = "none",
                 idempotent: bool = False, acks: str = "all") -> list[ProduceResult]:
         refuse_unusable_produce_options(self.name, compression, idempotent, acks, compressions=COMPRESSIONS)
         request = {
-            "cmd": "produce", "bootstrap": self.bootstrap, "topic": topic, "partition": partition,
+            "cmd": "produce", "bootstrap": self.bootstrap, "security": self.security, "topic": topic,
+            "partition": partition,
             "compression": compression, "idempotent": idempotent, "acks": str(acks),
             "messages": [{"key": _b64(m.key), "value": _b64(m.value), "headers": [[k, _b64(v)] for k, v in m.headers],
                           "timestamp": m.timestamp_ms, "partition": m.partition} for m in msgs],
@@ -140,7 +144,8 @@ class GoClient(Client):
     def consume(self, topic: str, partitions: list[int], count: int, *, start: str | int = "earliest",
                 isolation: str = "read_uncommitted", timeout_s: float = 30.0) -> list[Msg]:
         start_arg = driver_consume_start(start, isolation)
-        request = {"cmd": "consume", "bootstrap": self.bootstrap, "topic": topic, "partitions": list(partitions),
+        request = {"cmd": "consume", "bootstrap": self.bootstrap, "security": self.security, "topic": topic,
+                   "partitions": list(partitions),
                    "count": count, "start": start_arg, "isolation": isolation}
         result = run_driver(self.name, request, timeout_s)
         return [Msg(value=_unb64(r["value"]), key=_unb64(r["key"]),

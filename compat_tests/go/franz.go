@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 type franzDriver struct{}
@@ -36,7 +40,34 @@ func franzOpts(r *Request, extra ...kgo.Opt) []kgo.Opt {
 	if os.Getenv("GODRIVER_DEBUG") != "" {
 		opts = append(opts, kgo.WithLogger(franzLog{}))
 	}
+	opts = append(opts, franzSecurity(r.Security)...)
 	return append(opts, extra...)
+}
+
+// franzSecurity: TLS dialing that trusts the request's CA, and its SASL mechanism.
+func franzSecurity(s *Security) []kgo.Opt {
+	if s == nil {
+		return nil
+	}
+	var opts []kgo.Opt
+	if s.CA != "" {
+		pem, err := os.ReadFile(s.CA)
+		if err != nil {
+			panic(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	switch s.Mechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
+	}
+	return opts
 }
 
 var franzCodecs = map[string]kgo.CompressionCodec{

@@ -41,10 +41,19 @@ type headerKV struct {
 	Value []byte
 }
 
+// Security: TLS trusting the CA in the PEM file CA (when set) and a SASL login (franz-go only).
+type Security struct {
+	CA        string `json:"ca"`
+	Mechanism string `json:"mechanism"`
+	User      string `json:"user"`
+	Password  string `json:"password"`
+}
+
 // Request is the union of every command's fields.
 type Request struct {
 	Cmd         string            `json:"cmd"`
 	Bootstrap   string            `json:"bootstrap"`
+	Security    *Security         `json:"security"`
 	Topic       string            `json:"topic"`
 	Partitions  json.RawMessage   `json:"partitions"`
 	Configs     map[string]string `json:"configs"`

@@ -177,6 +177,14 @@ def test_healthcheck_against_a_running_broker():
         assert r.returncode == 0, r.stderr
 
 
+def test_healthcheck_of_a_tls_listener():
+    """An SSL or SASL_SSL first listener (KAFKALITE_TLS_SELF_SIGNED=true in a container) is healthy too."""
+    with kafkalite.running(listeners=["SASL_SSL://127.0.0.1:0"], tls_self_signed=True) as b:
+        r = healthcheck(b.bootstrap)
+        assert r.returncode == 0, r.stderr
+        assert "healthy" in r.stdout
+
+
 def test_healthcheck_follows_the_ready_file(tmp_path):
     ready_file = tmp_path / "ready"
     r = healthcheck(KAFKALITE_READY_FILE=str(ready_file))

@@ -4,6 +4,7 @@ pytest would run it)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import re
 import textwrap
 
@@ -269,4 +270,34 @@ def test_a_session_broker_of_three_nodes(project: pytest.Pytester):
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
     result = run(project, "--kafkalite-nodes=3",
                  PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(passed=1)
+
+
+def test_secured_listener_from_ini(pytester: pytest.Pytester):
+    """kafkalite_listeners + kafkalite_tls_self_signed + kafkalite_config: a SASL_SSL listener
+    beside the fixtures' PLAINTEXT one, used by a real client trusting the broker's CA."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+    pytester.makeini(textwrap.dedent(f"""
+        [pytest]
+        kafkalite_listeners =
+            PLAINTEXT://127.0.0.1:0
+            SASL_SSL://127.0.0.1:0
+        kafkalite_tls_self_signed = true
+        kafkalite_config =
+            listener.name.sasl_ssl.plain.sasl.jaas.config={jaas}
+    """))
+    pytester.makepyfile(test_user=textwrap.dedent("""
+        from confluent_kafka import Producer
+
+        def test_produce_over_sasl_ssl(kafkalite_broker, kafka_topic):
+            assert kafkalite_broker.ca_path.exists()
+            p = Producer({"bootstrap.servers": kafkalite_broker.listeners["SASL_SSL"],
+                          "security.protocol": "SASL_SSL", "ssl.ca.location": str(kafkalite_broker.ca_path),
+                          "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"})
+            p.produce(kafka_topic, b"secret hello")
+            assert p.flush(20) == 0
+    """))
+    # this checkout's kafkalite (and plugin), whatever copy is installed
+    root = str(Path(__file__).resolve().parents[2])
+    result = run(pytester, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
     result.assert_outcomes(passed=1)
