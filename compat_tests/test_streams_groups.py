@@ -52,7 +52,7 @@ def topology(app: str, source: str) -> hb.Topology:
 
 
 def heartbeat(c: WireClient, group: str, member: str, epoch: int, *, join_topology=None, active=None,
-              join_active: tuple | None = (), others: tuple | None = ()):
+              join_active: tuple | None = (), others: tuple | None = (), shutdown: bool = False):
     """`active`: the tasks the member owns, or None for unchanged; standby and warmup tasks go
     with it as `others` (Kafka wants all three or none)."""
     joining = join_topology is not None
@@ -62,7 +62,7 @@ def heartbeat(c: WireClient, group: str, member: str, epoch: int, *, join_topolo
         instance_id=None, rack_id=None, rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topology=join_topology, active_tasks=join_active if joining else active, standby_tasks=rest,
         warmup_tasks=rest, process_id="process-1" if joining else None, user_endpoint=None,
-        client_tags=() if joining else None, task_offsets=None, task_end_offsets=None, shutdown_application=False))
+        client_tags=() if joining else None, task_offsets=None, task_end_offsets=None, shutdown_application=shutdown))
 
 
 def describe(c: WireClient, group: str):
@@ -167,6 +167,14 @@ def test_streams_group_heartbeat_describe_and_admin(bootstrap):
         topics = {t.name: t.partitions for s in d.topology.subtopologies
                   for t in s.state_changelog_topics + s.repartition_source_topics}
         assert topics == {f"{app}-store-changelog": 2, f"{app}-rekey-repartition": 2}
+
+        # a member's request to shut the application down is every heartbeat's status from then on
+        shutdown = (4, f"Streams group member {member} encountered a fatal error and requested a shutdown "
+                       "for the entire application.")
+        r = heartbeat(c, app, member, epoch, shutdown=True)
+        assert shutdown in {(s.status_code, s.status_detail) for s in r.status}, r.status
+        r = heartbeat(c, app, member, r.member_epoch)
+        assert shutdown in {(s.status_code, s.status_detail) for s in r.status}, r.status
 
         # leave; the empty group can be deleted
         left = heartbeat(c, app, member, -1)

@@ -262,6 +262,8 @@ class StreamsGroup:
         self.busy_heartbeat_interval_ms = busy_heartbeat_interval_ms
         self.busy_window_ms = busy_window_ms
         self.last_change = -(1 << 62)
+        # the member that asked for the whole application to shut down, until the group empties
+        self.shutdown_requested_by: str | None = None
         # the records last written to __consumer_offsets (kept by the coordinator)
         self.persisted: dict[bytes, bytes] = {}
 
@@ -351,19 +353,20 @@ class StreamsGroup:
                   active: set[tuple[str, int]] | None, process_id: str | None, user_endpoint: tuple[str, int] | None,
                   client_tags: dict[str, str] | None, client_id: str, client_host: str, lookup: Lookup,
                   names: Callable[[], list[str]], now: int,
-                  create: Callable[[dict[str, TopicInfo], dict[str, int]], None] | None = None) -> HeartbeatResult:
+                  create: Callable[[dict[str, TopicInfo], dict[str, int]], None] | None = None,
+                  shutdown_application: bool = False) -> HeartbeatResult:
         """`create(missing, partitions)` creates missing internal topics (the broker's part)."""
         try:
             return self._heartbeat(member_id, member_epoch, endpoint_information_epoch, instance_id, rack_id,
                                    rebalance_timeout_ms, topology, active, process_id, user_endpoint, client_tags,
-                                   client_id, client_host, lookup, names, now, create)
+                                   client_id, client_host, lookup, names, now, create, shutdown_application)
         except GroupError as exc:
             return HeartbeatResult(exc.code, str(exc) if str(exc) != exc.code.name else None,
                                    member_id=member_id, member_epoch=member_epoch)
 
     def _heartbeat(self, member_id, member_epoch, endpoint_information_epoch, instance_id, rack_id,
                    rebalance_timeout_ms, topology, active, process_id, user_endpoint, client_tags, client_id,
-                   client_host, lookup, names, now, create) -> HeartbeatResult:
+                   client_host, lookup, names, now, create, shutdown_application=False) -> HeartbeatResult:
         if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(member_id, instance_id, member_epoch)
         joining = member_epoch == 0
@@ -427,6 +430,13 @@ class StreamsGroup:
                            f"topology epoch {self.topology.epoch}."))
         if self.configured is not None and self.configured.status is not None:
             status.append((int(self.configured.status[0]), self.configured.status[1]))
+        if shutdown_application and self.shutdown_requested_by is None:
+            self.shutdown_requested_by = member.member_id
+        if self.shutdown_requested_by is not None:
+            # every member hears it, on every heartbeat, as in Kafka
+            status.append((Status.SHUTDOWN_APPLICATION,
+                           f"Streams group member {self.shutdown_requested_by} encountered a fatal error and "
+                           "requested a shutdown for the entire application."))
         send = joining or member.assigned.key() != old_assigned or member.member_epoch != old_epoch
         result = HeartbeatResult(member_id=member.member_id, member_epoch=member.member_epoch,
                                  heartbeat_interval_ms=self.interval_for(now), status=status,
@@ -531,6 +541,8 @@ class StreamsGroup:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self.group_epoch += 1
+        if not self.members:
+            self.shutdown_requested_by = None
 
     def _refresh_metadata(self, lookup: Lookup, names: Callable[[], list[str]], create=None) -> bool:
         """Configure the topology when it or the partition counts of its topics changed; missing

@@ -6,7 +6,8 @@ the cluster's topics, creates missing internal topics, and answers with the memb
 standby and warmup tasks (only when they changed, or on a join), the group's statuses
 (MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, STALE_TOPOLOGY, ...), the heartbeat
 interval, and the partitions by user endpoint when the member's endpoint information epoch is
-behind the group's. Epoch -1 leaves, -2 is a static member's temporary leave. Invalid requests
+behind the group's; once a member sets ShutdownApplication, every member's heartbeat carries the
+status SHUTDOWN_APPLICATION until the group is empty. Epoch -1 leaves, -2 is a static member's temporary leave. Invalid requests
 get INVALID_REQUEST with Kafka's message; a consumer group's id gets GROUP_ID_NOT_FOUND. An
 error answer carries only the error (member id empty, epoch 0), as Kafka's.
 
@@ -74,7 +75,8 @@ async def streams_group_heartbeat(ctx, request):
         active=_tasks(request.active_tasks), process_id=request.process_id,
         user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else None,
         client_tags={kv.key: kv.value for kv in request.client_tags} if request.client_tags is not None else None,
-        client_id=ctx.client_id or "", client_host=_client_host(ctx))
+        client_id=ctx.client_id or "", client_host=_client_host(ctx),
+        shutdown_application=bool(request.shutdown_application))
     if result.error != ErrorCode.none:
         return _error(mod, result.error, result.error_message)
     a = result.assignment

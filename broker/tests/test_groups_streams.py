@@ -321,3 +321,20 @@ def test_bad_internal_topic_names_and_configs_are_not_created():
     assert coord.cluster.topics["good-changelog"].configs == {"cleanup.policy": "compact"}
     assert r.status == [(Status.MISSING_INTERNAL_TOPICS,
                          "Internal topics are missing: ../escape-changelog, ok-changelog")]
+
+
+def test_shutdown_application_reaches_every_member():
+    cluster = Cluster(orders=1, customers=1)
+    g = StreamsGroup("app")
+    a = _hb(g, cluster, "a", 0, 0)
+    b = _hb(g, cluster, "b", 0, 1)
+    r = g.heartbeat(member_id="a", member_epoch=a.member_epoch, endpoint_information_epoch=0, instance_id=None,
+                    rack_id=None, rebalance_timeout_ms=-1, topology=None, active=None, process_id=None,
+                    user_endpoint=None, client_tags=None, client_id="c", client_host="/h", lookup=cluster.topics.get,
+                    names=lambda: list(cluster.topics), now=2, shutdown_application=True)
+    detail = "Streams group member a encountered a fatal error and requested a shutdown for the entire application."
+    assert (Status.SHUTDOWN_APPLICATION, detail) in r.status
+    assert (Status.SHUTDOWN_APPLICATION, detail) in _hb(g, cluster, "b", b.member_epoch, 3, active=None).status
+    _hb(g, cluster, "a", -1, 4)
+    _hb(g, cluster, "b", -1, 5)
+    assert g.shutdown_requested_by is None
