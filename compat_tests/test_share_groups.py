@@ -87,11 +87,13 @@ def test_three_consumers_share_one_partition(bootstrap, consumers, share_client)
 
     def described():
         return JavaClient(bootstrap).admin({"op": "describeShareGroups", "groups": [group]})[0][group]
-    wait_until(lambda: len(described()["members"]) == 3, timeout=30, interval=0.5, what="three members")
-    d = described()
+    # one partition, three members: every member is assigned the one partition (Kafka assigns in the
+    # background, so a member may show an empty assignment for a heartbeat interval)
+    def all_assigned():
+        g = described()
+        return g if sorted(m["assignment"] for m in g["members"]) == [[f"{topic}-0"]] * 3 else None
+    d = wait_until(all_assigned, timeout=30, interval=0.5, what="three members, each assigned the partition")
     assert d["state"].lower() == "stable"
-    # one partition, three members: every member is assigned the one partition
-    assert sorted(m["assignment"] for m in d["members"]) == [[f"{topic}-0"]] * 3
     assert sorted(m["client_id"] for m in d["members"]) == ["share-0", "share-1", "share-2"]
     listed = JavaClient(bootstrap).admin({"op": "listShareGroups"})[0]
     mine = [g for g in listed if g["group_id"] == group]
