@@ -46,6 +46,13 @@ def share_group(bootstrap: str, **configs: str) -> str:
     return gid
 
 
+def lag(bootstrap: str, group: str, topic: str) -> int | None:
+    """The lag of partition 0, or None while the broker reports no offset information for it (Kafka
+    may, for a moment, while it writes the share-partition's first state)."""
+    info = offsets(bootstrap, group, topic)["0"]
+    return None if info is None else info["lag"]
+
+
 @pytest.fixture(params=CLIENTS)
 def share_client(request) -> str:
     return request.param
@@ -80,16 +87,18 @@ def test_three_consumers_share_one_partition(bootstrap, consumers, share_client)
 
     def described():
         return JavaClient(bootstrap).admin({"op": "describeShareGroups", "groups": [group]})[0][group]
-    wait_until(lambda: len(described()["members"]) == 3, timeout=30, interval=0.5, what="three members")
-    d = described()
+    # one partition, three members: every member is assigned the one partition (Kafka assigns in the
+    # background, so a member may show an empty assignment for a heartbeat interval)
+    def all_assigned():
+        g = described()
+        return g if sorted(m["assignment"] for m in g["members"]) == [[f"{topic}-0"]] * 3 else None
+    d = wait_until(all_assigned, timeout=30, interval=0.5, what="three members, each assigned the partition")
     assert d["state"].lower() == "stable"
-    # one partition, three members: every member is assigned the one partition
-    assert sorted(m["assignment"] for m in d["members"]) == [[f"{topic}-0"]] * 3
     assert sorted(m["client_id"] for m in d["members"]) == ["share-0", "share-1", "share-2"]
     listed = JavaClient(bootstrap).admin({"op": "listShareGroups"})[0]
     mine = [g for g in listed if g["group_id"] == group]
     assert [(g["type"].lower(), g["protocol"], g["state"].lower()) for g in mine] == [("share", "share", "stable")]
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+    wait_until(lambda: lag(bootstrap, group, topic) == 0, timeout=30, interval=0.5,
                what="no lag once every record is acknowledged")
 
 
@@ -110,7 +119,7 @@ def test_explicit_acknowledgement_release_and_reject(bootstrap, consumers, share
     assert (again["offset"], again["value"], again["delivery_count"]) == (1, "b", 2)
     c.ack(1, "ACCEPT")
     c.commit()
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+    wait_until(lambda: lag(bootstrap, group, topic) == 0, timeout=30, interval=0.5,
                what="no lag")
     produce(bootstrap, topic, {0: ["d"]})
     nxt = c.wait_records(5, timeout=60)[4]
@@ -172,16 +181,20 @@ def test_broker_restart_keeps_share_state(start_broker, consumers, share_client)
     c.close()
     # after the commit the consumer may poll the released record again before it closes
     seen = [r["offset"] for r in c.records()].count(2)
-    assert offsets(bootstrap, group, topic)["0"]["lag"] == 1  # the released record
+    wait_until(lambda: lag(bootstrap, group, topic) == 1, timeout=30, interval=0.5,
+               what="lag 1: the released record")
     b.restart()
-    assert offsets(bootstrap, group, topic)["0"]["lag"] == 1
+    wait_until(lambda: lag(bootstrap, group, topic) == 1, timeout=30, interval=0.5, what="lag 1 after the restart")
     again = consumer(consumers, bootstrap, group, topic, client=share_client)
     got = again.wait_records(1, timeout=90)
-    # only the released record is delivered again, its delivery count kept across the restart
-    assert [(r["offset"], r["value"], r["delivery_count"]) for r in got] == [(2, "r2", seen + 1)]
+    # only the released record is delivered again, its delivery count kept across the restart (a
+    # client may also have fetched it into its buffer before closing without handing it over: that
+    # acquisition counts too, so the count is at least one more than the deliveries seen)
+    assert [(r["offset"], r["value"]) for r in got] == [(2, "r2")]
+    assert got[0]["delivery_count"] >= seen + 1 >= 2
     again.ack(2, "ACCEPT")
     again.commit()
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+    wait_until(lambda: lag(bootstrap, group, topic) == 0, timeout=30, interval=0.5,
                what="no lag")
 
 
@@ -227,7 +240,7 @@ def test_admin_alter_and_delete_share_group_offsets(bootstrap, consumers):
     produce(bootstrap, topic, {0: ["o0", "o1", "o2"]})
     c = consumer(consumers, bootstrap, group, topic, ack_mode="implicit")
     c.wait_records(3, timeout=60)
-    wait_until(lambda: offsets(bootstrap, group, topic)["0"]["lag"] == 0, timeout=30, interval=0.5,
+    wait_until(lambda: lag(bootstrap, group, topic) == 0, timeout=30, interval=0.5,
                what="no lag")
     # altering needs an empty group
     err = admin.admin({"op": "alterShareGroupOffsets", "group": group, "topic": topic, "offsets": {"0": 1}},
