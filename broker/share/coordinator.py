@@ -20,7 +20,9 @@
   back. Group membership is not persisted: members rejoin after a restart, with their share
   state intact. Group existence is: a group with share-partitions is listed (Empty) after a
   restart.
-- timers: one trio task sleeps until the earliest acquisition lock or session deadline.
+- timers: one trio task sleeps until the earliest acquisition lock or session deadline, on the
+  broker clock: an advance of it (advance-clock) wakes the task, so a lock past its deadline
+  expires at once.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from kio.schema.errors import ErrorCode
 from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
 from storage import OffsetOutOfRange
 
-from ..clock import now_ms
+from ..clock import CLOCK, on_jump
 from ..cluster import AppendOrigin
 from ..group_configs import GroupConfigs
 from ..internal_topics import SHARE_GROUP_STATE_TOPIC, partition_for
@@ -94,7 +96,7 @@ class ShareSession:
 
 
 class ShareCoordinator:
-    def __init__(self, broker, *, clock: Callable[[], int] = now_ms):
+    def __init__(self, broker, *, clock: Callable[[], int] = CLOCK):
         self.broker = broker
         self.config = broker.config
         self.clock = clock
@@ -120,14 +122,19 @@ class ShareCoordinator:
         self._wake = trio.Event()
         self.load()
         task_status.started()
-        while True:
-            now = self.clock()
-            self.tick(now)
-            deadline = self.next_deadline()
-            self._wake = trio.Event()
-            wait = 60.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
-            with trio.move_on_after(wait):
-                await self._wake.wait()
+        # a jump of the broker's clock (advance-clock) re-reads session and lock deadlines at once
+        unregister = on_jump(self.clock, self.kick)
+        try:
+            while True:
+                now = self.clock()
+                self.tick(now)
+                deadline = self.next_deadline()
+                self._wake = trio.Event()
+                wait = 60.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
+                with trio.move_on_after(wait):
+                    await self._wake.wait()
+        finally:
+            unregister()
 
     def close(self) -> None:
         pass
