@@ -188,7 +188,7 @@ async def share_fetch(ctx, request):
     if not group_id or not member_id:
         return _top_error(mod, "ShareFetchResponse", ErrorCode.invalid_request, "group and member ids are required")
     try:
-        session = share.open_session(group_id, member_id, epoch, ctx.peer)
+        session = share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
     except ShareError as exc:
         return _top_error(mod, "ShareFetchResponse", exc.code, exc.message)
     asked = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
@@ -204,7 +204,7 @@ async def share_fetch(ctx, request):
     fetched: dict[tuple, tuple[bytes, list]] = {}
     errors: dict[tuple, ErrorCode] = {}
     if epoch == -1:
-        share.final(group_id, member_id)
+        share.final(group_id, member_id, ctx.node_id)
     else:
         strict = getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT
         deadline = trio.current_time() + _ms(request.max_wait) / 1000
@@ -236,7 +236,7 @@ async def share_fetch(ctx, request):
             share.waiters.discard(woken)
             for p in parts:
                 p.remove_waiter(woken)
-            if (group_id, member_id) not in share.sessions:
+            if share.session(group_id, member_id, ctx.node_id) is not session:
                 break  # the member left or its session was replaced while we waited
     keys = list(dict.fromkeys([*acks, *errors, *fetched]))
     topics: dict = {}
@@ -270,12 +270,12 @@ async def share_acknowledge(ctx, request):
     if epoch == 0:
         return _top_error(mod, "ShareAcknowledgeResponse", ErrorCode.invalid_share_session_epoch)
     try:
-        share.open_session(group_id, member_id, epoch, ctx.peer)
+        share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
     except ShareError as exc:
         return _top_error(mod, "ShareAcknowledgeResponse", exc.code, exc.message)
     acks = _apply_acks(ctx, share, group_id, member_id, request.topics)
     if epoch == -1:
-        share.final(group_id, member_id)
+        share.final(group_id, member_id, ctx.node_id)
     topics: dict = {}
     endpoints: dict = {}
     for (tid, index), (err, msg) in acks.items():

@@ -8,9 +8,11 @@ import uuid
 from datetime import timedelta
 
 import kio.schema.find_coordinator.v4.request as fc4
+import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+import kafkalite
 from compat_tests.differ.core import request as req  # requests from plain values
 
 from protocol.client import WireClient
@@ -144,16 +146,53 @@ async def _leader_serves(broker, conns, group, tid, leader_port):
     assert part.error_code == ErrorCode.none and resp.node_endpoints == ()
     assert [(a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records] == [(0, 2, 1)]
 
-    # an acknowledgement sent to a follower is refused and not applied
-    epoch = broker.services.share.sessions[(group, "m1")].epoch
-    ack = await ask(broker, 3, share_acknowledge(group, "m1", tid, epoch, [(0, 2, 1)]))
+    # an acknowledgement sent to a follower is refused and not applied; closing the member's share
+    # session there (epoch -1) leaves its session on the leader, and what it holds, alone
+    ack = await ask(broker, 3, share_acknowledge(group, "m1", tid, -1, [(0, 2, 1)]))
     assert ack.error_code == ErrorCode.none, ack
     (part,) = ack.responses[0].partitions
     assert (part.error_code, part.current_leader.leader_id) == (ErrorCode.not_leader_or_follower, 2)
     assert [(e.node_id, e.port) for e in ack.node_endpoints] == [(2, leader_port)]
     sp = broker.services.share.group_partitions(group)[(tid, 0)]
-    assert (sp.start_offset, sp.delivery_complete_count()) == (0, 0)
-    epoch = broker.services.share.sessions[(group, "m1")].epoch
-    ack = await ask(broker, 2, share_acknowledge(group, "m1", tid, epoch, [(0, 2, 1)]))
+    assert (sp.start_offset, sp.delivery_complete_count(), sp.acquired_count()) == (0, 0, 3)
+    # each node keeps its own share session of the member: the leader's is at its epoch 1
+    ack = await ask(broker, 2, share_acknowledge(group, "m1", tid, 1, [(0, 2, 1)]))
     assert ack.responses[0].partitions[0].error_code == ErrorCode.none
     assert sp.start_offset == 3  # all three acknowledged
+    assert (await ask(broker, 1, share_fetch(group, "m1", tid, 1))).error_code == ErrorCode.none
+
+
+@pytest.mark.java
+@pytest.mark.share_groups
+def test_a_java_share_consumer_reads_partitions_led_by_three_nodes():
+    """KafkaShareConsumer fetches from each partition's leader, in one share session per node:
+    every record of partitions led by nodes 1, 2 and 3 is delivered once."""
+    from confluent_kafka import Producer
+
+    from compat_tests.share.members import ShareConsumer
+    from compat_tests.waiting import wait_until
+    from protocol.client import WireClient as Wire
+
+    with kafkalite.running(nodes=3) as broker:
+        topic, group = f"t-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+        with Wire(broker.bootstrap) as w:
+            created = w.request(create_request(topic, 3, 1))
+            assert created.topics[0].error_code == ErrorCode.none
+            r = w.request(req(44, 1, validate_only=False, resources=[
+                {"resource_type": 32, "resource_name": group, "configs": [
+                    {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}]))
+            assert r.responses[0].error_code == ErrorCode.none
+            md = w.request(req(3, 12, topics=[{"name": topic}], allow_auto_topic_creation=False))
+            assert sorted(p.leader_id for p in md.topics[0].partitions) == [1, 2, 3]
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        values = [f"v{i}" for i in range(30)]
+        for i, v in enumerate(values):
+            producer.produce(topic, value=v.encode(), partition=i % 3)
+        assert producer.flush(15) == 0
+        consumer = ShareConsumer(broker.bootstrap, group, topic, ack_mode="implicit", client_id="three-nodes")
+        try:
+            wait_until(lambda: len(consumer.values()) >= len(values), timeout=60, what="every record delivered")
+            assert sorted(consumer.values()) == sorted(values)
+            assert all(r["delivery_count"] == 1 for r in consumer.records())
+        finally:
+            consumer.kill()
