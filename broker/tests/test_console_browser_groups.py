@@ -119,3 +119,55 @@ def test_groups_page_shows_a_streams_group_with_processes_and_tasks(broker, page
         assert other.get_by_test_id("topology-status").inner_text() == "MISSING_SOURCE_TOPICS"
         assert other.get_by_test_id("group-state").inner_text() == "NotReady"
         _shot(page, "groups-streams")
+
+
+@pytest.mark.streams
+@pytest.mark.frameworks
+def test_groups_page_shows_a_kafka_streams_app(broker, page, tmp_path):
+    """A real Kafka Streams 4.3 application (compat_tests/frameworks/streams/EosTopology.java) with
+    group.protocol=streams: the page shows its topology (three subtopologies), its one member with
+    the process id and all nine active tasks, and the committed offsets of its source topics."""
+    from compat_tests.frameworks import streams_app as sa
+    from compat_tests.frameworks.test_streams_groups import wait_group, wire_describe
+
+    prefix = f"console-{uuid.uuid4().hex[:8]}"
+    names = sa.topics(prefix)
+    app_id = f"{prefix}-app"
+    with WireClient(broker.bootstrap) as wire:
+        for role, name in names.items():
+            r = wire.request(req(19, 7, timeout=10000, validate_only=False, topics=[
+                {"name": name, "num_partitions": sa.PARTITIONS, "replication_factor": 1, "assignments": [],
+                 "configs": [{"name": "cleanup.policy", "value": "compact"}] if role == "customers" else []}]))
+            assert r.topics[0].error_code == ErrorCode.none
+    p = sa.producer(broker.bootstrap)
+    sa.produce_customers(p, names["customers"])
+    sa.produce_orders(p, names["orders"], 0, 60)
+    conf = sa.config(broker.bootstrap, app_id, tmp_path / "state", **{"group.protocol": "streams"})
+    for classic_only in ("consumer.group.protocol", "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"):
+        conf.pop(classic_only)
+    app = sa.StreamsInstance("console", conf, names, tmp_path / "streams.log")
+    try:
+        app.wait_running()
+        desc = wait_group(broker.bootstrap, app_id, lambda d: d["state"] == "Stable" and len(d["members"]) == 1
+                          and len(d["members"][0]["active"]) == 9, 60, "one stable member with nine tasks")
+        (member,) = desc["members"]
+
+        page.goto(f"{broker.console_url}#/groups")
+        card = page.locator(f"[data-testid=group][data-id='{app_id}']")
+        card.wait_for()
+        assert card.get_by_test_id("group-type").inner_text() == "streams (KIP-1071)"
+        assert card.get_by_test_id("group-state").inner_text() == "Stable"
+        assert card.get_by_test_id("topology-status").inner_text() == "READY"
+        assert card.locator("[data-testid=subtopology]").count() == 3
+        row = card.locator(f"[data-testid=streams-member][data-id='{member['member_id']}']")
+        assert row.get_by_test_id("process-id").inner_text() == member["process_id"]
+        shown = row.get_by_test_id("active-tasks").inner_text().split(", ")
+        assert sorted(shown) == sorted(member["active"]) and len(shown) == 9
+        # exactly-once commits of the source topics: every orders partition is committed, live
+        orders = [card.locator(f"[data-testid=group-offset][data-tp='{names['orders']}-{i}']") for i in range(3)]
+        wait_until(lambda: all(o.count() == 1 and o.get_by_test_id("lag").inner_text() == "0" for o in orders),
+                   timeout=30, what="the orders partitions committed to their end")
+        assert wire_describe(broker.bootstrap, app_id)["members"][0]["process_id"] == member["process_id"]
+        _shot(page, "groups-streams-app")
+    finally:
+        app.kill()
