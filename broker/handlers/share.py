@@ -21,7 +21,8 @@
   given start offset. DeleteShareGroupOffsets (92) v0: only for an empty group; forgets the state
   of every partition of the topics named.
 - Several nodes (leadership.py): the group APIs (76, 77, 90-92) on a node that is not the group's
-  coordinator are NOT_COORDINATOR, as Kafka's group coordinator answers; ShareFetch and
+  coordinator are NOT_COORDINATOR, as Kafka's group coordinator answers (a heartbeat Kafka's
+  validation refuses is INVALID_REQUEST first, on any node); ShareFetch and
   ShareAcknowledge are answered per partition by its leader (Kafka's share-partition leader),
   elsewhere NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint (KIP-951 fields),
   and an acknowledgement sent to such a node is not applied.
@@ -35,6 +36,7 @@ from kio.schema.errors import ErrorCode
 from protocol.messages import make
 
 from ..share import ShareError
+from ..share.coordinator import heartbeat_error
 from . import api
 from .common import response_module
 from .groups import NO_AUTHORIZED_OPS, _client_host
@@ -69,7 +71,10 @@ def _leader(ctx, mod, part, error=ErrorCode.none, endpoints: dict | None = None)
 async def share_group_heartbeat(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
-    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+    # Kafka validates the request first (INVALID_REQUEST on any node), then routes it
+    refused = group_coordinator_error(ctx, request.group_id)
+    if refused is not None and heartbeat_error(request.group_id, request.member_id, request.member_epoch,
+                                               request.subscribed_topic_names) is None:
         return make(mod.ShareGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,
                     member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
     interval = ctx.broker.config["group.share.heartbeat.interval.ms"]

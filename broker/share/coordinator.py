@@ -97,6 +97,19 @@ class ShareSession:
     partitions: set[TP] = field(default_factory=set)
 
 
+def heartbeat_error(group_id: str, member_id: str, member_epoch: int,
+                    subscribed: tuple[str, ...] | None) -> ShareError | None:
+    """What Kafka's request validation refuses in a ShareGroupHeartbeat (INVALID_REQUEST), before
+    the request is routed to the group's coordinator; None for a valid request."""
+    if not group_id:
+        return ShareError(ErrorCode.invalid_request, "GroupId can't be empty.")
+    if not member_id:
+        return ShareError(ErrorCode.invalid_request, "MemberId can't be empty.")
+    if member_epoch == INITIAL_EPOCH and not subscribed:
+        return ShareError(ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request.")
+    return None
+
+
 class ShareCoordinator:
     def __init__(self, broker, *, clock: Callable[[], int] = CLOCK):
         self.broker = broker
@@ -178,12 +191,8 @@ class ShareCoordinator:
         """One ShareGroupHeartbeat; the member after it (None once it left). Raises ShareError."""
         now = self.clock()
         session_ms = self.config["group.share.session.timeout.ms"]
-        if not group_id:
-            raise ShareError(ErrorCode.invalid_request, "GroupId can't be empty.")
-        if not member_id:
-            raise ShareError(ErrorCode.invalid_request, "MemberId can't be empty.")
-        if member_epoch == INITIAL_EPOCH and not subscribed:
-            raise ShareError(ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request.")
+        if (invalid := heartbeat_error(group_id, member_id, member_epoch, subscribed)) is not None:
+            raise invalid
         other = self.broker.services.groups.groups.get(group_id)
         if other is not None:
             raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")

@@ -65,6 +65,10 @@ def test_share_and_streams_group_apis_off_the_coordinator_are_not_coordinator(tm
             refused = await ask(broker, other, share_heartbeat(share_group, "m1", "t"))
             assert (refused.error_code, refused.member_epoch) == (ErrorCode.not_coordinator, 0)
             assert broker.services.share.groups.get(share_group) is None  # nothing joined
+            # a request Kafka finds invalid is INVALID_REQUEST on every node, before the routing
+            invalid = await ask(broker, other, req(76, 1, group_id=share_group, member_id="m1", member_epoch=0,
+                                                   rack_id=None, subscribed_topic_names=None))
+            assert invalid.error_code == ErrorCode.invalid_request
             joined = await ask(broker, coord, share_heartbeat(share_group, "m1", "t"))
             assert joined.error_code == ErrorCode.none and joined.member_epoch > 0
             described = await ask(broker, other, req(77, 1, group_ids=[share_group],
