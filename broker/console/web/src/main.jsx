@@ -306,7 +306,7 @@ function Groups() {
   if (!data) return <Loading error={error} />;
   return (
     <section>
-      <h2>Consumer groups</h2>
+      <h2>Groups</h2>
       {data.groups.length === 0 && <p class="muted">no groups yet</p>}
       {data.groups.map((g) => (
         <div class="card" key={g.group_id} data-testid="group" data-id={g.group_id}>
