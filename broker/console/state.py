@@ -440,6 +440,7 @@ def _decode_classic_assignment(data: bytes) -> list[str]:
 
 def groups(broker) -> list[dict[str, Any]]:
     from ..groups.classic import ClassicGroup
+    from ..groups.streams import StreamsGroup
 
     coord = _group_coordinator(broker)
     if coord is None:
@@ -457,6 +458,8 @@ def groups(broker) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"group_id": gid}
         if group is None:
             entry.update(type="none", state="Empty", members=[])
+        elif isinstance(group, StreamsGroup):
+            entry.update(_streams_group(group))
         elif isinstance(group, ClassicGroup):
             consumer = group.protocol_type == "consumer"
             entry.update(type="classic", state=str(group.state), generation=group.generation_id,
@@ -475,6 +478,101 @@ def groups(broker) -> list[dict[str, Any]]:
                                   for m in group.members.values()])
         entry["offsets"] = _lag_rows(broker, coord.offsets.group_offsets(gid), pending_by_group.get(gid, {}))
         out.append(entry)
+    out.extend(share_groups(broker, names))
+    return out
+
+
+def _tasks(tasks: dict[str, set[int]]) -> list[str]:
+    """Streams tasks as Kafka names them: subtopology_partition."""
+    return [f"{s}_{p}" for s in sorted(tasks) for p in sorted(tasks[s])]
+
+
+def _streams_group(group) -> dict[str, Any]:
+    configured = group.configured
+    status = None
+    if configured is not None and configured.status is not None:
+        code, detail = configured.status
+        status = {"code": code.name, "detail": detail}
+    topology = None
+    if group.topology is not None:
+        decided = configured.internal_partitions if configured is not None else {}
+        tasks = configured.tasks if configured is not None else None
+        topology = {"epoch": group.topology.epoch, "subtopologies": [{
+            "subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),
+            "repartition_sink_topics": list(s.repartition_sink_topics),
+            "repartition_source_topics": [
+                {"name": t.name, "partitions": decided.get(t.name, t.partitions)} for t in s.repartition_source_topics],
+            "state_changelog_topics": [
+                {"name": t.name, "partitions": decided.get(t.name, t.partitions)} for t in s.state_changelog_topics],
+            "tasks": tasks.get(s.subtopology_id) if tasks is not None else None,
+        } for s in group.topology.subtopologies]}
+    return {
+        "type": "streams", "state": str(group.state), "generation": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch, "topology": topology,
+        # ready: every subtopology's tasks are known (Kafka's NOT_READY state otherwise)
+        "topology_status": status or {"code": "READY" if configured is not None and configured.tasks is not None
+                                      else "NOT_READY", "detail": None},
+        "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "process_id": m.process_id,
+                     "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
+                     "topology_epoch": m.topology_epoch, "state": m.state.name,
+                     "active": _tasks(m.assigned.active), "standby": _tasks(m.assigned.standby),
+                     "warmup": _tasks(m.assigned.warmup)}
+                    for m in group.members.values()],
+    }
+
+
+def _share_partition(sp, part, now: int) -> dict[str, Any]:
+    by_state: dict[str, list[dict[str, Any]]] = {}
+    for off in sorted(sp.in_flight):
+        rec = sp.in_flight[off]
+        rows = by_state.setdefault(rec.state.name, [])
+        last = rows[-1] if rows else None
+        # runs of offsets with the same state, delivery count, holder and lock deadline
+        if last is not None and last["last_offset"] == off - 1 and last["delivery_count"] == rec.delivery_count \
+                and last["member_id"] == rec.member_id and last["lock_deadline"] == rec.lock_deadline:
+            last["last_offset"] = off
+            continue
+        acquired = rec.state.name == "ACQUIRED"
+        rows.append({"first_offset": off, "last_offset": off, "delivery_count": rec.delivery_count,
+                     "member_id": rec.member_id if acquired else None,
+                     "lock_deadline": rec.lock_deadline if acquired else 0,
+                     "lock_remaining_ms": max(0, rec.lock_deadline - now) if acquired else None})
+    hw = part.high_watermark if part is not None else None
+    return {"start_offset": sp.start_offset, "end_offset": sp.end_offset, "high_watermark": hw,
+            "lag": max(0, hw - sp.start_offset - sp.delivery_complete_count()) if hw is not None else None,
+            "in_flight": by_state,
+            "counts": {name: sum(r["last_offset"] - r["first_offset"] + 1 for r in rows)
+                       for name, rows in by_state.items()}}
+
+
+def share_groups(broker, names: dict | None = None) -> list[dict[str, Any]]:
+    """Share groups (KIP-932): members and their assignments, and each share-partition's state."""
+    share = _service(broker, "share")
+    if share is None:
+        return []
+    if names is None:
+        names = {t.topic_id: t.name for t in _cluster(broker).topics.values()}
+    cluster = _cluster(broker)
+    now = share.clock()
+    out = []
+    for gid, state in share.list_groups():
+        group = share.groups.get(gid)
+        members = list(group.members.values()) if group is not None else []
+        partitions = []
+        for (tid, index), sp in sorted(share.group_partitions(gid).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            name = names.get(tid, str(tid))
+            row = _share_partition(sp, cluster.partition(name, index) if tid in names else None, now)
+            partitions.append({"topic": name, "partition": index, **row})
+        out.append({
+            "group_id": gid, "type": "share", "state": state,
+            "generation": group.epoch if group is not None else 0,
+            "assignment_epoch": group.assignment_epoch if group is not None else 0,
+            "members": [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+                         "member_epoch": m.epoch, "rack_id": m.rack_id, "subscribed": list(m.subscribed),
+                         "assignment": _topic_partitions(m.assignment, names)} for m in members],
+            "share_partitions": partitions,
+            "offsets": [],
+        })
     return out
 
 

@@ -20,6 +20,12 @@
 - AlterShareGroupOffsets (91) v0: only for an empty group; resets each partition's state to the
   given start offset. DeleteShareGroupOffsets (92) v0: only for an empty group; forgets the state
   of every partition of the topics named.
+- Several nodes (leadership.py): the group APIs (76, 77, 90-92) on a node that is not the group's
+  coordinator are NOT_COORDINATOR, as Kafka's group coordinator answers (a heartbeat Kafka's
+  validation refuses is INVALID_REQUEST first, on any node); ShareFetch and
+  ShareAcknowledge are answered per partition by its leader (Kafka's share-partition leader),
+  elsewhere NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint (KIP-951 fields),
+  and an acknowledgement sent to such a node is not applied.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from kio.schema.errors import ErrorCode
 from protocol.messages import make
 
 from ..share import ShareError
+from ..share.coordinator import heartbeat_error
 from . import api
 from .common import response_module
 from .groups import NO_AUTHORIZED_OPS, _client_host
+from .leadership import current_leader, group_coordinator_error, node_endpoints, partition_error
 
 RECORD_LIMIT = 1  # ShareAcquireMode record_limit
 
@@ -45,12 +53,15 @@ def _ms(value) -> int:
     return value if isinstance(value, int) else int(value.total_seconds() * 1000)
 
 
-def _leader(ctx, mod, part, error=ErrorCode.none):
+def _leader(ctx, mod, part, error=ErrorCode.none, endpoints: dict | None = None):
     """Kafka fills in the current leader only for a partition in error (NOT_LEADER_OR_FOLLOWER and
     the like); otherwise the field keeps its schema defaults, 0 and 0."""
     if error == ErrorCode.none:
         return make(mod.LeaderIdAndEpoch, leader_id=0, leader_epoch=0)
-    return make(mod.LeaderIdAndEpoch, leader_id=ctx.cluster.node_id if part else -1,
+    if part is not None and error in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
+        # KIP-951: the partition's leader, and its endpoint in the response's node_endpoints
+        return current_leader(ctx, mod, part, {} if endpoints is None else endpoints)
+    return make(mod.LeaderIdAndEpoch, leader_id=ctx.node_id if part else -1,
                 leader_epoch=part.leader_epoch if part else -1)
 
 
@@ -60,6 +71,12 @@ def _leader(ctx, mod, part, error=ErrorCode.none):
 async def share_group_heartbeat(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
+    # Kafka validates the request first (INVALID_REQUEST on any node), then routes it
+    refused = group_coordinator_error(ctx, request.group_id)
+    if refused is not None and heartbeat_error(request.group_id, request.member_id, request.member_epoch,
+                                               request.subscribed_topic_names) is None:
+        return make(mod.ShareGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,
+                    member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
     interval = ctx.broker.config["group.share.heartbeat.interval.ms"]
     try:
         member = share.heartbeat(group_id=request.group_id, member_id=request.member_id,
@@ -89,6 +106,11 @@ async def share_group_describe(ctx, request):
     share = _share(ctx)
     out = []
     for gid in request.group_ids:
+        if (refused := group_coordinator_error(ctx, gid)) is not None:
+            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
+                            group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                            authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         group = share.groups.get(gid)
         if group is None and share.known(gid):
             from ..share.coordinator import ShareGroup
@@ -129,6 +151,15 @@ def _resolve(ctx, topic_id, index):
     return topic.partitions[index], ErrorCode.none
 
 
+def _led(ctx, topic_id, index):
+    """The partition and ErrorCode.none when this node leads it (share-partitions live on the
+    leader), else the error: unknown topic or partition, or NOT_LEADER_OR_FOLLOWER."""
+    part, err = _resolve(ctx, topic_id, index)
+    if part is not None and (not_led := partition_error(ctx, part)) is not None:
+        return part, not_led
+    return part, err
+
+
 def _apply_acks(ctx, share, group_id, member_id, topics) -> dict[tuple, tuple[ErrorCode, str | None]]:
     """Acknowledgements per (topic id, partition): the error code and message for each."""
     results: dict[tuple, tuple[ErrorCode, str | None]] = {}
@@ -137,7 +168,7 @@ def _apply_acks(ctx, share, group_id, member_id, topics) -> dict[tuple, tuple[Er
             batches = [(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in p.acknowledgement_batches]
             if not batches:
                 continue
-            part, err = _resolve(ctx, t.topic_id, p.partition_index)
+            part, err = _led(ctx, t.topic_id, p.partition_index)
             if err != ErrorCode.none:
                 results[(t.topic_id, p.partition_index)] = (err, None)
                 continue
@@ -162,7 +193,7 @@ async def share_fetch(ctx, request):
     if not group_id or not member_id:
         return _top_error(mod, "ShareFetchResponse", ErrorCode.invalid_request, "group and member ids are required")
     try:
-        session = share.open_session(group_id, member_id, epoch, ctx.peer)
+        session = share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
     except ShareError as exc:
         return _top_error(mod, "ShareFetchResponse", exc.code, exc.message)
     asked = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
@@ -178,7 +209,7 @@ async def share_fetch(ctx, request):
     fetched: dict[tuple, tuple[bytes, list]] = {}
     errors: dict[tuple, ErrorCode] = {}
     if epoch == -1:
-        share.final(group_id, member_id)
+        share.final(group_id, member_id, ctx.node_id)
     else:
         strict = getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT
         deadline = trio.current_time() + _ms(request.max_wait) / 1000
@@ -186,7 +217,7 @@ async def share_fetch(ctx, request):
             budget = request.max_records if request.max_records > 0 else 500
             bytes_left = request.max_bytes
             for tid, index in sorted(session.partitions, key=lambda k: (str(k[0]), k[1])):
-                part, err = _resolve(ctx, tid, index)
+                part, err = _led(ctx, tid, index)
                 if err != ErrorCode.none:
                     errors[(tid, index)] = err
                     continue
@@ -201,7 +232,7 @@ async def share_fetch(ctx, request):
             if fetched or errors or trio.current_time() >= deadline or not session.partitions:
                 break
             woken = trio.Event()
-            parts = [p for tid, i in session.partitions if (p := _resolve(ctx, tid, i)[0]) is not None]
+            parts = [p for tid, i in session.partitions if (p := _led(ctx, tid, i)[0]) is not None]
             for p in parts:
                 p.add_waiter(woken)
             share.waiters.add(woken)
@@ -210,24 +241,27 @@ async def share_fetch(ctx, request):
             share.waiters.discard(woken)
             for p in parts:
                 p.remove_waiter(woken)
-            if (group_id, member_id) not in share.sessions:
+            if share.session(group_id, member_id, ctx.node_id) is not session:
                 break  # the member left or its session was replaced while we waited
     keys = list(dict.fromkeys([*acks, *errors, *fetched]))
     topics: dict = {}
+    endpoints: dict = {}
     for tid, index in keys:
         part, _ = _resolve(ctx, tid, index)
         ack_err, ack_msg = acks.get((tid, index), (ErrorCode.none, None))
         data, acquired = fetched.get((tid, index), (b"", []))
+        err = errors.get((tid, index), ErrorCode.none)
         topics.setdefault(tid, []).append(make(
-            mod.PartitionData, partition_index=index, error_code=errors.get((tid, index), ErrorCode.none),
-            acknowledge_error_code=ack_err, acknowledge_error_message=ack_msg, current_leader=_leader(ctx, mod, part, errors.get((tid, index), ErrorCode.none)),
+            mod.PartitionData, partition_index=index, error_code=err,
+            acknowledge_error_code=ack_err, acknowledge_error_message=ack_msg,
+            current_leader=_leader(ctx, mod, part, err, endpoints),
             records=data, acquired_records=tuple(make(mod.AcquiredRecords, first_offset=a.first_offset,
                                                       last_offset=a.last_offset, delivery_count=a.delivery_count)
                                                  for a in acquired)))
     responses = tuple(make(mod.ShareFetchableTopicResponse, topic_id=tid, partitions=tuple(ps))
                       for tid, ps in topics.items())
     return make(mod.ShareFetchResponse, throttle_time=0, error_code=ErrorCode.none, acquisition_lock_timeout=lock_ms,
-                responses=responses, node_endpoints=())
+                responses=responses, node_endpoints=node_endpoints(endpoints))
 
 
 @api(79, 1, 2)
@@ -241,21 +275,23 @@ async def share_acknowledge(ctx, request):
     if epoch == 0:
         return _top_error(mod, "ShareAcknowledgeResponse", ErrorCode.invalid_share_session_epoch)
     try:
-        share.open_session(group_id, member_id, epoch, ctx.peer)
+        share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
     except ShareError as exc:
         return _top_error(mod, "ShareAcknowledgeResponse", exc.code, exc.message)
     acks = _apply_acks(ctx, share, group_id, member_id, request.topics)
     if epoch == -1:
-        share.final(group_id, member_id)
+        share.final(group_id, member_id, ctx.node_id)
     topics: dict = {}
+    endpoints: dict = {}
     for (tid, index), (err, msg) in acks.items():
         part, _ = _resolve(ctx, tid, index)
         topics.setdefault(tid, []).append(make(mod.PartitionData, partition_index=index, error_code=err,
-                                               error_message=msg, current_leader=_leader(ctx, mod, part, err)))
+                                               error_message=msg,
+                                               current_leader=_leader(ctx, mod, part, err, endpoints)))
     return make(mod.ShareAcknowledgeResponse, throttle_time=0, error_code=ErrorCode.none,
                 acquisition_lock_timeout=share.lock_ms(group_id),
                 responses=tuple(make(mod.ShareAcknowledgeTopicResponse, topic_id=tid, partitions=tuple(ps))
-                                for tid, ps in topics.items()), node_endpoints=())
+                                for tid, ps in topics.items()), node_endpoints=node_endpoints(endpoints))
 
 
 # --- Describe / Alter / DeleteShareGroupOffsets ----------------------------------------------------
@@ -267,6 +303,10 @@ async def describe_share_group_offsets(ctx, request):
     out = []
     for g in request.groups:
         gid = g.group_id
+        if (refused := group_coordinator_error(ctx, gid)) is not None:
+            out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid, topics=(),
+                            error_code=refused, error_message=None))
+            continue
         if not share.known(gid):
             out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid, topics=(),
                             error_code=ErrorCode.group_id_not_found, error_message=f"Group {gid} not found."))
@@ -319,6 +359,8 @@ async def alter_share_group_offsets(ctx, request):
     share = _share(ctx)
     gid = request.group_id
     busy = _empty_group_error(share, gid)
+    if (refused := group_coordinator_error(ctx, gid)) is not None:
+        busy = (refused, None)
     if busy is not None:
         return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0], error_message=busy[1],
                     responses=())
@@ -346,6 +388,9 @@ async def delete_share_group_offsets(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     gid = request.group_id
+    if (refused := group_coordinator_error(ctx, gid)) is not None:
+        return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=refused, error_message=None,
+                    responses=())
     if not share.known(gid):
         return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.group_id_not_found,
                     error_message=f"Group {gid} not found.", responses=())

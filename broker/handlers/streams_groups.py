@@ -15,6 +15,11 @@ StreamsGroupDescribe: per group id, the state, epochs, topology (with the partit
 broker decided for internal topics) and members with their current and target assignments;
 GROUP_ID_NOT_FOUND ("Group X not found." / "Group X is not a streams group.") otherwise.
 
+Several nodes (leadership.py): both are for the group's coordinator; on any other node a
+heartbeat is NOT_COORDINATOR (after the request's validation, as Kafka's GroupCoordinatorService
+checks the request before routing it to the coordinator's partition) and a described group
+carries NOT_COORDINATOR.
+
 Kafka 4.4 serves v0-v1; kio has v0 only, which every client that speaks v1 also speaks.
 """
 
@@ -29,6 +34,7 @@ from ..groups.streams_assignor import Tasks
 from . import api
 from .common import response_module
 from .groups import NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms
+from .leadership import group_coordinator_error
 
 
 def _topic_info(t) -> TopicInfo:
@@ -67,6 +73,8 @@ async def streams_group_heartbeat(ctx, request):
                                  request.standby_tasks, request.warmup_tasks, request.process_id)
     if invalid is not None:
         return _error(mod, ErrorCode.invalid_request, invalid)
+    if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
+        return _error(mod, refused, None)
     endpoint = request.user_endpoint
     result = _coordinator(ctx).streams_group_heartbeat(
         group_id=request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
@@ -116,6 +124,11 @@ async def streams_group_describe(ctx, request):
     coord = _coordinator(ctx)
     out = []
     for gid in request.group_ids:
+        if (refused := group_coordinator_error(ctx, gid)) is not None:
+            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
+                            group_state="", group_epoch=0, assignment_epoch=0, topology=None, members=(),
+                            authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         group = coord.groups.get(gid)
         if not isinstance(group, StreamsGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a streams group."

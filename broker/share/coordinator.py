@@ -9,8 +9,10 @@
 - share-partitions (SharePartition, one per group and topic partition) are created on first
   fetch at the start `share.auto.offset.reset` names (latest: the high watermark; earliest: the
   log start offset), read from the group configs.
-- share sessions, one per (group, member): epoch 0 opens (replacing an older one), -1 closes and
-  releases the member's acquired records, any other epoch must be the next one. A session
+- share sessions, one per (group, member) on each node (each broker keeps its own share session
+  cache: a consumer fetches from every leader of its partitions): epoch 0 opens (replacing an
+  older one on that node), -1 closes and releases the member's acquired records of the
+  partitions that node leads, any other epoch must be the next one. A session
   belongs to the connection that opened it; when that connection closes its records are
   released, as Kafka's share session cache does on disconnect. A member that leaves keeps its
   session (a closing client sends its last acknowledgements with epoch -1 around its leave);
@@ -20,7 +22,9 @@
   back. Group membership is not persisted: members rejoin after a restart, with their share
   state intact. Group existence is: a group with share-partitions is listed (Empty) after a
   restart.
-- timers: one trio task sleeps until the earliest acquisition lock or session deadline.
+- timers: one trio task sleeps until the earliest acquisition lock or session deadline, on the
+  broker clock: an advance of it (advance-clock) wakes the task, so a lock past its deadline
+  expires at once.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from kio.schema.errors import ErrorCode
 from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
 from storage import OffsetOutOfRange
 
-from ..clock import now_ms
+from ..clock import CLOCK, on_jump
 from ..cluster import AppendOrigin
 from ..group_configs import GroupConfigs
 from ..internal_topics import SHARE_GROUP_STATE_TOPIC, partition_for
@@ -93,14 +97,28 @@ class ShareSession:
     partitions: set[TP] = field(default_factory=set)
 
 
+def heartbeat_error(group_id: str, member_id: str, member_epoch: int,
+                    subscribed: tuple[str, ...] | None) -> ShareError | None:
+    """What Kafka's request validation refuses in a ShareGroupHeartbeat (INVALID_REQUEST), before
+    the request is routed to the group's coordinator; None for a valid request."""
+    if not group_id:
+        return ShareError(ErrorCode.invalid_request, "GroupId can't be empty.")
+    if not member_id:
+        return ShareError(ErrorCode.invalid_request, "MemberId can't be empty.")
+    if member_epoch == INITIAL_EPOCH and not subscribed:
+        return ShareError(ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request.")
+    return None
+
+
 class ShareCoordinator:
-    def __init__(self, broker, *, clock: Callable[[], int] = now_ms):
+    def __init__(self, broker, *, clock: Callable[[], int] = CLOCK):
         self.broker = broker
         self.config = broker.config
         self.clock = clock
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        # (group, member, node) -> the member's share session on that node
+        self.sessions: dict[tuple[str, str, int], ShareSession] = {}
         self.configs = GroupConfigs(broker.cluster.meta_dir, broker.config.values)
         self._created: dict[tuple[str, uuid.UUID, int], int] = {}
         self._wake: trio.Event | None = None
@@ -120,14 +138,19 @@ class ShareCoordinator:
         self._wake = trio.Event()
         self.load()
         task_status.started()
-        while True:
-            now = self.clock()
-            self.tick(now)
-            deadline = self.next_deadline()
-            self._wake = trio.Event()
-            wait = 60.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
-            with trio.move_on_after(wait):
-                await self._wake.wait()
+        # a jump of the broker's clock (advance-clock) re-reads session and lock deadlines at once
+        unregister = on_jump(self.clock, self.kick)
+        try:
+            while True:
+                now = self.clock()
+                self.tick(now)
+                deadline = self.next_deadline()
+                self._wake = trio.Event()
+                wait = 60.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
+                with trio.move_on_after(wait):
+                    await self._wake.wait()
+        finally:
+            unregister()
 
     def close(self) -> None:
         pass
@@ -168,12 +191,8 @@ class ShareCoordinator:
         """One ShareGroupHeartbeat; the member after it (None once it left). Raises ShareError."""
         now = self.clock()
         session_ms = self.config["group.share.session.timeout.ms"]
-        if not group_id:
-            raise ShareError(ErrorCode.invalid_request, "GroupId can't be empty.")
-        if not member_id:
-            raise ShareError(ErrorCode.invalid_request, "MemberId can't be empty.")
-        if member_epoch == INITIAL_EPOCH and not subscribed:
-            raise ShareError(ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request.")
+        if (invalid := heartbeat_error(group_id, member_id, member_epoch, subscribed)) is not None:
+            raise invalid
         other = self.broker.services.groups.groups.get(group_id)
         if other is not None:
             raise ShareError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
@@ -253,33 +272,48 @@ class ShareCoordinator:
         self._maybe_assign(group)
 
     # --- sessions --------------------------------------------------------------------------
-    def _close_session(self, group_id: str, member_id: str) -> None:
-        self.sessions.pop((group_id, member_id), None)
-        self.release_member(group_id, member_id)
+    def _close_session(self, group_id: str, member_id: str, node: int | None = None) -> None:
+        """Close the member's session on `node` (releasing its records of the partitions the node
+        leads), or on every node (all its records) when node is None."""
+        for key in [k for k in self.sessions if k[:2] == (group_id, member_id) and node in (None, k[2])]:
+            del self.sessions[key]
+        self.release_member(group_id, member_id, node)
 
-    def release_member(self, group_id: str, member_id: str) -> None:
+    def release_member(self, group_id: str, member_id: str, node: int | None = None) -> None:
         limit = self._delivery_limit(group_id)
         for key, sp in self.partitions.items():
-            if key[0] == group_id and sp.release_member(member_id, limit):
+            if key[0] != group_id or (node is not None and not self._leads(node, key[1], key[2])):
+                continue
+            if sp.release_member(member_id, limit):
                 self._persist(key)
                 self.notify_available()
 
+    def _leads(self, node: int, topic_id: uuid.UUID, index: int) -> bool:
+        topic = self.cluster.topics_by_id.get(topic_id)
+        return topic is not None and 0 <= index < len(topic.partitions) and topic.partitions[index].leader == node
+
     def connection_closed(self, peer: str) -> None:
         """The connection that opened these share sessions is gone: close them."""
-        for (gid, mid), s in list(self.sessions.items()):
+        for (gid, mid, node), s in list(self.sessions.items()):
             if s.peer == peer:
-                self._close_session(gid, mid)
+                self._close_session(gid, mid, node)
 
-    def open_session(self, group_id: str, member_id: str, epoch: int, peer: str) -> ShareSession:
-        """The session a ShareFetch with this epoch works in (raises ShareError for a bad epoch)."""
-        key = (group_id, member_id)
+    def session(self, group_id: str, member_id: str, node: int | None = None) -> ShareSession | None:
+        return self.sessions.get((group_id, member_id, self.cluster.node_id if node is None else node))
+
+    def open_session(self, group_id: str, member_id: str, epoch: int, peer: str,
+                     node: int | None = None) -> ShareSession:
+        """The session a ShareFetch with this epoch works in on `node` (the first node by default;
+        raises ShareError for a bad epoch)."""
+        node = self.cluster.node_id if node is None else node
+        key = (group_id, member_id, node)
         if epoch == INITIAL_EPOCH:
             group = self.groups.get(group_id)
             if group is None or member_id not in group.members:
                 raise ShareError(ErrorCode.unknown_member_id,
                                  f"Member {member_id} is not a member of group {group_id}.")
             if key in self.sessions:
-                self._close_session(group_id, member_id)
+                self._close_session(group_id, member_id, node)
             opened = self.sessions[key] = ShareSession(1, peer)
             return opened
         s = self.sessions.get(key)
@@ -291,8 +325,8 @@ class ShareCoordinator:
             s.epoch += 1
         return s
 
-    def final(self, group_id: str, member_id: str) -> None:
-        self._close_session(group_id, member_id)
+    def final(self, group_id: str, member_id: str, node: int | None = None) -> None:
+        self._close_session(group_id, member_id, self.cluster.node_id if node is None else node)
 
     # --- share-partitions ------------------------------------------------------------------
     def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition:

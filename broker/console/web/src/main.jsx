@@ -306,17 +306,19 @@ function Groups() {
   if (!data) return <Loading error={error} />;
   return (
     <section>
-      <h2>Consumer groups</h2>
+      <h2>Groups</h2>
       {data.groups.length === 0 && <p class="muted">no groups yet</p>}
       {data.groups.map((g) => (
         <div class="card" key={g.group_id} data-testid="group" data-id={g.group_id}>
-          <h3>{g.group_id} <span class="tag">{{ consumer: "consumer (KIP-848)", classic: "classic", none: "offsets only" }[g.type]}</span>
+          <h3>{g.group_id} <span class="tag" data-testid="group-type">{{ consumer: "consumer (KIP-848)", classic: "classic", none: "offsets only", share: "share (KIP-932)", streams: "streams (KIP-1071)" }[g.type]}</span>
             {" "}<span class={`state state-${g.state}`} data-testid="group-state">{g.state}</span>
-            {g.generation != null && <span class="muted small"> {g.type === "consumer" ? "group epoch" : "generation"} {g.generation}</span>}
+            {g.generation != null && <span class="muted small"> {g.type === "classic" ? "generation" : "group epoch"} {g.generation}</span>}
             {g.protocol && <span class="muted small"> protocol {g.protocol}</span>}
             {g.assignor && <span class="muted small"> assignor {g.assignor}</span>}
           </h3>
-          {g.members.length > 0 && (
+          {g.type === "share" && <ShareGroup g={g} />}
+          {g.type === "streams" && <StreamsGroup g={g} />}
+          {g.members.length > 0 && g.type !== "share" && g.type !== "streams" && (
             <table>
               <thead><tr><th>member</th><th>client</th><th>host</th>{g.type === "consumer" && <th>member epoch</th>}<th>assignment</th></tr></thead>
               <tbody>
@@ -331,7 +333,7 @@ function Groups() {
               </tbody>
             </table>
           )}
-          <table>
+          {g.type !== "share" && <table>
             <thead><tr><th>partition</th><th>committed</th><th>high watermark</th><th>last stable</th><th>lag</th><th>pending (transactional)</th></tr></thead>
             <tbody>
               {g.offsets.map((o) => (
@@ -345,10 +347,106 @@ function Groups() {
                 </tr>
               ))}
             </tbody>
-          </table>
+          </table>}
         </div>
       ))}
     </section>
+  );
+}
+
+// a share group (KIP-932): members, and each share-partition's state: in-flight records by state
+function ShareGroup({ g }) {
+  return (
+    <>
+      {g.members.length > 0 && (
+        <table>
+          <thead><tr><th>member</th><th>client</th><th>host</th><th>member epoch</th><th>subscribed</th><th>assignment</th></tr></thead>
+          <tbody>
+            {g.members.map((m) => (
+              <tr key={m.member_id} data-testid="share-member" data-id={m.member_id}>
+                <td>{m.member_id}</td><td>{m.client_id}</td><td>{m.client_host}</td><td>{m.member_epoch}</td>
+                <td>{m.subscribed.join(", ")}</td>
+                <td data-testid="member-assignment">{tpLinks(m.assignment)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <table>
+        <thead><tr><th>share-partition</th><th>start offset</th><th>end offset</th><th>high watermark</th><th>lag</th><th>in flight</th></tr></thead>
+        <tbody>
+          {g.share_partitions.map((p) => (
+            <tr key={`${p.topic}-${p.partition}`} data-testid="share-partition" data-tp={`${p.topic}-${p.partition}`}>
+              <td><TpLink tp={`${p.topic}-${p.partition}`} /></td>
+              <td data-testid="start-offset">{p.start_offset}</td>
+              <td>{p.end_offset}</td>
+              <td>{p.high_watermark ?? "–"}</td>
+              <td data-testid="lag" class={p.lag ? "held" : ""}>{p.lag ?? "–"}</td>
+              <td>
+                {Object.keys(p.in_flight).length === 0 && <span class="muted">none</span>}
+                {Object.entries(p.in_flight).map(([state, runs]) => (
+                  <div key={state} data-testid="in-flight" data-state={state}>
+                    <span class={`state rec-${state}`}>{state}</span> <span data-testid="in-flight-count">{p.counts[state]}</span>:{" "}
+                    {runs.map((r) => (
+                      <span key={r.first_offset} class="small run" data-testid="run">
+                        {r.first_offset === r.last_offset ? r.first_offset : `${r.first_offset}–${r.last_offset}`}
+                        {" "}(delivery {r.delivery_count}{r.member_id ? `, ${r.member_id}, lock ${Math.ceil(r.lock_remaining_ms / 1000)} s` : ""}){" "}
+                      </span>
+                    ))}
+                  </div>
+                ))}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+// a streams group (KIP-1071): topology and its status, members with their processes and tasks
+function StreamsGroup({ g }) {
+  const t = g.topology;
+  return (
+    <>
+      <p>topology {t ? `epoch ${t.epoch}` : "none yet"}{" "}
+        <span class={`state topo-${g.topology_status.code}`} data-testid="topology-status">{g.topology_status.code}</span>
+        {g.topology_status.detail && <span class="muted small"> {g.topology_status.detail}</span>}
+        <span class="muted small"> assignment epoch {g.assignment_epoch}</span></p>
+      {t && (
+        <table data-testid="topology">
+          <thead><tr><th>subtopology</th><th>source topics</th><th>repartition</th><th>changelogs</th><th>tasks</th></tr></thead>
+          <tbody>
+            {t.subtopologies.map((s) => (
+              <tr key={s.subtopology_id} data-testid="subtopology" data-id={s.subtopology_id}>
+                <td>{s.subtopology_id}</td>
+                <td>{s.source_topics.join(", ")}</td>
+                <td>{s.repartition_source_topics.map((x) => `${x.name} (${x.partitions})`).join(", ")}</td>
+                <td>{s.state_changelog_topics.map((x) => `${x.name} (${x.partitions})`).join(", ")}</td>
+                <td>{s.tasks ?? "–"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {g.members.length > 0 && (
+        <table>
+          <thead><tr><th>member</th><th>process</th><th>client</th><th>host</th><th>member epoch</th><th>active</th><th>standby</th><th>warmup</th></tr></thead>
+          <tbody>
+            {g.members.map((m) => (
+              <tr key={m.member_id} data-testid="streams-member" data-id={m.member_id}>
+                <td>{m.member_id}{m.instance_id ? ` [${m.instance_id}]` : ""}</td>
+                <td data-testid="process-id">{m.process_id}</td>
+                <td>{m.client_id}</td><td>{m.client_host}</td><td>{m.member_epoch}</td>
+                <td data-testid="active-tasks">{m.active.join(", ")}</td>
+                <td data-testid="standby-tasks">{m.standby.join(", ")}</td>
+                <td data-testid="warmup-tasks">{m.warmup.join(", ")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
   );
 }
 
