@@ -14,6 +14,11 @@ StreamsGroupDescribe: per group id, the state, epochs, topology (with the partit
 broker decided for internal topics) and members with their current and target assignments;
 GROUP_ID_NOT_FOUND ("Group X not found." / "Group X is not a streams group.") otherwise.
 
+Authorisation as Kafka's KafkaApis: StreamsGroupHeartbeat needs GROUP READ (else
+GROUP_AUTHORIZATION_FAILED, before any validation) and TOPIC DESCRIBE on every topic its
+topology names (else TOPIC_AUTHORIZATION_FAILED); StreamsGroupDescribe needs GROUP DESCRIBE per
+group (refused groups listed first) and TOPIC DESCRIBE on the topics of the described topology.
+
 Kafka 4.4 serves v0-v1; kio has v0 only, which every client that speaks v1 also speaks.
 """
 
@@ -25,9 +30,12 @@ from protocol.messages import make
 
 from ..groups.streams import StreamsGroup, Subtopology, TopicInfo, Topology, validate_heartbeat
 from ..groups.streams_assignor import Tasks
+from ..authorizer import AclOperation as Op
+from ..authorizer import ResourceType as Res
+from ..authorizer import allowed, allowed_names, operations
 from . import api
 from .common import response_module
-from .groups import NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms
 
 
 def _topic_info(t) -> TopicInfo:
@@ -60,6 +68,16 @@ def _task_ids(mod, tasks: dict[str, set[int]]):
 @api(88, 0, 0)
 async def streams_group_heartbeat(ctx, request):
     mod = response_module(ctx)
+    if not allowed(ctx, Op.READ, Res.GROUP, request.group_id):
+        return _error(mod, ErrorCode.group_authorization_failed, None)
+    if request.topology is not None:
+        named = {n for s in request.topology.subtopologies
+                 for n in (*s.source_topics, *s.repartition_sink_topics,
+                           *(t.name for t in s.repartition_source_topics),
+                           *(t.name for t in s.state_changelog_topics))}
+        visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, named)
+        if visible is not None and not named <= visible:
+            return _error(mod, ErrorCode.topic_authorization_failed, None)
     rebalance_timeout_ms = _ms(request.rebalance_timeout)
     invalid = validate_heartbeat(request.group_id, request.member_id, request.member_epoch, request.instance_id,
                                  request.rack_id, rebalance_timeout_ms, request.topology, request.active_tasks,
@@ -113,7 +131,13 @@ async def streams_group_describe(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     out = []
+    refused = []
     for gid in request.group_ids:
+        if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
+            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                                error_message=None, group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
+                                topology=None, members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         group = coord.groups.get(gid)
         if not isinstance(group, StreamsGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a streams group."
@@ -121,12 +145,28 @@ async def streams_group_describe(ctx, request):
                             group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, topology=None,
                             members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
+        topology = _describe_topology(mod, group)
+        if topology is not None:
+            named = {n for s in topology.subtopologies
+                     for n in (*s.source_topics, *s.repartition_sink_topics,
+                               *(t.name for t in s.repartition_source_topics),
+                               *(t.name for t in s.state_changelog_topics))}
+            visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, named)
+            if visible is not None and not named <= visible:
+                out.append(make(mod.DescribedGroup, error_code=ErrorCode.topic_authorization_failed,
+                                error_message="The described group uses topics that the client is not authorized "
+                                              "to describe.",
+                                group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, topology=None,
+                                members=(), authorized_operations=NO_AUTHORIZED_OPS))
+                continue
+        ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
+               else NO_AUTHORIZED_OPS)
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, group_epoch=group.group_epoch,
-                        assignment_epoch=group.assignment_epoch, topology=_describe_topology(mod, group),
+                        assignment_epoch=group.assignment_epoch, topology=topology,
                         members=tuple(_describe_member(mod, group, m) for m in group.members.values()),
-                        authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(out))
+                        authorized_operations=ops))
+    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(refused + out))
 
 
 def _describe_topology(mod, group: StreamsGroup):
