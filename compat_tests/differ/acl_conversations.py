@@ -214,9 +214,9 @@ def share_and_streams_refused(c: Conversation) -> None:
     member = str(_uuid.uuid4())
     tid = c.topic_id("t")
 
-    def heartbeat(label, group, epoch, topics):
-        return c.send(76, c.ver(76), label=label, group_id=c[group], member_id=member, member_epoch=epoch,
-                      rack_id=None, subscribed_topic_names=[c[t] for t in topics])
+    def heartbeat(label, group, epoch, topics, record=True):
+        return c.send(76, c.ver(76), label=label, record=record, group_id=c[group], member_id=member,
+                      member_epoch=epoch, rack_id=None, subscribed_topic_names=[c[t] for t in topics])
 
     def share_fetch(label, group, epoch, acks=()):
         return c.send(78, c.ver(78), label=label, group_id=c[group], member_id=member, share_session_epoch=epoch,
@@ -247,6 +247,21 @@ def share_and_streams_refused(c: Conversation) -> None:
                **_streams_join(c, "sg", "h"))
         c.send(89, c.ver(89), label="StreamsGroupDescribe without group DESCRIBE", group_ids=[c["hg"]],
                include_authorized_operations=True)
+        # og's member subscribes to t, which it may DESCRIBE but not READ (unrecorded: Kafka
+        # assigns a joining member's partitions after answering, kafkalite at once)
+        heartbeat("ShareGroupHeartbeat joining", "og", 0, ["t"], record=False)
+        share_fetch("ShareFetch from a topic without READ", "og", 0)
+        c.send(79, c.ver(79), label="ShareAcknowledge on a topic without READ", group_id=c["og"], member_id=member,
+               share_session_epoch=1, is_renew_ack=False, topics=[{"topic_id": tid, "partitions": [
+                   {"partition_index": 0, "acknowledgement_batches": [
+                       {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}])
+        heartbeat("ShareGroupHeartbeat leaving", "og", -1, [])
+        c.send(90, c.ver(90), label="DescribeShareGroupOffsets of a topic without DESCRIBE",
+               groups=[{"group_id": c["og"], "topics": [{"topic_name": c["h"], "partitions": [0]}]}])
+        c.send(91, c.ver(91), label="AlterShareGroupOffsets of a topic without READ", group_id=c["og"],
+               topics=[{"topic_name": c["t"], "partitions": [{"partition_index": 0, "start_offset": 0}]}])
+        c.send(92, c.ver(92), label="DeleteShareGroupOffsets of a topic without READ", group_id=c["og"],
+               topics=[{"topic_name": c["t"]}])
     finally:
         c.reconnect()
         delete(c, "delete", [acl_filter(rt, c[lb], LITERAL) for rt, lb in everything])
