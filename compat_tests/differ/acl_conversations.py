@@ -255,6 +255,13 @@ def share_and_streams_refused(c: Conversation) -> None:
                share_session_epoch=1, is_renew_ack=False, topics=[{"topic_id": tid, "partitions": [
                    {"partition_index": 0, "acknowledgement_batches": [
                        {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}])
+        # a describe that would show t once the principal may no longer DESCRIBE it
+        c.send(88, c.ver(88), label="StreamsGroupHeartbeat joining", record=False, **_streams_join(c, "sg", "t"))
+        c.send(30, c.ver(30), label="deny DESCRIBE on t",
+               creations=[creation(TOPIC, c["t"], LITERAL, ANONYMOUS, "*", DESCRIBE, DENY)])
+        until_described(c, acl_filter(TOPIC, c["t"], LITERAL), 3)
+        c.send(89, c.ver(89), label="StreamsGroupDescribe of a topology with a topic without DESCRIBE",
+               group_ids=[c["sg"]], include_authorized_operations=False)
         heartbeat("ShareGroupHeartbeat leaving", "og", -1, [])
         c.send(90, c.ver(90), label="DescribeShareGroupOffsets of a topic without DESCRIBE",
                groups=[{"group_id": c["og"], "topics": [{"topic_name": c["h"], "partitions": [0]}]}])
