@@ -169,14 +169,32 @@ def test_transactional_id_is_alices_only(secured):
     alice.begin_transaction()
     alice.produce(TOPIC, key=b"k", value=b"committed-by-alice")
     alice.commit_transaction(30)
+    wait_committed(secured, b"committed-by-alice")
+
+
+def wait_committed(bootstrap: str, value: bytes) -> None:
+    """A read_committed reader (the admin) sees `value` in the topic."""
     from confluent_kafka import Consumer, TopicPartition
 
-    reader = Consumer({"bootstrap.servers": secured, "group.id": _name("reader"), "enable.auto.commit": False,
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": _name("reader"), "enable.auto.commit": False,
                        "isolation.level": "read_committed", **rdkafka_conf("admin")})
     try:
         reader.assign([TopicPartition(TOPIC, 0, 0)])
         seen: list[bytes] = []
         wait_until(lambda: seen.extend(m.value() for m in [reader.poll(0.5)] if m is not None and not m.error())
-                   or b"committed-by-alice" in seen, timeout=60, what="alice's committed record")
+                   or value in seen, timeout=60, what=f"committed record {value!r}")
     finally:
         reader.close()
+
+
+@pytest.mark.java
+def test_java_transactional_id_is_alices_only(secured):
+    from compat_tests.txn import java_txn
+
+    plan = [{"records": [[TOPIC, 0, "java-txn"]], "end": "commit"}]
+    with pytest.raises(Exception) as info:
+        java_txn.run(secured, "plan", config=java_props("bob"), transactional_id=TXN_ID, txns=plan)
+    assert re.search("TRANSACTIONAL_ID_AUTHORIZATION_FAILED|TransactionalIdAuthorization",
+                     _described(info.value)), _described(info.value)
+    java_txn.run(secured, "plan", config=java_props("alice"), transactional_id=TXN_ID, txns=plan)
+    wait_committed(secured, b"java-txn")
