@@ -296,6 +296,14 @@ class SaslSession:
         during = "authentication" if self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM) else "handshake"
         return f"unexpected request with api key {api_key} during SASL {during} (state {self.state})"
 
+    def answers_before_closing(self, api_key: int) -> bool:
+        """A request other than SaslAuthenticate once the handshake chose a mechanism (v1
+        framing): Kafka's SaslServerAuthenticator answers it with the request's own error
+        response, ILLEGAL_SASL_STATE, and then closes. Out of order before the handshake, it
+        closes without an answer."""
+        return (self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM) and not self.raw_tokens
+                and api_key != API_SASL_AUTHENTICATE)
+
     def expired(self, now: float) -> bool:
         return self.state == COMPLETE and self.expires_at is not None and now >= self.expires_at
 

@@ -16,7 +16,7 @@ socket in a trio.SSLStream (a handshake not finished within ssl.handshake.timeou
 the connection; it holds up no other connection); on SASL listeners a connection may send
 only ApiVersions (once) and SaslHandshake, then SaslAuthenticate (or, after a v0 handshake,
 bare SASL tokens), until it is authenticated (broker.sasl), and anything else closes it with a
-log line, as Kafka does. A request after
+log line, as Kafka does (once SaslAuthenticate is due, after answering ILLEGAL_SASL_STATE). A request after
 the SASL session expired (KIP-368) closes the connection unless it is the SaslHandshake that
 starts re-authentication. Every request's context carries the connection's principal.
 """
@@ -315,6 +315,29 @@ def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:
     return encode_response(18, 0, correlation_id, body)
 
 
+def _enum_name(api_name: str) -> str:
+    """Kafka's ApiKeys constant for an API (ListGroups -> LIST_GROUPS), as its messages print it."""
+    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(api_name)).upper()
+
+
+async def _answer_illegal_sasl_state(broker: Broker, out_stream, frame, header, hsize: int) -> None:
+    """What Kafka's SaslServerAuthenticator sends, before closing, to a request other than
+    SaslAuthenticate once a mechanism is chosen: the request's error response with
+    ILLEGAL_SASL_STATE. A version we do not serve or an undecodable request gets no answer."""
+    rng = broker.api_ranges.get(header.api_key)
+    if rng is None or not rng.serves(header.api_version):
+        return
+    try:
+        request = parse_request(frame, header, hsize)
+    except MalformedRequest:
+        return
+    from protocol.error_responses import error_response
+
+    message = f"Unexpected Kafka request of type {_enum_name(rng.name)} during SASL authentication."
+    body = error_response(header.api_key, header.api_version, request, ErrorCode.illegal_sasl_state, message)
+    await out_stream.send_all(encode_response(header.api_key, header.api_version, header.correlation_id, body))
+
+
 async def _tls_handshake(broker: Broker, stream: trio.SocketStream, security: ListenerSecurity,
                          peer: str) -> tuple[trio.SSLStream, str] | None:
     """Wrap the connection in TLS; the stream and the principal its client certificate maps to
@@ -394,6 +417,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 if refusal is not None:
                     log.warning("closing connection from %s on %s (client %r): %s",
                                 peer, listener.name, header.client_id, refusal)
+                    if sasl.answers_before_closing(header.api_key):
+                        await _answer_illegal_sasl_state(broker, out_stream, frame, header, hsize)
                     return
             rng = broker.api_ranges.get(header.api_key)
             if rng is None or not rng.serves(header.api_version):

@@ -367,6 +367,20 @@ def test_authenticate_before_handshake_closes(secured):
         assert _closed(c)
 
 
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_other_request_during_authentication_is_illegal_state_then_closed(secured, mechanism):
+    """Once the handshake chose a mechanism only SaslAuthenticate may follow: any other request
+    gets its own error response with ILLEGAL_SASL_STATE, then the connection is closed."""
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake(mechanism)).error_code) == 0
+        resp = c.request(ListGroupsRequest(states_filter=(), types_filter=()))
+        assert int(resp.error_code) == 34  # ILLEGAL_SASL_STATE
+        assert resp.groups == ()
+        assert _closed(c)
+
+
 def test_sasl_on_plaintext_listener_is_illegal_state(secured):
     with WireClient(secured.bootstrap, timeout=10) as c:
         assert int(c.request(_handshake("PLAIN")).error_code) == 34

@@ -26,6 +26,14 @@
   ShareAcknowledge are answered per partition by its leader (Kafka's share-partition leader),
   elsewhere NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint (KIP-951 fields),
   and an acknowledgement sent to such a node is not applied.
+
+Authorisation as Kafka's KafkaApis: GROUP READ for ShareGroupHeartbeat, ShareFetch,
+ShareAcknowledge and AlterShareGroupOffsets, DESCRIBE for ShareGroupDescribe and
+DescribeShareGroupOffsets, DELETE for DeleteShareGroupOffsets (a whole-request
+GROUP_AUTHORIZATION_FAILED, per group for the two describes); then TOPIC DESCRIBE on every
+subscribed topic (heartbeat: TOPIC_AUTHORIZATION_FAILED for the request) and on described
+assignments and offsets, TOPIC READ per partition fetched or acknowledged and per topic whose
+offsets are altered or deleted.
 """
 
 from __future__ import annotations
@@ -35,14 +43,29 @@ from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
+from ..authorizer import AUTHORIZATION_MESSAGES, allowed, allowed_names, operations
+from ..authorizer import AclOperation as Op
+from ..authorizer import ResourceType as Res
 from ..share import ShareError
 from ..share.coordinator import heartbeat_error
 from . import api
 from .common import response_module
-from .groups import NO_AUTHORIZED_OPS, _client_host
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host
 from .leadership import current_leader, group_coordinator_error, node_endpoints, partition_error
 
 RECORD_LIMIT = 1  # ShareAcquireMode record_limit
+GROUP_DENIED = ErrorCode.group_authorization_failed
+TOPIC_DENIED = ErrorCode.topic_authorization_failed
+
+
+def _readable_topic_ids(ctx, topic_ids) -> set | None:
+    """The topic ids among `topic_ids` whose topics the principal may READ (None: all, no
+    authorizer). An unknown id is left for the unknown-topic check."""
+    names = {tid: t.name for tid in topic_ids if (t := ctx.cluster.topics_by_id.get(tid)) is not None}
+    ok = allowed_names(ctx, Op.READ, Res.TOPIC, names.values())
+    if ok is None:
+        return None
+    return {tid for tid in topic_ids if tid not in names or names[tid] in ok}
 
 
 def _share(ctx):
@@ -78,6 +101,17 @@ async def share_group_heartbeat(ctx, request):
         return make(mod.ShareGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,
                     member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
     interval = ctx.broker.config["group.share.heartbeat.interval.ms"]
+    denied = None
+    if not allowed(ctx, Op.READ, Res.GROUP, request.group_id):
+        denied = GROUP_DENIED
+    elif request.subscribed_topic_names:
+        # clients may not learn of topics they may not DESCRIBE
+        ok = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, request.subscribed_topic_names)
+        if ok is not None and len(ok) < len(set(request.subscribed_topic_names)):
+            denied = TOPIC_DENIED
+    if denied is not None:
+        return make(mod.ShareGroupHeartbeatResponse, throttle_time=0, error_code=denied, error_message=None,
+                    member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
     try:
         member = share.heartbeat(group_id=request.group_id, member_id=request.member_id,
                                  member_epoch=request.member_epoch, rack_id=request.rack_id,
@@ -105,7 +139,14 @@ async def share_group_describe(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     out = []
+    denied = []
     for gid in request.group_ids:
+        if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
+            # Kafka lists the refused groups first, then the coordinator's answers
+            denied.append(make(mod.DescribedGroup, error_code=GROUP_DENIED, error_message=None, group_id=gid,
+                               group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                               authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if (refused := group_coordinator_error(ctx, gid)) is not None:
             out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
                             group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
@@ -134,10 +175,21 @@ async def share_group_describe(ctx, request):
                                 client_id=m.client_id, client_host=m.client_host,
                                 subscribed_topic_names=tuple(m.subscribed),
                                 assignment=make(mod.Assignment, topic_partitions=tuple(tps))))
+        names = {tp.topic_name for m in members for tp in m.assignment.topic_partitions}
+        visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, names)
+        if visible is not None and not names <= visible:
+            out.append(make(mod.DescribedGroup, error_code=TOPIC_DENIED,
+                            error_message="The group has described topic(s) that the client is not authorized "
+                                          "to describe.",
+                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            continue
+        ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
+               else NO_AUTHORIZED_OPS)
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, group_id=gid, group_state=group.state,
                         group_epoch=group.epoch, assignment_epoch=group.assignment_epoch, assignor_name="simple",
-                        members=tuple(members), authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.ShareGroupDescribeResponse, throttle_time=0, groups=tuple(out))
+                        members=tuple(members), authorized_operations=ops))
+    return make(mod.ShareGroupDescribeResponse, throttle_time=0, groups=tuple(denied + out))
 
 
 # --- ShareFetch / ShareAcknowledge ---------------------------------------------------------------
@@ -160,13 +212,18 @@ def _led(ctx, topic_id, index):
     return part, err
 
 
-def _apply_acks(ctx, share, group_id, member_id, topics) -> dict[tuple, tuple[ErrorCode, str | None]]:
-    """Acknowledgements per (topic id, partition): the error code and message for each."""
+def _apply_acks(ctx, share, group_id, member_id, topics,
+                readable: set | None = None) -> dict[tuple, tuple[ErrorCode, str | None]]:
+    """Acknowledgements per (topic id, partition): the error code and message for each. Those of
+    topics outside `readable` (None: all readable) are TOPIC_AUTHORIZATION_FAILED, unapplied."""
     results: dict[tuple, tuple[ErrorCode, str | None]] = {}
     for t in topics:
         for p in t.partitions:
             batches = [(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in p.acknowledgement_batches]
             if not batches:
+                continue
+            if readable is not None and t.topic_id not in readable:
+                results[(t.topic_id, p.partition_index)] = (TOPIC_DENIED, None)
                 continue
             part, err = _led(ctx, t.topic_id, p.partition_index)
             if err != ErrorCode.none:
@@ -190,6 +247,8 @@ async def share_fetch(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+    if not allowed(ctx, Op.READ, Res.GROUP, group_id):
+        return _top_error(mod, "ShareFetchResponse", GROUP_DENIED)
     if not group_id or not member_id:
         return _top_error(mod, "ShareFetchResponse", ErrorCode.invalid_request, "group and member ids are required")
     try:
@@ -204,7 +263,10 @@ async def share_fetch(ctx, request):
         for f in request.forgotten_topics_data:
             for p in f.partitions:
                 session.partitions.discard((f.topic_id, p))
-    acks = _apply_acks(ctx, share, group_id, member_id, request.topics)
+    # share consumers need READ on every topic they fetch from or acknowledge
+    readable = _readable_topic_ids(ctx, {tid for tid, _ in session.partitions}
+                                   | {t.topic_id for t in request.topics})
+    acks = _apply_acks(ctx, share, group_id, member_id, request.topics, readable)
     lock_ms = share.lock_ms(group_id)
     fetched: dict[tuple, tuple[bytes, list]] = {}
     errors: dict[tuple, ErrorCode] = {}
@@ -217,6 +279,9 @@ async def share_fetch(ctx, request):
             budget = request.max_records if request.max_records > 0 else 500
             bytes_left = request.max_bytes
             for tid, index in sorted(session.partitions, key=lambda k: (str(k[0]), k[1])):
+                if readable is not None and tid not in readable:
+                    errors[(tid, index)] = TOPIC_DENIED
+                    continue
                 part, err = _led(ctx, tid, index)
                 if err != ErrorCode.none:
                     errors[(tid, index)] = err
@@ -269,6 +334,8 @@ async def share_acknowledge(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+    if not allowed(ctx, Op.READ, Res.GROUP, group_id):
+        return _top_error(mod, "ShareAcknowledgeResponse", GROUP_DENIED)
     if not group_id or not member_id:
         return _top_error(mod, "ShareAcknowledgeResponse", ErrorCode.invalid_request,
                           "group and member ids are required")
@@ -278,7 +345,8 @@ async def share_acknowledge(ctx, request):
         share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
     except ShareError as exc:
         return _top_error(mod, "ShareAcknowledgeResponse", exc.code, exc.message)
-    acks = _apply_acks(ctx, share, group_id, member_id, request.topics)
+    acks = _apply_acks(ctx, share, group_id, member_id, request.topics,
+                       _readable_topic_ids(ctx, {t.topic_id for t in request.topics}))
     if epoch == -1:
         share.final(group_id, member_id, ctx.node_id)
     topics: dict = {}
@@ -303,6 +371,10 @@ async def describe_share_group_offsets(ctx, request):
     out = []
     for g in request.groups:
         gid = g.group_id
+        if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
+            out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid, topics=(),
+                            error_code=GROUP_DENIED, error_message=None))
+            continue
         if (refused := group_coordinator_error(ctx, gid)) is not None:
             out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid, topics=(),
                             error_code=refused, error_message=None))
@@ -322,6 +394,12 @@ async def describe_share_group_offsets(ctx, request):
             wanted = list(names.items())
         else:
             wanted = [(t.topic_name, list(t.partitions)) for t in g.topics]
+        # offsets of topics the principal may not DESCRIBE: left out of an all-topics answer,
+        # refused (after the others) when named
+        visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, (n for n, _ in wanted))
+        hidden = [] if visible is None else [(n, ps) for n, ps in wanted if n not in visible]
+        if visible is not None:
+            wanted = [(n, ps) for n, ps in wanted if n in visible]
         topics = []
         for name, indexes in wanted:
             topic = ctx.cluster.topics.get(name)
@@ -341,6 +419,14 @@ async def describe_share_group_offsets(ctx, request):
                                   error_code=err, error_message=None))
             topics.append(make(mod.DescribeShareGroupOffsetsResponseTopic, topic_name=name,
                                topic_id=topic.topic_id if topic else None, partitions=tuple(parts)))
+        if g.topics is not None:
+            for name, indexes in hidden:
+                topics.append(make(mod.DescribeShareGroupOffsetsResponseTopic, topic_name=name, topic_id=None,
+                                   partitions=tuple(make(mod.DescribeShareGroupOffsetsResponsePartition,
+                                                         partition_index=i, start_offset=-1, leader_epoch=0, lag=-1,
+                                                         error_code=TOPIC_DENIED,
+                                                         error_message=AUTHORIZATION_MESSAGES[TOPIC_DENIED])
+                                                    for i in indexes or [])))
         out.append(make(mod.DescribeShareGroupOffsetsResponseGroup, group_id=gid, topics=tuple(topics),
                         error_code=ErrorCode.none, error_message=None))
     return make(mod.DescribeShareGroupOffsetsResponse, throttle_time=0, groups=tuple(out))
@@ -358,6 +444,9 @@ async def alter_share_group_offsets(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     gid = request.group_id
+    if not allowed(ctx, Op.READ, Res.GROUP, gid):
+        return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=GROUP_DENIED,
+                    error_message=AUTHORIZATION_MESSAGES[GROUP_DENIED], responses=())
     busy = _empty_group_error(share, gid)
     if (refused := group_coordinator_error(ctx, gid)) is not None:
         busy = (refused, None)
@@ -365,9 +454,19 @@ async def alter_share_group_offsets(ctx, request):
         return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0], error_message=busy[1],
                     responses=())
     topics = []
+    refused = []
+    readable = allowed_names(ctx, Op.READ, Res.TOPIC, (t.topic_name for t in request.topics))
     for t in request.topics:
         topic = ctx.cluster.topics.get(t.topic_name)
         parts = []
+        if readable is not None and t.topic_name not in readable:
+            refused.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+                                topic_id=topic.topic_id if topic else None, partitions=tuple(
+                                    make(mod.AlterShareGroupOffsetsResponsePartition,
+                                         partition_index=p.partition_index, error_code=TOPIC_DENIED,
+                                         error_message=AUTHORIZATION_MESSAGES[TOPIC_DENIED])
+                                    for p in t.partitions)))
+            continue
         for p in t.partitions:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 parts.append(make(mod.AlterShareGroupOffsetsResponsePartition, partition_index=p.partition_index,
@@ -380,7 +479,7 @@ async def alter_share_group_offsets(ctx, request):
         topics.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                            topic_id=topic.topic_id if topic else None, partitions=tuple(parts)))
     return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none,
-                error_message=None, responses=tuple(topics))
+                error_message=None, responses=tuple(refused + topics))
 
 
 @api(92, 0, 0)
@@ -388,6 +487,9 @@ async def delete_share_group_offsets(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     gid = request.group_id
+    if not allowed(ctx, Op.DELETE, Res.GROUP, gid):
+        return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=GROUP_DENIED,
+                    error_message=AUTHORIZATION_MESSAGES[GROUP_DENIED], responses=())
     if (refused := group_coordinator_error(ctx, gid)) is not None:
         return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=refused, error_message=None,
                     responses=())
@@ -399,8 +501,14 @@ async def delete_share_group_offsets(ctx, request):
         return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0],
                     error_message=busy[1], responses=())
     topics = []
+    refused = []
+    readable = allowed_names(ctx, Op.READ, Res.TOPIC, (t.topic_name for t in request.topics))
     for t in request.topics:
         topic = ctx.cluster.topics.get(t.topic_name)
+        if readable is not None and t.topic_name not in readable:
+            refused.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name, topic_id=None,
+                                error_code=TOPIC_DENIED, error_message=AUTHORIZATION_MESSAGES[TOPIC_DENIED]))
+            continue
         if topic is None:
             topics.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name, topic_id=None,
                                error_code=ErrorCode.unknown_topic_or_partition,
@@ -410,4 +518,4 @@ async def delete_share_group_offsets(ctx, request):
         topics.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                            topic_id=topic.topic_id, error_code=ErrorCode.none, error_message=None))
     return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
-                responses=tuple(topics))
+                responses=tuple(refused + topics))

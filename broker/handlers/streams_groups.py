@@ -20,6 +20,11 @@ heartbeat is NOT_COORDINATOR (after the request's validation, as Kafka's GroupCo
 checks the request before routing it to the coordinator's partition) and a described group
 carries NOT_COORDINATOR.
 
+Authorisation as Kafka's KafkaApis: StreamsGroupHeartbeat needs GROUP READ (else
+GROUP_AUTHORIZATION_FAILED, before any validation) and TOPIC DESCRIBE on every topic its
+topology names (else TOPIC_AUTHORIZATION_FAILED); StreamsGroupDescribe needs GROUP DESCRIBE per
+group (refused groups listed first) and TOPIC DESCRIBE on the topics of the described topology.
+
 Kafka 4.4 serves v0-v1; kio has v0 only, which every client that speaks v1 also speaks.
 """
 
@@ -31,9 +36,12 @@ from protocol.messages import make
 
 from ..groups.streams import StreamsGroup, Subtopology, TopicInfo, Topology, validate_heartbeat
 from ..groups.streams_assignor import Tasks
+from ..authorizer import AclOperation as Op
+from ..authorizer import ResourceType as Res
+from ..authorizer import allowed, allowed_names, operations
 from . import api
 from .common import response_module
-from .groups import NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms
 from .leadership import group_coordinator_error
 
 
@@ -67,6 +75,16 @@ def _task_ids(mod, tasks: dict[str, set[int]]):
 @api(88, 0, 0)
 async def streams_group_heartbeat(ctx, request):
     mod = response_module(ctx)
+    if not allowed(ctx, Op.READ, Res.GROUP, request.group_id):
+        return _error(mod, ErrorCode.group_authorization_failed, None)
+    if request.topology is not None:
+        named = {n for s in request.topology.subtopologies
+                 for n in (*s.source_topics, *s.repartition_sink_topics,
+                           *(t.name for t in s.repartition_source_topics),
+                           *(t.name for t in s.state_changelog_topics))}
+        visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, named)
+        if visible is not None and not named <= visible:
+            return _error(mod, ErrorCode.topic_authorization_failed, None)
     rebalance_timeout_ms = _ms(request.rebalance_timeout)
     invalid = validate_heartbeat(request.group_id, request.member_id, request.member_epoch, request.instance_id,
                                  request.rack_id, rebalance_timeout_ms, request.topology, request.active_tasks,
@@ -123,7 +141,13 @@ async def streams_group_describe(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     out = []
+    refused = []
     for gid in request.group_ids:
+        if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
+            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                                error_message=None, group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
+                                topology=None, members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            continue
         if (refused := group_coordinator_error(ctx, gid)) is not None:
             out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
                             group_state="", group_epoch=0, assignment_epoch=0, topology=None, members=(),
@@ -136,12 +160,28 @@ async def streams_group_describe(ctx, request):
                             group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, topology=None,
                             members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
+        topology = _describe_topology(mod, group)
+        if topology is not None:
+            named = {n for s in topology.subtopologies
+                     for n in (*s.source_topics, *s.repartition_sink_topics,
+                               *(t.name for t in s.repartition_source_topics),
+                               *(t.name for t in s.state_changelog_topics))}
+            visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, named)
+            if visible is not None and not named <= visible:
+                out.append(make(mod.DescribedGroup, error_code=ErrorCode.topic_authorization_failed,
+                                error_message="The described group uses topics that the client is not authorized "
+                                              "to describe.",
+                                group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, topology=None,
+                                members=(), authorized_operations=NO_AUTHORIZED_OPS))
+                continue
+        ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
+               else NO_AUTHORIZED_OPS)
         out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
                         group_state=group.state, group_epoch=group.group_epoch,
-                        assignment_epoch=group.assignment_epoch, topology=_describe_topology(mod, group),
+                        assignment_epoch=group.assignment_epoch, topology=topology,
                         members=tuple(_describe_member(mod, group, m) for m in group.members.values()),
-                        authorized_operations=NO_AUTHORIZED_OPS))
-    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(out))
+                        authorized_operations=ops))
+    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(refused + out))
 
 
 def _describe_topology(mod, group: StreamsGroup):
