@@ -570,7 +570,7 @@ def test_oauthbearer_unsecured_token(secured):
 @pytest.mark.parametrize("family, mechanism", [
     pytest.param("java", "PLAIN", marks=pytest.mark.java),
     pytest.param("librdkafka", "PLAIN", marks=pytest.mark.librdkafka),
-    # the Java client's OAUTHBEARER needs jackson-databind, which the java-clients jar set lacks
+    pytest.param("java", "OAUTHBEARER", marks=pytest.mark.java),
     pytest.param("librdkafka", "OAUTHBEARER", marks=pytest.mark.librdkafka),
 ])
 def test_clients_reauthenticate(secured, certs, family, mechanism):
