@@ -381,6 +381,51 @@ def test_other_request_during_authentication_is_illegal_state_then_closed(secure
         assert _closed(c)
 
 
+def _scram_final(mechanism: str, first_bare: str, server_first: str, password: str, nonce: str) -> str:
+    """RFC 5802's client-final-message for `nonce`, with a proof computed over exactly what is sent."""
+    import base64
+    import hashlib
+    import hmac
+
+    h = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
+    attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac(h, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", h).digest()
+    without_proof = f"c=biws,r={nonce}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(hashlib.new(h, client_key).digest(), auth_message, h).digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}"
+
+
+@pytest.mark.parametrize("echo", ["exact", "client-nonce-twice"])
+def test_scram_final_nonce_must_equal_the_combined_nonce(secured, echo):
+    """The client-final-message must carry exactly the server-first-message's nonce (RFC 5802;
+    Kafka 4.x compares with equals, 3.x accepted any nonce ending with it). librdkafka before
+    2.6.1 sends its own nonce in front of the combined one: refused even with a proof that
+    matches what it sent."""
+    client_nonce = uuid.uuid4().hex
+    first_bare = f"n=bob,r={client_nonce}"
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake("SCRAM-SHA-256")).error_code) == 0
+        first = c.request(_authenticate(f"n,,{first_bare}".encode()))
+        assert int(first.error_code) == 0
+        server_first = first.auth_bytes.decode()
+        combined = server_first.split(",")[0].removeprefix("r=")
+        assert combined.startswith(client_nonce) and len(combined) > len(client_nonce)
+        nonce = combined if echo == "exact" else client_nonce + combined
+        final = c.request(_authenticate(
+            _scram_final("SCRAM-SHA-256", first_bare, server_first, "bob-secret", nonce).encode()))
+        if echo == "exact":
+            assert int(final.error_code) == 0 and final.auth_bytes.startswith(b"v=")
+            assert len(c.request(_metadata()).brokers) == 1
+        else:
+            assert int(final.error_code) == 58  # SASL_AUTHENTICATION_FAILED
+            assert final.error_message == ("Authentication failed during authentication due to invalid "
+                                           "credentials with SASL mechanism SCRAM-SHA-256")
+            assert _closed(c)
+
+
 def test_sasl_on_plaintext_listener_is_illegal_state(secured):
     with WireClient(secured.bootstrap, timeout=10) as c:
         assert int(c.request(_handshake("PLAIN")).error_code) == 34
