@@ -86,9 +86,8 @@ _CLIENT_FINAL = re.compile(rf"c=(?P<cbind>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_
 
 class Scram(Mechanism):
     """The server side of RFC 5802 as Kafka's ScramSaslServer does it: Kafka's message patterns,
-    a final nonce that must end with the combined nonce, the generic failure message. By hand:
-    scramp, the library for it, refuses Kafka's tokenauth extension syntax and checks the
-    final nonce differently."""
+    a final nonce that must equal the combined nonce, the generic failure message. By hand:
+    scramp, the library for it, refuses Kafka's tokenauth extension syntax."""
 
     def __init__(self, mechanism: str, store: ScramStore):
         self.mechanism = mechanism
@@ -135,7 +134,9 @@ class Scram(Mechanism):
     def _final(self, text: str) -> bytes:
         assert self.cred is not None
         m = _CLIENT_FINAL.fullmatch(text)
-        if m is None or not m.group("nonce").endswith(self.nonce):
+        # exactly the combined nonce (RFC 5802), as Kafka 4.x checks it (3.x accepted any nonce
+        # ending with it): librdkafka before 2.6.1 sends the client nonce twice and is refused
+        if m is None or m.group("nonce") != self.nonce:
             log.debug("SCRAM %s: bad final message or nonce from %r", self.mechanism, self.user)
             raise self._invalid()
         auth_message = f"{self.first_bare},{self.server_first},{text[: text.rindex(',p=')]}".encode()

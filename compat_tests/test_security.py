@@ -237,9 +237,7 @@ def _family_logins():
         for login in LOGINS:
             mech = login.values[0].mechanism or ""
             if family.values[0] == "kcat" and mech.startswith("SCRAM"):
-                # Debian's kcat 1.7.1 bundles librdkafka 2.0.2, whose SCRAM logins Apache Kafka 4.4
-                # refuses ("invalid credentials"); confluent-kafka's librdkafka covers SCRAM here
-                continue
+                continue  # refused on both brokers: test_kcat_scram_refused
             if family.values[0] == "franz" and login.values[0].client_cert:
                 continue  # the Go driver's TLS option carries no client certificate
             yield pytest.param(family.values[0], login.values[0], marks=family.marks,
@@ -257,6 +255,36 @@ def test_produce_consume(secured, certs, family, login):
     client.produce(topic, sent, partition=0)
     got = client.consume(topic, [0], 3, timeout_s=30)
     assert [m.value for m in got] == [m.value for m in sent]
+
+
+# Debian's kcat 1.7.1 bundles librdkafka 2.0.2, whose SCRAM client-final-message puts its own
+# nonce in front of the combined nonce (fixed in librdkafka 2.6.1); Kafka 4.x compares the nonce
+# exactly and refuses every such login, and so does kafkalite
+KCAT_SCRAM_FIXED_IN = (2, 6, 1)
+
+
+@pytest.mark.kcat
+@pytest.mark.parametrize("login", [l for l in LOGINS if (l.values[0].mechanism or "").startswith("SCRAM")])
+def test_kcat_scram_refused(secured, certs, login):
+    """kcat's SCRAM login is refused with Kafka's invalid-credentials message: its librdkafka
+    repeats the client nonce in the client-final-message (test_scram_final_nonce_must_equal_the_combined_nonce).
+    A kcat on librdkafka 2.6.1 or later fails here: its SCRAM cases then belong in test_produce_consume."""
+    import re
+    import subprocess
+
+    from compat_tests.clients.kcat import KcatError, _kcat
+
+    version = re.search(rb"librdkafka (\d+)\.(\d+)\.(\d+)", subprocess.run(
+        [_kcat(), "-V"], capture_output=True, timeout=30).stdout)
+    assert version, "kcat -V names no librdkafka version"
+    assert tuple(map(int, version.groups())) < KCAT_SCRAM_FIXED_IN, (
+        f"kcat bundles librdkafka {version.group(0).decode()}, whose SCRAM nonce is right: "
+        "move kcat's SCRAM cases into test_produce_consume")
+    client = make_client("kcat", login, secured, certs)
+    with pytest.raises(KcatError) as info:
+        client.produce(_topic("kcat-scram"), [Msg(value=b"x")], partition=0, timeout=5)
+    assert ("SASL authentication error: Authentication failed during authentication due to invalid credentials "
+            f"with SASL mechanism {login.mechanism}") in str(info.value)
 
 
 # --- bad credentials with real clients --------------------------------------------------------
@@ -379,6 +407,51 @@ def test_other_request_during_authentication_is_illegal_state_then_closed(secure
         assert int(resp.error_code) == 34  # ILLEGAL_SASL_STATE
         assert resp.groups == ()
         assert _closed(c)
+
+
+def _scram_final(mechanism: str, first_bare: str, server_first: str, password: str, nonce: str) -> str:
+    """RFC 5802's client-final-message for `nonce`, with a proof computed over exactly what is sent."""
+    import base64
+    import hashlib
+    import hmac
+
+    h = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
+    attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac(h, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", h).digest()
+    without_proof = f"c=biws,r={nonce}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(hashlib.new(h, client_key).digest(), auth_message, h).digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}"
+
+
+@pytest.mark.parametrize("echo", ["exact", "client-nonce-twice"])
+def test_scram_final_nonce_must_equal_the_combined_nonce(secured, echo):
+    """The client-final-message must carry exactly the server-first-message's nonce (RFC 5802;
+    Kafka 4.x compares with equals, 3.x accepted any nonce ending with it). librdkafka before
+    2.6.1 sends its own nonce in front of the combined one: refused even with a proof that
+    matches what it sent."""
+    client_nonce = uuid.uuid4().hex
+    first_bare = f"n=bob,r={client_nonce}"
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        assert int(c.request(_handshake("SCRAM-SHA-256")).error_code) == 0
+        first = c.request(_authenticate(f"n,,{first_bare}".encode()))
+        assert int(first.error_code) == 0
+        server_first = first.auth_bytes.decode()
+        combined = server_first.split(",")[0].removeprefix("r=")
+        assert combined.startswith(client_nonce) and len(combined) > len(client_nonce)
+        nonce = combined if echo == "exact" else client_nonce + combined
+        final = c.request(_authenticate(
+            _scram_final("SCRAM-SHA-256", first_bare, server_first, "bob-secret", nonce).encode()))
+        if echo == "exact":
+            assert int(final.error_code) == 0 and final.auth_bytes.startswith(b"v=")
+            assert len(c.request(_metadata()).brokers) == 1
+        else:
+            assert int(final.error_code) == 58  # SASL_AUTHENTICATION_FAILED
+            assert final.error_message == ("Authentication failed during authentication due to invalid "
+                                           "credentials with SASL mechanism SCRAM-SHA-256")
+            assert _closed(c)
 
 
 def test_sasl_on_plaintext_listener_is_illegal_state(secured):
@@ -570,7 +643,7 @@ def test_oauthbearer_unsecured_token(secured):
 @pytest.mark.parametrize("family, mechanism", [
     pytest.param("java", "PLAIN", marks=pytest.mark.java),
     pytest.param("librdkafka", "PLAIN", marks=pytest.mark.librdkafka),
-    # the Java client's OAUTHBEARER needs jackson-databind, which the java-clients jar set lacks
+    pytest.param("java", "OAUTHBEARER", marks=pytest.mark.java),
     pytest.param("librdkafka", "OAUTHBEARER", marks=pytest.mark.librdkafka),
 ])
 def test_clients_reauthenticate(secured, certs, family, mechanism):

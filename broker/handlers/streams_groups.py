@@ -141,12 +141,12 @@ async def streams_group_describe(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     out = []
-    refused = []
+    denied = []
     for gid in request.group_ids:
         if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
-            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
-                                error_message=None, group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
-                                topology=None, members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            denied.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                               error_message=None, group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
+                               topology=None, members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
         if (not_coordinator := group_coordinator_error(ctx, gid)) is not None:
             out.append(make(mod.DescribedGroup, error_code=not_coordinator, error_message=None, group_id=gid,
@@ -181,7 +181,7 @@ async def streams_group_describe(ctx, request):
                         assignment_epoch=group.assignment_epoch, topology=topology,
                         members=tuple(_describe_member(mod, group, m) for m in group.members.values()),
                         authorized_operations=ops))
-    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(refused + out))
+    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(denied + out))
 
 
 def _describe_topology(mod, group: StreamsGroup):

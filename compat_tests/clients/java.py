@@ -36,7 +36,9 @@ from .base import Client, Msg, ProduceResult, Unsupported
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "compat_tests" / "java"
 REQUIRED_JARS = ("kafka-clients-4.4.0.jar", "commons-pool2-*.jar", "slf4j-api-*.jar", "lz4-java-*.jar",
-                 "snappy-java-*.jar", "zstd-jni-*.jar")
+                 "snappy-java-*.jar", "zstd-jni-*.jar",
+                 # SASL/OAUTHBEARER's unsecured tokens are JSON that kafka-clients parses with Jackson
+                 "jackson-databind-*.jar", "jackson-core-*.jar", "jackson-annotations-*.jar")
 JVM_FLAGS = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m", "-Xms32m", "-Xmx768m",
              "-Djava.net.preferIPv4Stack=true"]
 
