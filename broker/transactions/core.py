@@ -112,6 +112,13 @@ class TxnCoordinatorCore:
         """Make the transit durable, then apply it. The transit's state is pending meanwhile."""
         try:
             self.store.append(md.transactional_id, transit)
+        except OSError as exc:
+            # a failed write or fsync is Kafka's KAFKA_STORAGE_ERROR append, which its
+            # TransactionStateManager answers with NOT_COORDINATOR: the client looks again and retries
+            log.warning("cannot write the state of transactional id %r to __transaction_state: %s",
+                        md.transactional_id, exc)
+            md.abort_transition()
+            return E.not_coordinator
         except Exception:
             log.exception("cannot write the state of transactional id %r to __transaction_state",
                           md.transactional_id)
