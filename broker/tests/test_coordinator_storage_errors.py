@@ -225,3 +225,34 @@ def test_txn_offset_commit(tmp_path, disk):
         assert _end(c, txid, pid, epoch) == E.none
         assert _offset(c, group, name, tid_) == 43
     _run(tmp_path, disk, exchange)
+
+
+def test_a_producer_id_block_that_cannot_be_saved(tmp_path, monkeypatch):
+    """InitProducerId when the next producer id block cannot be saved: COORDINATOR_LOAD_IN_PROGRESS
+    (Kafka's answer while its producer id manager has no block), no id handed out twice, and
+    ids again once the disk works."""
+    from broker.transactions.producer_ids import ProducerIdManager
+
+    from .test_transactions_core import make_core
+
+    core, *_ = make_core()
+    path = tmp_path / "producer_ids.json"
+    core.pids = ProducerIdManager(path, block_size=2)
+    real_replace = os.replace
+    broken = {"on": False}
+
+    def replace(src, dst):
+        if broken["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr("broker.transactions.producer_ids.os.replace", replace)
+    seen = [core.init_producer_id(None, 60000)[1], core.init_producer_id(None, 60000)[1]]
+    broken["on"] = True
+    assert core.init_producer_id(None, 60000)[0] == E.coordinator_load_in_progress
+    assert core.init_producer_id("tx-new", 60000)[0] == E.coordinator_load_in_progress
+    assert "tx-new" not in core.txns
+    broken["on"] = False
+    err, pid, epoch = core.init_producer_id("tx-new", 60000)
+    assert err == E.none and pid not in seen
+    assert ProducerIdManager(path, block_size=2).generate() > pid   # after a restart: none reused

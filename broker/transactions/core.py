@@ -130,6 +130,16 @@ class TxnCoordinatorCore:
     # --- InitProducerId -----------------------------------------------------------------------
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
                          expected: tuple[int, int] | None = None) -> tuple[ErrorCode, int, int]:
+        try:
+            return self._init_producer_id(transactional_id, timeout_ms, expected)
+        except OSError as exc:
+            # a new producer id block could not be saved: Kafka's producer id manager answers
+            # COORDINATOR_LOAD_IN_PROGRESS while it has no block, and the client retries
+            log.warning("cannot save a producer id block: %s", exc)
+            return E.coordinator_load_in_progress, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+
+    def _init_producer_id(self, transactional_id: str | None, timeout_ms: int,
+                          expected: tuple[int, int] | None) -> tuple[ErrorCode, int, int]:
         if transactional_id is None:
             return E.none, self.pids.generate(), 0
         if transactional_id == "":
