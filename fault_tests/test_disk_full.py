@@ -41,6 +41,17 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+def _fill(path) -> None:
+    """Write to `path` until the filesystem is full."""
+    with open(path, "wb", buffering=0) as f:
+        for chunk in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    f.write(b"\0" * chunk)
+            except OSError:
+                pass
+
+
 def _batch(i: int) -> bytes:
     value = hashlib.sha256(str(i).encode()).digest() * (BATCH_BYTES // 32)
     return bytes(build_batch([Record(f"k{i}".encode(), value, (), 1_700_000_000_000 + i)]))
@@ -97,4 +108,43 @@ def test_full_disk_gives_storage_errors_keeps_acknowledged_data_and_recovers(sma
         with WireClient(broker.bootstrap) as c:
             got = _read_values(c, topic, max(acked) + 1)
             assert {o: got.get(o) for o in acked} == acked
+        assert "Traceback" not in broker.log_text()
+
+
+def test_full_disk_answers_offset_commits_with_not_coordinator_and_keeps_committed_offsets(small_disk, tmp_path):
+    """The group coordinator on the full disk: OffsetCommit gets NOT_COORDINATOR (Kafka's answer
+    to a KAFKA_STORAGE_ERROR append), the offset committed before stays, also after a restart,
+    and commits work again once space returns."""
+    from broker.tests.test_groups_wire import _commit, _fetch, topic as make_topic
+
+    data_dir = small_disk / "data"
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    config = {"log.segment.bytes": 1 << 20, "fsync": "always", "offsets.topic.num.partitions": 1}
+
+    def committed(c, name, tid):
+        return _fetch(c, group, name, tid, [0]).groups[0].topics[0].partitions[0].committed_offset
+
+    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
+        with WireClient(broker.bootstrap) as c:
+            name, tid = make_topic(c)
+            assert _commit(c, group, name, tid, {0: (1, -1, "")}).topics[0].partitions[0].error_code == ErrorCode.none
+            _fill(small_disk / "filler")
+            # a commit may still fit in the offsets segment's last page; big ones soon do not
+            last_ok, answers = 1, []
+            for i in range(2, 12):
+                e = _commit(c, group, name, tid, {0: (i, -1, "m" * 4000)}).topics[0].partitions[0].error_code
+                answers.append(e)
+                if e == ErrorCode.none:
+                    last_ok = i
+            assert ErrorCode.not_coordinator in answers, answers
+            assert set(answers) <= {ErrorCode.none, ErrorCode.not_coordinator}, answers
+            assert committed(c, name, tid) == last_ok
+            (small_disk / "filler").unlink()
+            assert _commit(c, group, name, tid, {0: (9, -1, "")}).topics[0].partitions[0].error_code == ErrorCode.none
+            assert committed(c, name, tid) == 9
+        assert "Traceback" not in broker.log_text()
+        broker.kill()
+    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
+        with WireClient(broker.bootstrap) as c:
+            assert committed(c, name, tid) == 9
         assert "Traceback" not in broker.log_text()

@@ -124,6 +124,9 @@ class ClassicGroup:
         self.sync_deadline: int | None = None  # CompletingRebalance: members must sync by then
         self.current_state_timestamp = -1
         self.on_change = on_change  # called when the group's persisted metadata changed
+        # writes the group's metadata record at once, answering None or the error to give the
+        # members (SyncGroup's leader assignment must be written before anyone is answered)
+        self.store: Callable[["ClassicGroup"], ErrorCode | None] | None = None
 
     # --- queries ---------------------------------------------------------------------------
     def is_empty(self) -> bool:
@@ -468,7 +471,19 @@ class ClassicGroup:
                 m.assignment = assignments.get(m.member_id, b"")
             self.sync_deadline = None
             self._transition(S.STABLE, now)
-            self._changed()
+            error = self.store(self) if self.store is not None else None
+            if error is not None:
+                # Kafka's resetAndPropagateAssignmentWithError, then a new rebalance: nobody
+                # is given an assignment that was not written
+                for m in self.members.values():
+                    m.assignment = b""
+                    if m.sync_waiter is not None:
+                        w, m.sync_waiter = m.sync_waiter, None
+                        w(SyncResult(error))
+                self._prepare_rebalance(now, f"error {error.name} when storing the group assignment")
+                return None
+            if self.store is None:
+                self._changed()
             for m in self.members.values():
                 if m.sync_waiter is not None:
                     w, m.sync_waiter = m.sync_waiter, None

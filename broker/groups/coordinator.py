@@ -20,6 +20,7 @@ Hooks for the transaction coordinator: `offsets_partition`, `stage_txn_offsets`,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -49,6 +50,12 @@ from .streams_records import restore as restore_streams
 
 log = logging.getLogger("kafkalite.groups")
 
+
+class CoordinatorWriteError(Exception):
+    """A write to __consumer_offsets failed (full disk, I/O error, failed fsync). Kafka's group
+    coordinator answers such a KAFKA_STORAGE_ERROR append with NOT_COORDINATOR
+    (appendGroupMetadataErrorToResponseError), so clients look the coordinator up again and retry."""
+
 OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
 RETENTION_CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 # With group.initial.rebalance.delay.ms=0, members that join an empty group together are still
@@ -69,6 +76,8 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.empty_since: dict[str, int] = {}
         self._dirty_classic: set[str] = set()
+        # classic groups whose metadata record was never written (a failed first write drops them)
+        self._unwritten_classic: set[str] = set()
         # topic name -> the id of the topic the committed offsets for that name belong to
         self._offset_topic_ids: dict[str, uuid.UUID | None] = {}
         self._wake: trio.Event | None = None
@@ -125,14 +134,23 @@ class GroupCoordinator:
         else:
             for member_id in group.tick(now):
                 log.info("group %s: member %s fenced (session or rebalance timeout)", group.group_id, member_id)
-        self._after(group)
+        with contextlib.suppress(CoordinatorWriteError):  # logged; written again with the next change
+            self._after(group)
 
     # --- the internal topic ----------------------------------------------------------------
     def _offsets_topic(self):
         topic = self.cluster.topics.get(OFFSETS_TOPIC)
         if topic is None:
-            topic = self.cluster.create_topic(OFFSETS_TOPIC, max(1, self.config["offsets.topic.num.partitions"]),
-                                              {"cleanup.policy": "compact"})
+            count = max(1, self.config["offsets.topic.num.partitions"])
+            try:
+                topic = self.cluster.create_topic(OFFSETS_TOPIC, count, {"cleanup.policy": "compact"})
+            except OSError as exc:
+                # topics.json not saved (disk full or failing): a topic whose partitions are all
+                # open serves on and is saved with the next change; a partial one cannot
+                topic = self.cluster.topics.get(OFFSETS_TOPIC)
+                if topic is None or len(topic.partitions) != count:
+                    raise
+                log.warning("%s created but not yet saved: %s", OFFSETS_TOPIC, exc)
         return topic
 
     def offsets_partition(self, group_id: str):
@@ -149,32 +167,49 @@ class GroupCoordinator:
         batch = build_batch([Record(k, v) for k, v in records], producer_id=producer_id,
                             producer_epoch=producer_epoch, base_sequence=-1, transactional=transactional,
                             timestamp_ms=now)
-        part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
+        try:
+            part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
+        except OSError as exc:
+            log.warning("group %s: write to %s-%d failed: %s", group_id, OFFSETS_TOPIC, part.index, exc)
+            raise CoordinatorWriteError(group_id) from exc
 
     # --- persistence of group state ----------------------------------------------------------
     def _on_classic_change(self, group: ClassicGroup) -> None:
         self._dirty_classic.add(group.group_id)
 
     def _after(self, group) -> None:
-        """Persist what the last operation changed, note emptiness, wake the timer task."""
+        """Persist what the last operation changed, note emptiness, wake the timer task. Raises
+        CoordinatorWriteError when the write fails; what was not written stays marked to be
+        written with the group's next change."""
+        try:
+            self._persist(group)
+        finally:
+            if group.is_empty():
+                self.empty_since.setdefault(group.group_id, self.clock())
+            else:
+                self.empty_since.pop(group.group_id, None)
+            self._kick()
+
+    def _persist(self, group) -> None:
         gid = group.group_id
         if isinstance(group, StreamsGroup):
-            records_, group.persisted = streams_changes(group, group.persisted)
+            records_, persisted = streams_changes(group, group.persisted)
             self._append(gid, records_)
+            group.persisted = persisted
         elif isinstance(group, ClassicGroup):
             if gid in self._dirty_classic:
-                self._dirty_classic.discard(gid)
                 self._append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
+                self._dirty_classic.discard(gid)
+                self._unwritten_classic.discard(gid)
         else:
             records: list[tuple[bytes, bytes | None]] = []
-            if group.epoch_dirty:
+            epoch_dirty, removed, dirty = group.epoch_dirty, sorted(group.removed_members), sorted(group.dirty_members)
+            if epoch_dirty:
                 records.append((rec.consumer_group_metadata_key(gid), rec.consumer_group_metadata_value(group.group_epoch)))
-                group.epoch_dirty = False
-            for mid in sorted(group.removed_members):
+            for mid in removed:
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
                 records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
-            group.removed_members.clear()
-            for mid in sorted(group.dirty_members):
+            for mid in dirty:
                 m = group.members.get(mid)
                 if m is None:
                     continue
@@ -187,14 +222,15 @@ class GroupCoordinator:
                                     m.member_epoch, m.previous_member_epoch, m.state,
                                     {t: sorted(ps) for t, ps in m.assigned.items()},
                                     {t: sorted(ps) for t, ps in m.pending_revocation.items()}))))
-                m.persisted_assignment = m.assignment_key()
-            group.dirty_members.clear()
+            # marks are cleared only once written: a failed write leaves them for the next change
             self._append(gid, records)
-        if group.is_empty():
-            self.empty_since.setdefault(gid, self.clock())
-        else:
-            self.empty_since.pop(gid, None)
-        self._kick()
+            group.epoch_dirty = False
+            group.removed_members.difference_update(removed)
+            group.dirty_members.difference_update(dirty)
+            for mid in dirty:
+                m = group.members.get(mid)
+                if m is not None:
+                    m.persisted_assignment = m.assignment_key()
 
     # --- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -211,6 +247,7 @@ class GroupCoordinator:
             if value is None:
                 continue
             classic = self._new_classic(gid)
+            self._unwritten_classic.discard(gid)
             classic.load_record_value(value, now)
             if classic.is_empty():
                 self.empty_since[gid] = value.current_state_timestamp if value.current_state_timestamp > 0 else now
@@ -267,7 +304,10 @@ class GroupCoordinator:
             for gid in list(self.offsets.committed):
                 gone = [tp for tp in self.offsets.group_offsets(gid) if tp[0] == name]
                 if gone:
-                    self._append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                    try:
+                        self._append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                    except CoordinatorWriteError:
+                        return  # this topic's offsets are removed at the next check
                     self.offsets.delete(gid, gone)
             log.info("offsets of deleted topic %s removed", name)
             if topic is not None:
@@ -285,8 +325,22 @@ class GroupCoordinator:
             burst_settle_ms=BURST_SETTLE_MS if self.config["group.initial.rebalance.delay.ms"] == 0 else 0,
             on_change=self._on_classic_change,
         )
+        group.store = self._store_classic
         self.groups[group_id] = group
+        self._unwritten_classic.add(group_id)
         return group
+
+    def _store_classic(self, group: ClassicGroup) -> ErrorCode | None:
+        """Write the group's metadata record now (SyncGroup's assignment): None, or the error
+        for the members."""
+        gid = group.group_id
+        try:
+            self._append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
+        except CoordinatorWriteError:
+            return ErrorCode.not_coordinator
+        self._dirty_classic.discard(gid)
+        self._unwritten_classic.discard(gid)
+        return None
 
     def _new_consumer(self, group_id: str) -> ConsumerGroup:
         group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
@@ -322,15 +376,36 @@ class GroupCoordinator:
             group = self._new_classic(group_id)
         elif not isinstance(group, ClassicGroup):
             if group.is_empty():  # an empty consumer group becomes a classic one; offsets stay
-                self._delete_group_state(group, keep_offsets=True)
+                try:
+                    self._delete_group_state(group, keep_offsets=True)
+                except CoordinatorWriteError:
+                    return JoinResult(ErrorCode.not_coordinator, member_id=member_id)
                 group = self._new_classic(group_id)
             else:
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
-        result = await self._answer(group, lambda waiter: group.join(
+        failed = None
+        if group_id in self._unwritten_classic:
+            # Kafka writes a new group's (empty) metadata record first; failing that, no group
+            self._dirty_classic.add(group_id)
+            failed = JoinResult(ErrorCode.not_coordinator, member_id=member_id)
+        result = await self._answer(group, failed, lambda waiter: group.join(
             member_id=member_id, group_instance_id=group_instance_id, client_id=client_id, client_host=client_host,
             session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
             protocol_type=protocol_type, protocols=protocols, require_known_member_id=api_version >= 4,
             supports_skip_assignment=api_version >= 9, waiter=waiter, now=self.clock()))
+        if result is failed and self.groups.get(group_id) is group and group_id in self._unwritten_classic:
+            # its first write failed: the group is not kept, and those waiting in it are told
+            self.groups.pop(group_id, None)
+            self._dirty_classic.discard(group_id)
+            self._unwritten_classic.discard(group_id)
+            self.empty_since.pop(group_id, None)
+            for m in list(group.members.values()):
+                for attr in ("join_waiter", "sync_waiter"):
+                    w = getattr(m, attr)
+                    if w is not None:
+                        setattr(m, attr, None)
+                        w(JoinResult(ErrorCode.not_coordinator, member_id=m.member_id) if attr == "join_waiter"
+                          else SyncResult(ErrorCode.not_coordinator))
         log.debug("group %s: JoinGroup v%d member %r -> %s gen %d leader %s member %s", group_id, api_version,
                   member_id, result.error.name, result.generation_id, result.leader, result.member_id)
         return result
@@ -341,16 +416,19 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not isinstance(group, ClassicGroup):
             return SyncResult(ErrorCode.unknown_member_id)
-        result = await self._answer(group, lambda waiter: group.sync(
+        result = await self._answer(group, None, lambda waiter: group.sync(
             member_id=member_id, group_instance_id=group_instance_id, generation_id=generation_id,
             protocol_type=protocol_type, protocol_name=protocol_name, assignments=assignments, waiter=waiter,
             now=self.clock()))
         log.debug("group %s: SyncGroup member %s gen %d -> %s", group_id, member_id, generation_id, result.error.name)
         return result
 
-    async def _answer(self, group: ClassicGroup, call: Callable[[Callable[[Any], None]], Any]) -> Any:
+    async def _answer(self, group: ClassicGroup, failed: Any, call: Callable[[Callable[[Any], None]], Any]) -> Any:
         """Run a classic-group call that answers now or later (through the waiter it is given,
-        once the rebalance or sync completes), persist what it changed, and wait for the answer."""
+        once the rebalance or sync completes), persist what it changed, and wait for the answer.
+        A failed write answers `failed` (NOT_COORDINATOR) at once, or, when None, leaves the
+        change to be written with the group's next one (as Kafka, which writes a join only with
+        the assignment)."""
         box: list[Any] = []
         event = trio.Event()
 
@@ -359,7 +437,11 @@ class GroupCoordinator:
             event.set()
 
         result = call(waiter)
-        self._after(group)
+        try:
+            self._after(group)
+        except CoordinatorWriteError:
+            if failed is not None:
+                return failed
         if result is None:
             await event.wait()
             result = box[0]
@@ -385,7 +467,10 @@ class GroupCoordinator:
             return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
         errors = group.leave(members, self.clock())
         log.debug("group %s: LeaveGroup %s -> %s", group_id, members, [e.name for e in errors])
-        self._after(group)
+        try:
+            self._after(group)
+        except CoordinatorWriteError:
+            return ErrorCode.not_coordinator, [ErrorCode.not_coordinator] * len(members)
         return ErrorCode.none, errors
 
     # ConsumerGroupHeartbeat ---------------------------------------------------------------------
@@ -402,7 +487,11 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if isinstance(group, ClassicGroup):
             if group.is_empty() and member_epoch == 0:
-                self._delete_group_state(group, keep_offsets=True)
+                try:
+                    self._delete_group_state(group, keep_offsets=True)
+                except CoordinatorWriteError:
+                    return HeartbeatResult(ErrorCode.not_coordinator, member_id=member_id or None,
+                                           member_epoch=member_epoch)
                 group = None
             else:
                 return HeartbeatResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.",
@@ -416,12 +505,21 @@ class GroupCoordinator:
                 return HeartbeatResult(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.",
                                        member_id=member_id or None, member_epoch=member_epoch)
             group = self._new_consumer(group_id)
+            created = True
+        else:
+            created = False
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, instance_id=instance_id,
                                  rack_id=rack_id, rebalance_timeout_ms=rebalance_timeout_ms, client_id=client_id,
                                  client_host=client_host, subscribed_topic_names=subscribed_topic_names,
                                  subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
                                  owned=owned, topics=self._topic_view(), now=self.clock())
-        self._after(group)
+        try:
+            self._after(group)
+        except CoordinatorWriteError:
+            if created:  # not written: the group is not created
+                self.groups.pop(group_id, None)
+                self.empty_since.pop(group_id, None)
+            return HeartbeatResult(ErrorCode.not_coordinator, member_id=member_id or None, member_epoch=member_epoch)
         return result
 
     # StreamsGroupHeartbeat (KIP-1071) -------------------------------------------------------------
@@ -431,7 +529,10 @@ class GroupCoordinator:
         refused for a consumer group as Kafka refuses it."""
         group = self.groups.get(group_id)
         if isinstance(group, ClassicGroup) and group.is_empty() and member_epoch == 0:
-            self._delete_group_state(group, keep_offsets=True)
+            try:
+                self._delete_group_state(group, keep_offsets=True)
+            except CoordinatorWriteError:
+                return StreamsResult(ErrorCode.not_coordinator)
             group = None
         if group is not None and not isinstance(group, StreamsGroup):
             return StreamsResult(ErrorCode.group_id_not_found, f"Group {group_id} is not a streams group.")
@@ -439,6 +540,9 @@ class GroupCoordinator:
             if member_epoch != 0:
                 return StreamsResult(ErrorCode.group_id_not_found, f"Streams group {group_id} not found.")
             group = self._new_streams(group_id)
+            created = True
+        else:
+            created = False
 
         def lookup(name: str) -> int | None:
             topic = self.cluster.topics.get(name)
@@ -469,7 +573,13 @@ class GroupCoordinator:
 
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, lookup=lookup,
                                  names=lambda: list(self.cluster.topics), create=create, now=self.clock(), **kwargs)
-        self._after(group)
+        try:
+            self._after(group)
+        except CoordinatorWriteError:
+            if created:
+                self.groups.pop(group_id, None)
+                self.empty_since.pop(group_id, None)
+            return StreamsResult(ErrorCode.not_coordinator)
         return result
 
     # Describe / List / Delete -------------------------------------------------------------------
@@ -497,7 +607,11 @@ class GroupCoordinator:
             elif not group.is_empty() or (isinstance(group, ClassicGroup) and group.state != ClassicGroupState.EMPTY):
                 out.append((gid, ErrorCode.non_empty_group))
             else:
-                self._delete_group_state(group)
+                try:
+                    self._delete_group_state(group)
+                except CoordinatorWriteError:
+                    out.append((gid, ErrorCode.not_coordinator))
+                    continue
                 out.append((gid, ErrorCode.none))
         self._kick()
         return out
@@ -506,7 +620,7 @@ class GroupCoordinator:
         gid = group.group_id
         records: list[tuple[bytes, bytes | None]] = []
         if not keep_offsets:
-            for topic, partition in self.offsets.drop_group(gid):
+            for topic, partition in self.offsets.group_offsets(gid):
                 records.append((rec.offset_commit_key(gid, topic, partition), None))
         if isinstance(group, ClassicGroup):
             records.append((rec.group_metadata_key(gid), None))
@@ -519,10 +633,13 @@ class GroupCoordinator:
             # member records first, the group's metadata last, as Kafka deletes a group
             records += [(k, None) for k in sorted(group.persisted,
                                                   key=lambda k: int.from_bytes(k[:2]) == STREAMS_GROUP_METADATA_KEY)]
+        self._append(gid, records)  # first: a failed write leaves the group as it was
+        if not keep_offsets:
+            self.offsets.drop_group(gid)
         self.groups.pop(gid, None)
         self.empty_since.pop(gid, None)
         self._dirty_classic.discard(gid)
-        self._append(gid, records)
+        self._unwritten_classic.discard(gid)
 
     # Offsets ------------------------------------------------------------------------------------
     def validate_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
@@ -578,11 +695,15 @@ class GroupCoordinator:
                                          now + retention_ms if retention_ms >= 0 else -1)
             errors[tp] = ErrorCode.none
         if values:
+            self._drop_offsets_of_deleted_topics()
+            try:
+                self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
+                                        for (t, p), v in values.items()])
+            except CoordinatorWriteError:
+                # nothing applied: the offsets stay as written before
+                return {tp: (ErrorCode.not_coordinator if tp in values else e) for tp, e in errors.items()}
             if group_id not in self.groups:
                 self._new_classic(group_id)  # a "simple" group, as Kafka creates
-            self._drop_offsets_of_deleted_topics()
-            self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
-                                    for (t, p), v in values.items()])
             self.offsets.commit(group_id, values)
             for t, _p in values:
                 topic = self.cluster.topics.get(t)
@@ -638,7 +759,10 @@ class GroupCoordinator:
                 if self.offsets.get(group_id, tp) is not None:
                     gone.append(tp)
         if gone:
-            self._append(group_id, [(rec.offset_commit_key(group_id, t, p), None) for t, p in gone])
+            try:
+                self._append(group_id, [(rec.offset_commit_key(group_id, t, p), None) for t, p in gone])
+            except CoordinatorWriteError:
+                return ErrorCode.not_coordinator, {}
             self.offsets.delete(group_id, gone)
         return ErrorCode.none, errors
 
@@ -659,14 +783,18 @@ class GroupCoordinator:
                 subscribed = None
             gone = self.offsets.expired(gid, now, retention_ms, empty_since=empty_since, subscribed=subscribed)
             if gone:
-                self._append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                try:
+                    self._append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                except CoordinatorWriteError:
+                    continue  # expired again at the next check
                 self.offsets.delete(gid, gone)
                 total += len(gone)
                 log.info("group %s: %d offset(s) expired", gid, len(gone))
             if group is not None and empty and not self.offsets.has_offsets(gid) \
                     and (not isinstance(group, ClassicGroup) or group.state == ClassicGroupState.EMPTY):
                 # an empty group with no offsets left is removed (Kafka: Empty -> Dead)
-                self._delete_group_state(group)
+                with contextlib.suppress(CoordinatorWriteError):  # removed at the next check
+                    self._delete_group_state(group)
         return total
 
     # --- transaction coordinator hooks (KIP-98 / KIP-447) ------------------------------------
@@ -694,9 +822,12 @@ class GroupCoordinator:
                 values[tp] = rec.OffsetValue(offset, leader_epoch, metadata or "", now)
                 errors[tp] = ErrorCode.none
         if values:
-            self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
-                                    for (t, p), v in values.items()],
-                         producer_id=producer_id, producer_epoch=producer_epoch, transactional=True)
+            try:
+                self._append(group_id, [(rec.offset_commit_key(group_id, t, p), rec.offset_commit_value(v))
+                                        for (t, p), v in values.items()],
+                             producer_id=producer_id, producer_epoch=producer_epoch, transactional=True)
+            except CoordinatorWriteError:
+                return {tp: (ErrorCode.not_coordinator if tp in values else e) for tp, e in errors.items()}
             self.offsets.stage(producer_id, group_id, values)
         return errors
 

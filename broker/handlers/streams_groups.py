@@ -148,8 +148,8 @@ async def streams_group_describe(ctx, request):
                                error_message=None, group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
                                topology=None, members=(), authorized_operations=NO_AUTHORIZED_OPS))
             continue
-        if (not_coordinator := group_coordinator_error(ctx, gid)) is not None:
-            out.append(make(mod.DescribedGroup, error_code=not_coordinator, error_message=None, group_id=gid,
+        if (not_here := group_coordinator_error(ctx, gid)) is not None:
+            out.append(make(mod.DescribedGroup, error_code=not_here, error_message=None, group_id=gid,
                             group_state="", group_epoch=0, assignment_epoch=0, topology=None, members=(),
                             authorized_operations=NO_AUTHORIZED_OPS))
             continue

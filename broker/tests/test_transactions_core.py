@@ -185,7 +185,7 @@ def test_failed_log_write_leaves_state_unchanged():
     core, clock, store, *_ = make_core()
     pid, e = init(core)
     store.fail = True
-    assert core.add_partitions("tx", pid, e, [TP0]) == E.coordinator_not_available
+    assert core.add_partitions("tx", pid, e, [TP0]) == E.not_coordinator  # KAFKA_STORAGE_ERROR, as Kafka maps it
     md = core.txns["tx"]
     assert md.state == S.EMPTY and not md.partitions and md.pending_state is None
     store.fail = False

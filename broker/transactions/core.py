@@ -112,6 +112,13 @@ class TxnCoordinatorCore:
         """Make the transit durable, then apply it. The transit's state is pending meanwhile."""
         try:
             self.store.append(md.transactional_id, transit)
+        except OSError as exc:
+            # a failed write or fsync is Kafka's KAFKA_STORAGE_ERROR append, which its
+            # TransactionStateManager answers with NOT_COORDINATOR: the client looks again and retries
+            log.warning("cannot write the state of transactional id %r to __transaction_state: %s",
+                        md.transactional_id, exc)
+            md.abort_transition()
+            return E.not_coordinator
         except Exception:
             log.exception("cannot write the state of transactional id %r to __transaction_state",
                           md.transactional_id)
@@ -123,6 +130,16 @@ class TxnCoordinatorCore:
     # --- InitProducerId -----------------------------------------------------------------------
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
                          expected: tuple[int, int] | None = None) -> tuple[ErrorCode, int, int]:
+        try:
+            return self._init_producer_id(transactional_id, timeout_ms, expected)
+        except OSError as exc:
+            # a new producer id block could not be saved: Kafka's producer id manager answers
+            # COORDINATOR_LOAD_IN_PROGRESS while it has no block, and the client retries
+            log.warning("cannot save a producer id block: %s", exc)
+            return E.coordinator_load_in_progress, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+
+    def _init_producer_id(self, transactional_id: str | None, timeout_ms: int,
+                          expected: tuple[int, int] | None) -> tuple[ErrorCode, int, int]:
         if transactional_id is None:
             return E.none, self.pids.generate(), 0
         if transactional_id == "":

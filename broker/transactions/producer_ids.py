@@ -32,16 +32,16 @@ class ProducerIdManager:
             return 0
 
     def _write(self, next_block: int) -> None:
+        """Raises OSError when the block cannot be made durable (then it is not handed out)."""
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            with open(tmp, "w") as f:
+                json.dump({"next_block": next_block}, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
         self._persisted_next_block = next_block
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump({"next_block": next_block}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
 
     def ensure_above(self, producer_id: int) -> None:
         """Never hand out `producer_id` or anything below it (used when replaying state)."""

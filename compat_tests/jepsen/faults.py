@@ -2,11 +2,11 @@
 from FAULTS with a begin and an end.
 
 A kind is a class with ``begin(broker)`` and ``end(broker)``; ``broker`` is the run's broker
-(compat_tests/brokers.py: ``kill()``, ``restart()``, ``pid``, ``bootstrap``). More kinds (dropped
-responses, delayed requests and clock jumps through kafkalite's test controls are here; coordinator
-and leader moves of a multi-node broker would be more) plug in as more entries of FAULTS; a kind
-that only one broker can do says so in ``supports(broker)``, and the schedule leaves it out on
-the other.
+(compat_tests/brokers.py: ``kill()``, ``restart()``, ``pid``, ``bootstrap``), and a kind is made
+with the run's ``Targets`` (its topics, group and transactional ids, a seeded random source).
+Dropped responses, delayed requests and clock jumps go through kafkalite's test controls, and so
+do leader and coordinator moves of a multi-node kafkalite (``nodes``); a kind that only one broker
+can do says so in ``supports(broker)``, and the schedule leaves it out on the other.
 """
 
 from __future__ import annotations
@@ -20,8 +20,22 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
+@dataclass
+class Targets:
+    """What a run's faults may act on."""
+
+    topics: list[str]
+    partitions: int
+    groups: list[str]
+    transactional_ids: list[str]
+    rng: random.Random
+
+
 class Fault:
     name = "fault"
+
+    def __init__(self, targets: Targets | None = None):
+        self.targets = targets
 
     @staticmethod
     def supports(broker: Any) -> bool:
@@ -113,10 +127,59 @@ class ClockJump(_Control):
         pass
 
 
+class _Move(_Control):
+    """A topology change of a kafkalite serving several nodes (``--nodes N``): what Kafka's
+    controller does on a reassignment or a failover. The move stays; clients must follow it
+    (NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR, then new metadata or FindCoordinator)."""
+
+    @staticmethod
+    def supports(broker: Any) -> bool:
+        return _Control.supports(broker) and len(getattr(broker, "nodes", {}) or {}) > 1
+
+    def _node(self, broker: Any) -> int:
+        assert self.targets is not None
+        return self.targets.rng.choice(sorted(broker.nodes))
+
+    def end(self, broker: Any) -> None:
+        pass
+
+
+class MoveLeader(_Move):
+    """The leaders of two of the run's partitions move to another node, each with a new leader
+    epoch: producers, consumers and transaction markers must go to the new leader."""
+
+    name = "move-leader"
+
+    def begin(self, broker: Any) -> None:
+        assert self.targets is not None
+        t = self.targets
+        tps = [(topic, p) for topic in t.topics for p in range(t.partitions)]
+        for topic, p in t.rng.sample(tps, min(2, len(tps))):
+            broker.controls.call("move-leader", topic=topic, partition=p, node=self._node(broker))
+
+
+class MoveCoordinator(_Move):
+    """The group coordinator of the run's group and the transaction coordinator of one of its
+    transactional ids move to other nodes (the leaders of their __consumer_offsets and
+    __transaction_state partitions): open transactions must still end once, offsets commit once."""
+
+    name = "move-coordinator"
+
+    def begin(self, broker: Any) -> None:
+        assert self.targets is not None
+        t = self.targets
+        for group in t.groups:
+            broker.controls.call("move-coordinator", group=group, node=self._node(broker))
+        tid = t.rng.choice(t.transactional_ids)
+        broker.controls.call("move-coordinator", transactional_id=tid, node=self._node(broker))
+
+
 FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "drop-end-txn": DropEndTxn,
                                   "drop-produce": DropProduce, "delay-produce": DelayProduce,
-                                  "clock-jump": ClockJump}
+                                  "clock-jump": ClockJump, "move-leader": MoveLeader,
+                                  "move-coordinator": MoveCoordinator}
 PROCESS_FAULTS = ("kill", "pause")
+MOVES = ("move-leader", "move-coordinator")
 HEALTHY = 1.5  # seconds of a healthy broker between two faults, at least
 
 
@@ -131,12 +194,14 @@ def schedule(rng: random.Random, seconds: float, kinds: tuple[str, ...], *, firs
              gap: tuple[float, float] = (1.0, 2.5), length: tuple[float, float] = (0.5, 2.5)) -> list[Planned]:
     """Faults one after another from ``first`` until ``seconds``, none overlapping, the last one
     over before the end (so the run ends on a healthy broker). Every kind comes once before any
-    comes twice, the process faults (kill, pause) first, each group in a seeded order."""
+    comes twice: the process faults (kill, pause) first, then the moves, then the rest, each group
+    in a seeded order."""
     plan: list[Planned] = []
     t = first
     core = [k for k in kinds if k in PROCESS_FAULTS]
-    rest = [k for k in kinds if k not in PROCESS_FAULTS]
-    first_round = rng.sample(core, len(core)) + rng.sample(rest, len(rest))
+    moves = [k for k in kinds if k in MOVES]
+    rest = [k for k in kinds if k not in PROCESS_FAULTS and k not in MOVES]
+    first_round = rng.sample(core, len(core)) + rng.sample(moves, len(moves)) + rng.sample(rest, len(rest))
     while kinds:
         n = round(rng.uniform(*length), 2)
         if t + n > seconds:
@@ -151,9 +216,11 @@ class Nemesis(threading.Thread):
     """Runs a schedule against the broker, recording each fault's begin and end as operations of
     the process "nemesis" (through ``record``)."""
 
-    def __init__(self, broker: Any, plan: list[Planned], record: Callable[..., Any], t0: float):
+    def __init__(self, broker: Any, plan: list[Planned], record: Callable[..., Any], t0: float,
+                 targets: Targets | None = None):
         super().__init__(name="nemesis", daemon=True)
         self.broker, self.plan, self.record, self.t0 = broker, plan, record, t0
+        self.targets = targets
         self.stopping = threading.Event()
         self.errors: list[str] = []
         self.done: list[Planned] = []
@@ -166,7 +233,7 @@ class Nemesis(threading.Thread):
             start = max(self.t0 + p.at, healthy_since + HEALTHY)
             if self.stopping.wait(max(0.0, start - time.monotonic())):
                 return
-            fault = FAULTS[p.kind]()
+            fault = FAULTS[p.kind](self.targets)
             self.record(process="nemesis", type="invoke", f="fault", value={"kind": p.kind, "length": p.length})
             try:
                 fault.begin(self.broker)

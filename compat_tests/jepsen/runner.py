@@ -37,7 +37,7 @@ import kafkalite
 from compat_tests import brokers
 
 from . import checker
-from .faults import FAULTS, Nemesis, schedule
+from .faults import FAULTS, Nemesis, Targets, schedule
 from .history import Recorder, write_history
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,19 +57,25 @@ BROKER_CONFIG = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 
 
 
 class ControlledKafkalite(brokers.KafkaliteBroker):
-    """kafkalite with its test controls served (the control-driven fault kinds need them), on
-    every start: the first and each restart after a kill."""
+    """kafkalite with its test controls served (the control-driven fault kinds need them) and
+    NODES nodes (the leader and coordinator moves need them), on every start: the first and
+    each restart after a kill, on the same ports (clients keep the nodes' addresses)."""
 
     def __init__(self, data_dir: Path, config: dict[str, str], timeout: float = 60.0):
         self._config, self._timeout = dict(config), timeout
-        self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout, controls=0)
+        self._b = kafkalite.start(data_dir=data_dir, port=_free_ports(NODES), config=self._config, timeout=timeout,
+                                  controls=0, nodes=NODES)
         self.data_dir = self._b.data_dir
 
     def restart(self) -> str:
         self._b.stop()
         self._b = kafkalite.start(data_dir=self.data_dir, port=self.port, config=self._config,
-                                  timeout=self._timeout, controls=0)
+                                  timeout=self._timeout, controls=0, nodes=NODES)
         return self.bootstrap
+
+    @property
+    def nodes(self) -> dict[int, str]:
+        return self._b.nodes
 
     @property
     def controls_url(self) -> str | None:
@@ -78,6 +84,35 @@ class ControlledKafkalite(brokers.KafkaliteBroker):
     @property
     def controls(self) -> Any:
         return self._b.controls
+
+
+NODES = 3  # kafkalite's nodes in a run: every partition and coordinator can move
+
+
+def _free_ports(n: int) -> int:
+    """The first of n consecutive loopback ports free now (the nodes take the port and the next
+    ones up, and take them again after a restart)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        if first + n > 65535:
+            continue
+        held = []
+        try:
+            for port in range(first, first + n):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise RuntimeError(f"no {n} consecutive free ports")
 
 
 def start_broker(data_dir: Path) -> Any:
@@ -385,7 +420,10 @@ def _run_workers(broker: Any, cfg: RunConfig, prefix: str, path: Path | None, re
     plan = schedule(rng, cfg.seconds - 2.0, tuple(k for k in cfg.faults if FAULTS[k].supports(broker)))
     start = time.monotonic()
     deadline = start + cfg.seconds
-    nemesis = Nemesis(broker, plan, rec.record, start)
+    targets = Targets([f"{prefix}-{t}" for t in range(cfg.topics)], cfg.partitions, [f"{prefix}-group"],
+                      [setup(slot)["transactional_id"] for slot in range(len(cfg.clients))],
+                      random.Random(f"{cfg.seed}-targets"))
+    nemesis = Nemesis(broker, plan, rec.record, start, targets)
 
     healed: list[float] = []  # when the last fault ended
 

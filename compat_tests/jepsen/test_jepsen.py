@@ -1,9 +1,10 @@
 """The short mode of the queue workload: one seeded run of four client processes (two with
 kafka-clients, two with confluent-kafka) against a broker of the suite's kind (kafkalite, or
 Apache Kafka with --broker=kafka) that is killed (-9, then restarted from its files) and paused
-(SIGSTOP/SIGCONT) while they run, and on kafkalite also loses EndTxn and Produce responses, holds
-Produce responses and jumps its clock (test controls); the history must show none of the
-checker's anomalies.
+(SIGSTOP/SIGCONT) while they run, and on kafkalite (three nodes) also moves partition leaders and
+the group and transaction coordinators, loses EndTxn and Produce responses, holds Produce
+responses and jumps its clock (test controls); the history must show none of the checker's
+anomalies.
 
 ``JEPSEN_SEED`` chooses another seed; the long mode is ``python -m compat_tests.jepsen``.
 """
@@ -15,7 +16,7 @@ import os
 import pytest
 
 from compat_tests import brokers
-from compat_tests.jepsen.faults import FAULTS
+from compat_tests.jepsen.faults import FAULTS, MOVES
 from compat_tests.jepsen.runner import RunConfig, run, start_broker
 
 pytestmark = [pytest.mark.jepsen, pytest.mark.restart, pytest.mark.java, pytest.mark.librdkafka]
@@ -28,7 +29,8 @@ def test_random_transactions_under_faults(tmp_path):
     brokers.requires_own_broker("kills and restarts")
     broker = start_broker(tmp_path / "data")
     try:
-        r = run(broker, RunConfig(seed=SEED, seconds=20.0), tmp_path)
+        # kafkalite's run is longer: the moves come in the first round, the control kinds after
+        r = run(broker, RunConfig(seed=SEED, seconds=20.0 if brokers.on_kafka() else 24.0), tmp_path)
     finally:
         broker.close()
     print(r.report())
@@ -42,6 +44,7 @@ def test_random_transactions_under_faults(tmp_path):
     assert {"kill", "pause"} <= kinds, r.faults
     if not brokers.on_kafka():
         assert len(kinds) >= 3 and kinds <= set(FAULTS), r.faults  # a 20 s schedule has 3 faults or more
+        assert set(MOVES) <= kinds, r.faults
     done = [op for op in r.history if op["type"] in ("ok", "fail", "info") and op["process"] not in ("nemesis", "final")]
     ok_txns = [op for op in done if op["f"] == "txn" and op["type"] == "ok"]
     assert {op["client"] for op in ok_txns} == {"java", "rdkafka"}
