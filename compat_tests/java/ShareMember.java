@@ -12,6 +12,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.AcknowledgementCommitCallback;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
@@ -85,6 +86,14 @@ public class ShareMember {
         TreeMap<Long, ConsumerRecord<byte[], byte[]>> pending = new TreeMap<>();
         try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(p)) {
             consumer.subscribe(List.of(cfg.get("topic")));
+            // every acknowledgement's outcome, whether commitSync or a piggy-backed ShareFetch carried it
+            AcknowledgementCommitCallback outcome = (offsets, exception) -> {
+                for (Map.Entry<TopicIdPartition, java.util.Set<Long>> e : offsets.entrySet())
+                    emit("{\"event\": \"acknowledged\", \"partition\": " + e.getKey().partition() + ", \"offsets\": "
+                         + new java.util.TreeSet<>(e.getValue()) + ", \"error\": "
+                         + (exception == null ? "null" : quote(exception.getClass().getSimpleName())) + "}");
+            };
+            consumer.setAcknowledgementCommitCallback(outcome);
             while (true) {
                 String cmd = pending.isEmpty() ? commands.poll() : commands.poll(100, TimeUnit.MILLISECONDS);
                 if (cmd != null) {
