@@ -36,12 +36,10 @@ from kio.schema.errors import ErrorCode
 
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .classic import GroupError
+from .member_epochs import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberEpochGroup
 from .states import ConsumerGroupState, MemberState
 
 M = MemberState
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 TopicPartitions = dict[uuid.UUID, set[int]]
 
@@ -109,8 +107,10 @@ def _matches(regex: str, names: list[str]) -> set[str]:
     return {n for n in names if not n.startswith("__") and pattern.fullmatch(n)}
 
 
-class ConsumerGroup:
+class ConsumerGroup(MemberEpochGroup):
     protocol_type = "consumer"
+    member_type = ConsumerMember
+    empty_assignment = dict
 
     def __init__(self, group_id: str, *, session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000,
                  busy_heartbeat_interval_ms: int = 0, busy_window_ms: int = 3000):
@@ -145,12 +145,6 @@ class ConsumerGroup:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
-
     def member_topics(self, m: ConsumerMember, topics: TopicView | None = None) -> set[str]:
         out = set(m.subscribed_topic_names)
         if m.subscribed_topic_regex:
@@ -162,24 +156,6 @@ class ConsumerGroup:
         for m in self.members.values():
             out |= self.member_topics(m, topics)
         return out
-
-    def next_deadline(self) -> int | None:
-        ds = []
-        for m in self.members.values():
-            ds.append(m.session_deadline)
-            if m.rebalance_deadline is not None:
-                ds.append(m.rebalance_deadline)
-        return min(ds) if ds else None
-
-    def interval_for(self, now: int) -> int:
-        """The heartbeat interval to give a member: group.consumer.heartbeat.interval.ms, or a
-        short one while the group reconciles or changed in the last few seconds, so that members
-        see revocations and released partitions within a fraction of a second."""
-        busy = self.busy_heartbeat_interval_ms
-        if busy and busy < self.heartbeat_interval_ms and (
-                self.state != ConsumerGroupState.STABLE or now - self.last_change < self.busy_window_ms):
-            return busy
-        return self.heartbeat_interval_ms
 
     def preferred_assignor(self) -> str:
         counts: dict[str, int] = {}
@@ -197,26 +173,6 @@ class ConsumerGroup:
             if p in m.assigned.get(tid, ()) or p in m.pending_revocation.get(tid, ()):
                 return m.member_epoch
         return -1
-
-    # --- validation helpers ------------------------------------------------------------------
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int) -> None:
-        """OffsetCommit / TxnOffsetCommit checks for a consumer group (Kafka's ConsumerGroup)."""
-        if epoch < 0 and not self.members:
-            return
-        member = self.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.unknown_member_id)
-        if epoch != member.member_epoch:
-            raise GroupError(ErrorCode.stale_member_epoch)
-
-    def validate_offset_fetch(self, member_id: str | None, epoch: int) -> None:
-        if member_id is None and epoch < 0:
-            return
-        member = self.members.get(member_id or "")
-        if member is None:
-            raise GroupError(ErrorCode.unknown_member_id)
-        if epoch != member.member_epoch:
-            raise GroupError(ErrorCode.stale_member_epoch)
 
     # --- ConsumerGroupHeartbeat ------------------------------------------------------------
     def heartbeat(self, *, member_id: str, member_epoch: int, instance_id: str | None, rack_id: str | None,
@@ -240,21 +196,12 @@ class ConsumerGroup:
                              f"ServerAssignor {server_assignor} is not supported. Supported assignors: "
                              + ", ".join(ASSIGNORS) + ".")
         if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(member_id, instance_id, member_epoch, now)
+            left_id, left_epoch = self._leave(member_id, instance_id, member_epoch)
+            return HeartbeatResult(member_id=left_id, member_epoch=left_epoch)
         joining = member_epoch == 0
         if not member_id:
             member_id = str(uuid.uuid4())
-        if instance_id is None:
-            member = self.members.get(member_id)
-            if member is None:
-                if not joining:
-                    raise GroupError(ErrorCode.unknown_member_id,
-                                     f"Member {member_id} is not a member of group {self.group_id}.")
-                member = ConsumerMember(member_id)
-            else:
-                self._check_epoch(member, member_epoch, owned)
-        else:
-            member = self._static_member(member_id, member_epoch, instance_id, owned, joining, now)
+        member = self._heartbeat_member(member_id, member_epoch, instance_id, owned)
         old_meta = member.metadata_key() if member.member_id in self.members else None
         old_assigned = _freeze(member.assigned)
         old_epoch = member.member_epoch
@@ -302,91 +249,20 @@ class ConsumerGroup:
                                heartbeat_interval_ms=self.interval_for(now),
                                assignment={t: set(ps) for t, ps in member.assigned.items() if ps} if send else None)
 
-    def _check_epoch(self, member: ConsumerMember, epoch: int, owned: TopicPartitions | None) -> None:
-        if epoch == 0:
-            # a fenced member rejoins with its own member id (KIP-1082 ids; KAFKA-19233)
-            return
-        if epoch > member.member_epoch:
-            raise GroupError(ErrorCode.fenced_member_epoch,
-                             f"The consumer group member has a greater member epoch ({epoch}) than the one "
-                             f"known by the group coordinator ({member.member_epoch}). The member must "
-                             "abandon all its partitions and rejoin.")
-        if epoch < member.member_epoch:
-            if epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned):
-                raise GroupError(ErrorCode.fenced_member_epoch,
-                                 f"The consumer group member has a smaller member epoch ({epoch}) than the one "
-                                 f"known by the group coordinator ({member.member_epoch}). The member must "
-                                 "abandon all its partitions and rejoin.")
+    def _owns_only_assigned(self, member: ConsumerMember, owned: TopicPartitions | None) -> bool:
+        return _is_subset(owned, member.assigned)
 
-    def _static_member(self, member_id, member_epoch, instance_id, owned, joining, now) -> ConsumerMember:
-        existing_id = self.static_members.get(instance_id)
-        existing = self.members.get(existing_id) if existing_id else None
-        if joining:
-            if existing is None:
-                return ConsumerMember(member_id, instance_id=instance_id)
-            if existing.member_id == member_id:
-                self._check_epoch(existing, member_epoch, owned)
-                return existing
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(ErrorCode.unreleased_instance_id,
-                                 f"Static member {existing.member_id} with instance id {instance_id} is "
-                                 "present in the consumer group.")
-            # the new incarnation takes over the old one's assignment
-            del self.members[existing.member_id]
-            self.removed_members.add(existing.member_id)
-            self.dirty_members.discard(existing.member_id)
-            existing.member_id = member_id
-            existing.member_epoch = 0
-            existing.previous_member_epoch = 0
-            existing.rebalance_deadline = None
-            if existing_id in self.target:
-                self.target[member_id] = self.target.pop(existing_id)
-            self.members[member_id] = existing
-            self.dirty_members.add(member_id)
-            return existing
-        if existing is None:
-            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.fenced_instance_id,
-                             f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                             f"{existing.member_id}.")
-        self._check_epoch(existing, member_epoch, owned)
-        return existing
+    def _member_changed(self, member_id: str) -> None:
+        self.dirty_members.add(member_id)
 
-    def _leave(self, member_id: str, instance_id: str | None, epoch: int, now: int) -> HeartbeatResult:
-        if instance_id is None:
-            member = self.members.get(member_id)
-            if member is None:
-                raise GroupError(ErrorCode.unknown_member_id,
-                                 f"Member {member_id} is not a member of group {self.group_id}.")
-            self.remove_member(member_id)
-            return HeartbeatResult(member_id=member_id, member_epoch=epoch)
-        existing_id = self.static_members.get(instance_id)
-        if existing_id is None or existing_id not in self.members:
-            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-        if existing_id != member_id:
-            raise GroupError(ErrorCode.fenced_instance_id)
-        if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            member = self.members[member_id]
-            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            member.pending_revocation = {}
-            member.rebalance_deadline = None
-            self.dirty_members.add(member_id)
-            return HeartbeatResult(member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self.remove_member(member_id)
-        return HeartbeatResult(member_id=member_id, member_epoch=epoch)
+    def _member_renamed(self, old_id: str, new_id: str) -> None:
+        self.removed_members.add(old_id)
+        self.dirty_members.discard(old_id)
+        self.dirty_members.add(new_id)
 
-    def remove_member(self, member_id: str) -> None:
-        """Fence a member: it leaves, the group epoch is bumped and its partitions go to others."""
-        member = self.members.pop(member_id, None)
-        if member is None:
-            return
-        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
-            del self.static_members[member.instance_id]
-        self.target.pop(member_id, None)
+    def _member_removed(self, member_id: str) -> None:
         self.dirty_members.discard(member_id)
         self.removed_members.add(member_id)
-        self.group_epoch += 1
         self.epoch_dirty = True
 
     def _refresh_subscription_metadata(self, topics: TopicView) -> bool:
@@ -464,16 +340,6 @@ class ConsumerGroup:
         if new_epoch != prev_epoch:
             member.previous_member_epoch = prev_epoch
             member.member_epoch = new_epoch
-
-    # --- time ------------------------------------------------------------------------------
-    def tick(self, now: int) -> list[str]:
-        """Fence members whose session or revocation deadline passed; returns their ids."""
-        fenced = []
-        for m in list(self.members.values()):
-            if m.session_deadline <= now or (m.rebalance_deadline is not None and m.rebalance_deadline <= now):
-                self.remove_member(m.member_id)
-                fenced.append(m.member_id)
-        return fenced
 
     # --- loading ---------------------------------------------------------------------------
     def load_member(self, member: ConsumerMember, now: int) -> None:

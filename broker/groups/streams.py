@@ -21,7 +21,7 @@ consumer.py, with tasks for partitions: an active task another member still owns
 out until that member has revoked it (state UNRELEASED_TASKS); a member whose target takes
 active tasks away keeps its epoch until it reports they are gone (UNREVOKED_TASKS) and is fenced
 when its rebalance timeout passes first. Member epoch checks, static members (instance id;
-epoch -2 is a temporary leave) and leaves (-1) are those of consumer groups.
+epoch -2 is a temporary leave) and leaves (-1) are those of consumer groups (member_epochs.py).
 
 Group states (Kafka's StreamsGroupState): Empty, NotReady (the topology is not configured:
 missing or incorrectly partitioned topics), Assigning, Reconciling, Stable.
@@ -37,10 +37,8 @@ from typing import Callable
 from kio.schema.errors import ErrorCode
 
 from .classic import GroupError
+from .member_epochs import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberEpochGroup
 from .streams_assignor import AssignorMember, Tasks, assign
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
 class StreamsGroupState(enum.StrEnum):
@@ -240,9 +238,11 @@ class HeartbeatResult:
     partitions_by_endpoint: list | None = None
 
 
-class StreamsGroup:
+class StreamsGroup(MemberEpochGroup):
     protocol_type = "streams"
     group_type = "streams"
+    member_type = StreamsMember
+    empty_assignment = Tasks
 
     def __init__(self, group_id: str, *, session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000,
                  num_standby_replicas: int = 0, busy_heartbeat_interval_ms: int = 0, busy_window_ms: int = 3000):
@@ -281,12 +281,6 @@ class StreamsGroup:
                 return StreamsGroupState.RECONCILING
         return StreamsGroupState.STABLE
 
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
-
     def required_topics(self) -> set[str]:
         if self.topology is None:
             return set()
@@ -306,46 +300,12 @@ class StreamsGroup:
             out |= set(s.source_topics) | {t.name for t in s.repartition_source_topics}
         return out
 
-    def next_deadline(self) -> int | None:
-        ds = []
-        for m in self.members.values():
-            ds.append(m.session_deadline)
-            if m.rebalance_deadline is not None:
-                ds.append(m.rebalance_deadline)
-        return min(ds) if ds else None
-
-    def interval_for(self, now: int) -> int:
-        busy = self.busy_heartbeat_interval_ms
-        if busy and busy < self.heartbeat_interval_ms and (
-                self.state != StreamsGroupState.STABLE or now - self.last_change < self.busy_window_ms):
-            return busy
-        return self.heartbeat_interval_ms
-
     def task_topics(self, subtopology_id: str) -> list[str]:
         """The input topics of a subtopology: an active task reads partition p of each."""
         for s in self.topology.subtopologies if self.topology else ():
             if s.subtopology_id == subtopology_id:
                 return list(s.source_topics) + [t.name for t in s.repartition_source_topics]
         return []
-
-    # --- validation helpers (OffsetCommit / OffsetFetch) --------------------------------------
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int) -> None:
-        if epoch < 0 and not self.members:
-            return
-        member = self.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.unknown_member_id)
-        if epoch != member.member_epoch:
-            raise GroupError(ErrorCode.stale_member_epoch)
-
-    def validate_offset_fetch(self, member_id: str | None, epoch: int) -> None:
-        if member_id is None and epoch < 0:
-            return
-        member = self.members.get(member_id or "")
-        if member is None:
-            raise GroupError(ErrorCode.unknown_member_id)
-        if epoch != member.member_epoch:
-            raise GroupError(ErrorCode.stale_member_epoch)
 
     # --- StreamsGroupHeartbeat -------------------------------------------------------------
     def heartbeat(self, *, member_id: str, member_epoch: int, endpoint_information_epoch: int,
@@ -368,19 +328,10 @@ class StreamsGroup:
                    rebalance_timeout_ms, topology, active, process_id, user_endpoint, client_tags, client_id,
                    client_host, lookup, names, now, create, shutdown_application=False) -> HeartbeatResult:
         if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(member_id, instance_id, member_epoch)
+            left_id, left_epoch = self._leave(member_id, instance_id, member_epoch)
+            return HeartbeatResult(member_id=left_id, member_epoch=left_epoch)
         joining = member_epoch == 0
-        if instance_id is None:
-            member = self.members.get(member_id)
-            if member is None:
-                if not joining:
-                    raise GroupError(ErrorCode.unknown_member_id,
-                                     f"Member {member_id} is not a member of group {self.group_id}.")
-                member = StreamsMember(member_id)
-            else:
-                self._check_epoch(member, member_epoch, active)
-        else:
-            member = self._static_member(member_id, member_epoch, instance_id, active, joining)
+        member = self._heartbeat_member(member_id, member_epoch, instance_id, active)
         is_new = member.member_id not in self.members
         old = (member.process_id, member.topology_epoch, member.rack_id, dict(member.client_tags))
         old_assigned = member.assigned.key()
@@ -463,84 +414,10 @@ class StreamsGroup:
             out.append((m.user_endpoint, roles[0], roles[1]))
         return out
 
-    def _check_epoch(self, member: StreamsMember, epoch: int, active: set | None) -> None:
-        if epoch == 0:
-            return
-        if epoch > member.member_epoch:
-            raise GroupError(ErrorCode.fenced_member_epoch,
-                             f"The streams group member has a greater member epoch ({epoch}) than the one known "
-                             f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
-                             "partitions and rejoin.")
-        if epoch < member.member_epoch:
-            owned_ok = active is None or active <= Tasks.flat(member.assigned.active)
-            if epoch != member.previous_member_epoch or not owned_ok:
-                raise GroupError(ErrorCode.fenced_member_epoch,
-                                 f"The streams group member has a smaller member epoch ({epoch}) than the one known "
-                                 f"by the group coordinator ({member.member_epoch}). The member must abandon all "
-                                 "its partitions and rejoin.")
+    def _owns_only_assigned(self, member: StreamsMember, active: set | None) -> bool:
+        return active is None or active <= Tasks.flat(member.assigned.active)
 
-    def _static_member(self, member_id, member_epoch, instance_id, active, joining) -> StreamsMember:
-        existing_id = self.static_members.get(instance_id)
-        existing = self.members.get(existing_id) if existing_id else None
-        if joining:
-            if existing is None:
-                return StreamsMember(member_id, instance_id=instance_id)
-            if existing.member_id == member_id:
-                self._check_epoch(existing, member_epoch, active)
-                return existing
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(ErrorCode.unreleased_instance_id,
-                                 f"Static member {existing.member_id} with instance id {instance_id} is "
-                                 "present in the streams group.")
-            # the new incarnation takes over the old one's tasks
-            del self.members[existing.member_id]
-            existing.member_id = member_id
-            existing.member_epoch = 0
-            existing.previous_member_epoch = 0
-            existing.rebalance_deadline = None
-            if existing_id in self.target:
-                self.target[member_id] = self.target.pop(existing_id)
-            self.members[member_id] = existing
-            return existing
-        if existing is None:
-            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.fenced_instance_id,
-                             f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                             f"{existing.member_id}.")
-        self._check_epoch(existing, member_epoch, active)
-        return existing
-
-    def _leave(self, member_id: str, instance_id: str | None, epoch: int) -> HeartbeatResult:
-        if instance_id is None:
-            if member_id not in self.members:
-                raise GroupError(ErrorCode.unknown_member_id,
-                                 f"Member {member_id} is not a member of group {self.group_id}.")
-            self.remove_member(member_id)
-            return HeartbeatResult(member_id=member_id, member_epoch=epoch)
-        existing_id = self.static_members.get(instance_id)
-        if existing_id is None or existing_id not in self.members:
-            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-        if existing_id != member_id:
-            raise GroupError(ErrorCode.fenced_instance_id)
-        if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            member = self.members[member_id]
-            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            member.pending_revocation = Tasks()
-            member.rebalance_deadline = None
-            return HeartbeatResult(member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self.remove_member(member_id)
-        return HeartbeatResult(member_id=member_id, member_epoch=epoch)
-
-    def remove_member(self, member_id: str) -> None:
-        """Fence or remove a member: the group epoch is bumped and its tasks go to others."""
-        member = self.members.pop(member_id, None)
-        if member is None:
-            return
-        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
-            del self.static_members[member.instance_id]
-        self.target.pop(member_id, None)
-        self.group_epoch += 1
+    def _member_removed(self, member_id: str) -> None:
         if not self.members:
             self.shutdown_requested_by = None
 
@@ -636,17 +513,6 @@ class StreamsGroup:
         if member.member_epoch != target_epoch:
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = target_epoch
-
-    # --- time ------------------------------------------------------------------------------
-    def tick(self, now: int) -> list[str]:
-        """Fence members whose session or revocation deadline passed; returns their ids."""
-        fenced = []
-        for m in list(self.members.values()):
-            if m.session_deadline <= now or (m.rebalance_deadline is not None and m.rebalance_deadline <= now):
-                self.remove_member(m.member_id)
-                fenced.append(m.member_id)
-        return fenced
-
 
 def _all_regex_topics(topology: Topology, names: list[str]) -> list[str]:
     return [t for s in topology.subtopologies for t in _regex_topics(s, names)]
