@@ -46,6 +46,15 @@ from .common import response_module
 from .leadership import group_coordinator_error, group_partition, transaction_partition
 
 NO_AUTHORIZED_OPS = -(2**31)
+
+
+def failed_group(mod, group_id: str, code: ErrorCode, message: str | None = None, group_state: str = ""):
+    """A DescribedGroup entry of DescribeGroups or Consumer/Share/StreamsGroupDescribe that carries only
+    an error, as Kafka's: no state, epochs 0, no members, no authorized operations (fields a
+    version does not have are left out by make)."""
+    return make(mod.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
+                group_state=group_state, group_epoch=0, assignment_epoch=0, assignor_name="", topology=None,
+                protocol_type="", protocol_data="", members=(), authorized_operations=NO_AUTHORIZED_OPS)
 KEY_TYPE_GROUP = 0
 GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not authorized."
@@ -222,25 +231,18 @@ async def describe_groups(ctx, request):
     for gid in request.groups:
         group = coord.groups.get(gid)
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
-                                error_message=None, group_id=gid, group_state="", protocol_type="",
-                                protocol_data="", members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            refused.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
             continue
         not_coordinator = group_coordinator_error(ctx, gid)
         if not_coordinator is not None:
-            out.append(make(mod.DescribedGroup, error_code=not_coordinator, error_message=None, group_id=gid,
-                            group_state="", protocol_type="", protocol_data="", members=(),
-                            authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, not_coordinator))
             continue
         if not isinstance(group, ClassicGroup):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             # Kafka names a streams group's type (KIP-1071)
             msg = f"Group {gid} is not a classic group." if getattr(group, "protocol_type", "") == "streams" \
                 else f"Group {gid} not found."
-            out.append(make(mod.DescribedGroup, error_code=err,
-                            error_message=msg if err != ErrorCode.none else None,
-                            group_id=gid, group_state=ClassicGroupState.DEAD, protocol_type="", protocol_data="", members=(),
-                            authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, err, msg if err != ErrorCode.none else None, ClassicGroupState.DEAD))
             continue
         stable = group.state == ClassicGroupState.STABLE
         members = tuple(
@@ -371,23 +373,16 @@ async def consumer_group_describe(ctx, request):
     for gid in request.group_ids:
         group = coord.groups.get(gid)
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            refused.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
-                                error_message=None, group_id=gid, group_state="", group_epoch=0,
-                                assignment_epoch=0, assignor_name="", members=(),
-                                authorized_operations=NO_AUTHORIZED_OPS))
+            refused.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
             continue
         not_coordinator = group_coordinator_error(ctx, gid)
         if not_coordinator is not None:
-            out.append(make(mod.DescribedGroup, error_code=not_coordinator, error_message=None, group_id=gid,
-                            group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
-                            authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, not_coordinator))
             continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
             # Kafka's error entry leaves the state empty and the epochs at 0
-            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_id_not_found, error_message=msg,
-                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, ErrorCode.group_id_not_found, msg))
             continue
         members = tuple(
             make(mod.Member, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,

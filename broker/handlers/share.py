@@ -50,7 +50,7 @@ from ..share import ShareError
 from ..share.coordinator import heartbeat_error
 from . import api
 from .common import response_module
-from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, failed_group
 from .leadership import current_leader, group_coordinator_error, node_endpoints, partition_error
 
 RECORD_LIMIT = 1  # ShareAcquireMode record_limit
@@ -143,14 +143,10 @@ async def share_group_describe(ctx, request):
     for gid in request.group_ids:
         if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
             # Kafka lists the refused groups first, then the coordinator's answers
-            denied.append(make(mod.DescribedGroup, error_code=GROUP_DENIED, error_message=None, group_id=gid,
-                               group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
-                               authorized_operations=NO_AUTHORIZED_OPS))
+            denied.append(failed_group(mod, gid, GROUP_DENIED))
             continue
         if (refused := group_coordinator_error(ctx, gid)) is not None:
-            out.append(make(mod.DescribedGroup, error_code=refused, error_message=None, group_id=gid,
-                            group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
-                            authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, refused))
             continue
         group = share.groups.get(gid)
         if group is None and share.known(gid):
@@ -159,9 +155,7 @@ async def share_group_describe(ctx, request):
         if group is None:
             other = ctx.broker.services.groups.groups.get(gid)
             msg = f"Group {gid} is not a share group." if other is not None else f"Group {gid} not found."
-            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_id_not_found, error_message=msg,
-                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
-                            assignor_name="", members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, ErrorCode.group_id_not_found, msg))
             continue
         members = []
         for m in group.members.values():
@@ -178,11 +172,8 @@ async def share_group_describe(ctx, request):
         names = {tp.topic_name for m in members for tp in m.assignment.topic_partitions}
         visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, names)
         if visible is not None and not names <= visible:
-            out.append(make(mod.DescribedGroup, error_code=TOPIC_DENIED,
-                            error_message="The group has described topic(s) that the client is not authorized "
-                                          "to describe.",
-                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, TOPIC_DENIED, "The group has described topic(s) that the client is "
+                                                            "not authorized to describe."))
             continue
         ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
                else NO_AUTHORIZED_OPS)

@@ -41,7 +41,7 @@ from ..authorizer import ResourceType as Res
 from ..authorizer import allowed, allowed_names, operations
 from . import api
 from .common import response_module
-from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms, failed_group
 from .leadership import group_coordinator_error
 
 
@@ -144,21 +144,15 @@ async def streams_group_describe(ctx, request):
     denied = []
     for gid in request.group_ids:
         if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
-            denied.append(make(mod.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
-                               error_message=None, group_id=gid, group_state="", group_epoch=0, assignment_epoch=0,
-                               topology=None, members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            denied.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
             continue
         if (not_here := group_coordinator_error(ctx, gid)) is not None:
-            out.append(make(mod.DescribedGroup, error_code=not_here, error_message=None, group_id=gid,
-                            group_state="", group_epoch=0, assignment_epoch=0, topology=None, members=(),
-                            authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, not_here))
             continue
         group = coord.groups.get(gid)
         if not isinstance(group, StreamsGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a streams group."
-            out.append(make(mod.DescribedGroup, error_code=ErrorCode.group_id_not_found, error_message=msg,
-                            group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, topology=None,
-                            members=(), authorized_operations=NO_AUTHORIZED_OPS))
+            out.append(failed_group(mod, gid, ErrorCode.group_id_not_found, msg))
             continue
         topology = _describe_topology(mod, group)
         if topology is not None:
@@ -168,11 +162,9 @@ async def streams_group_describe(ctx, request):
                                *(t.name for t in s.state_changelog_topics))}
             visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, named)
             if visible is not None and not named <= visible:
-                out.append(make(mod.DescribedGroup, error_code=ErrorCode.topic_authorization_failed,
-                                error_message="The described group uses topics that the client is not authorized "
-                                              "to describe.",
-                                group_id=gid, group_state="", group_epoch=0, assignment_epoch=0, topology=None,
-                                members=(), authorized_operations=NO_AUTHORIZED_OPS))
+                out.append(failed_group(mod, gid, ErrorCode.topic_authorization_failed,
+                                        "The described group uses topics that the client is not authorized to "
+                                        "describe."))
                 continue
         ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
                else NO_AUTHORIZED_OPS)
