@@ -233,19 +233,30 @@ def _top_error(mod, name, code, message=None, **extra):
                 acquisition_lock_timeout=0, responses=(), node_endpoints=(), **extra)
 
 
+def _open_session(ctx, share, mod, response: str, group_id: str, member_id: str, epoch: int):
+    """The checks ShareFetch and ShareAcknowledge share, then the member's share session:
+    (session, None), or (None, the response refusing the request). ShareAcknowledge cannot open
+    a session (epoch 0)."""
+    if not allowed(ctx, Op.READ, Res.GROUP, group_id):
+        return None, _top_error(mod, response, GROUP_DENIED)
+    if not group_id or not member_id:
+        return None, _top_error(mod, response, ErrorCode.invalid_request, "group and member ids are required")
+    if epoch == 0 and response == "ShareAcknowledgeResponse":
+        return None, _top_error(mod, response, ErrorCode.invalid_share_session_epoch)
+    try:
+        return share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id), None
+    except ShareError as exc:
+        return None, _top_error(mod, response, exc.code, exc.message)
+
+
 @api(78, 1, 2)
 async def share_fetch(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
-    if not allowed(ctx, Op.READ, Res.GROUP, group_id):
-        return _top_error(mod, "ShareFetchResponse", GROUP_DENIED)
-    if not group_id or not member_id:
-        return _top_error(mod, "ShareFetchResponse", ErrorCode.invalid_request, "group and member ids are required")
-    try:
-        session = share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
-    except ShareError as exc:
-        return _top_error(mod, "ShareFetchResponse", exc.code, exc.message)
+    session, refused = _open_session(ctx, share, mod, "ShareFetchResponse", group_id, member_id, epoch)
+    if refused is not None:
+        return refused
     asked = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     if epoch == 0:
         session.partitions = set(asked)
@@ -325,17 +336,9 @@ async def share_acknowledge(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
-    if not allowed(ctx, Op.READ, Res.GROUP, group_id):
-        return _top_error(mod, "ShareAcknowledgeResponse", GROUP_DENIED)
-    if not group_id or not member_id:
-        return _top_error(mod, "ShareAcknowledgeResponse", ErrorCode.invalid_request,
-                          "group and member ids are required")
-    if epoch == 0:
-        return _top_error(mod, "ShareAcknowledgeResponse", ErrorCode.invalid_share_session_epoch)
-    try:
-        share.open_session(group_id, member_id, epoch, ctx.peer, ctx.node_id)
-    except ShareError as exc:
-        return _top_error(mod, "ShareAcknowledgeResponse", exc.code, exc.message)
+    _, refused = _open_session(ctx, share, mod, "ShareAcknowledgeResponse", group_id, member_id, epoch)
+    if refused is not None:
+        return refused
     acks = _apply_acks(ctx, share, group_id, member_id, request.topics,
                        _readable_topic_ids(ctx, {t.topic_id for t in request.topics}))
     if epoch == -1:
