@@ -38,6 +38,7 @@ from ..topic_configs import ConfigError, validate_topic_configs
 from . import records as rec
 from .classic import ClassicGroup, GroupError, JoinResult, SyncResult
 from .consumer import ConsumerGroup, HeartbeatResult, TopicView
+from .member_epochs import MemberEpochGroup
 from .offsets import OffsetStore
 from .replay import replay_offsets_topic
 from .states import ClassicGroupState, MemberState
@@ -513,14 +514,21 @@ class GroupCoordinator:
                                  client_host=client_host, subscribed_topic_names=subscribed_topic_names,
                                  subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
                                  owned=owned, topics=self._topic_view(), now=self.clock())
+        if not self._after_heartbeat(group, created):
+            return HeartbeatResult(ErrorCode.not_coordinator, member_id=member_id or None, member_epoch=member_epoch)
+        return result
+
+    def _after_heartbeat(self, group: ConsumerGroup | StreamsGroup, created: bool) -> bool:
+        """_after for a KIP-848 or KIP-1071 heartbeat: False when the write failed, and then a
+        group the heartbeat created is not kept."""
         try:
             self._after(group)
         except CoordinatorWriteError:
-            if created:  # not written: the group is not created
-                self.groups.pop(group_id, None)
-                self.empty_since.pop(group_id, None)
-            return HeartbeatResult(ErrorCode.not_coordinator, member_id=member_id or None, member_epoch=member_epoch)
-        return result
+            if created:
+                self.groups.pop(group.group_id, None)
+                self.empty_since.pop(group.group_id, None)
+            return False
+        return True
 
     # StreamsGroupHeartbeat (KIP-1071) -------------------------------------------------------------
     def streams_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, **kwargs) -> StreamsResult:
@@ -573,12 +581,7 @@ class GroupCoordinator:
 
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, lookup=lookup,
                                  names=lambda: list(self.cluster.topics), create=create, now=self.clock(), **kwargs)
-        try:
-            self._after(group)
-        except CoordinatorWriteError:
-            if created:
-                self.groups.pop(group_id, None)
-                self.empty_since.pop(group_id, None)
+        if not self._after_heartbeat(group, created):
             return StreamsResult(ErrorCode.not_coordinator)
         return result
 
@@ -656,7 +659,7 @@ class GroupCoordinator:
             if transactional or api_version < 9:
                 return ErrorCode.illegal_generation
             return ErrorCode.group_id_not_found
-        if isinstance(group, (ConsumerGroup, StreamsGroup)):
+        if isinstance(group, MemberEpochGroup):
             try:
                 group.validate_offset_commit(member_id, instance_id, generation_id)
             except GroupError as exc:
@@ -718,7 +721,7 @@ class GroupCoordinator:
                       member_id: str | None = None, member_epoch: int = -1):
         """(group error, [(topic, partition, offset, leader epoch, metadata, error)])."""
         group = self.groups.get(group_id)
-        if isinstance(group, (ConsumerGroup, StreamsGroup)):
+        if isinstance(group, MemberEpochGroup):
             try:
                 group.validate_offset_fetch(member_id, member_epoch)
             except GroupError as exc:
@@ -777,7 +780,7 @@ class GroupCoordinator:
             empty = group is None or group.is_empty()
             empty_since = self.empty_since.get(gid, 0) if empty else None
             subscribed = None
-            if isinstance(group, (ConsumerGroup, StreamsGroup)) and not empty:
+            if isinstance(group, MemberEpochGroup) and not empty:
                 subscribed = group.subscribed_topics()
             elif isinstance(group, ClassicGroup) and not empty:
                 subscribed = None
