@@ -206,20 +206,13 @@ class ConsumerGroup(MemberEpochGroup):
         old_assigned = _freeze(member.assigned)
         old_epoch = member.member_epoch
         # 1. update the member; bump the group epoch when subscriptions or metadata changed
-        if instance_id is not None:
-            member.instance_id = instance_id
-        if rack_id is not None:
-            member.rack_id = rack_id
-        if rebalance_timeout_ms is not None and rebalance_timeout_ms >= 0:
-            member.rebalance_timeout_ms = rebalance_timeout_ms
+        self._update_member(member, instance_id, rack_id, rebalance_timeout_ms, client_id, client_host)
         if server_assignor is not None:
             member.server_assignor = server_assignor
         if subscribed_topic_names is not None:
             member.subscribed_topic_names = list(subscribed_topic_names)
         if subscribed_topic_regex is not None:
             member.subscribed_topic_regex = subscribed_topic_regex
-        member.client_id = client_id
-        member.client_host = client_host
         is_new = member.member_id not in self.members
         self.members[member.member_id] = member
         if member.instance_id is not None:

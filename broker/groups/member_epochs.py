@@ -110,6 +110,19 @@ class MemberEpochGroup:
         self._check_epoch(member, member_epoch, owned)
         return member
 
+    @staticmethod
+    def _update_member(member, instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int | None,
+                       client_id: str, client_host: str) -> None:
+        """What every heartbeat may update of a member, whatever the group type."""
+        if instance_id is not None:
+            member.instance_id = instance_id
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if rebalance_timeout_ms is not None and rebalance_timeout_ms >= 0:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.client_id = client_id
+        member.client_host = client_host
+
     def _check_epoch(self, member, epoch: int, owned) -> None:
         if epoch == 0:
             # a fenced member rejoins with its own member id (KIP-1082 ids; KAFKA-19233)

@@ -336,12 +336,7 @@ class StreamsGroup(MemberEpochGroup):
         old = (member.process_id, member.topology_epoch, member.rack_id, dict(member.client_tags))
         old_assigned = member.assigned.key()
         old_epoch = member.member_epoch
-        if instance_id is not None:
-            member.instance_id = instance_id
-        if rack_id is not None:
-            member.rack_id = rack_id
-        if rebalance_timeout_ms is not None and rebalance_timeout_ms >= 0:
-            member.rebalance_timeout_ms = rebalance_timeout_ms
+        self._update_member(member, instance_id, rack_id, rebalance_timeout_ms, client_id, client_host)
         if process_id is not None:
             member.process_id = process_id
         if user_endpoint is not None:
@@ -350,8 +345,6 @@ class StreamsGroup(MemberEpochGroup):
             member.client_tags = dict(client_tags)
         if topology is not None:
             member.topology_epoch = topology.epoch
-        member.client_id = client_id
-        member.client_host = client_host
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
