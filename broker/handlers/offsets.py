@@ -126,9 +126,11 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
             tps.extend((name, p) for p in t.partition_indexes)
     err, rows = coord.fetch_offsets(group_id, tps, require_stable=require_stable, member_id=member_id,
                                     member_epoch=member_epoch)
-    if topics is None and ctx.broker.authorizer is not None:
+    if topics is None:
         # every committed offset: those of topics the principal may not DESCRIBE are left out
-        rows = [r for r in rows if allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, r[0])]
+        visible = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (r[0] for r in rows))
+        if visible is not None:
+            rows = [r for r in rows if r[0] in visible]
     grouped: dict[str, list] = {}
     for topic, p, off, epoch, meta, perr in rows:
         grouped.setdefault(topic, []).append((p, off, epoch, meta, perr))
