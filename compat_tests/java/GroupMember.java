@@ -47,6 +47,23 @@ public class GroupMember {
         emit("{\"event\": \"assigned\", \"partitions\": " + assigned.toString() + "}");
     }
 
+    /** The lines read on stdin, trimmed, on a daemon thread; "close" once stdin closes. (ShareMember too.) */
+    static LinkedBlockingQueue<String> stdinCommands() {
+        LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null) commands.add(line.trim());
+            } catch (Exception e) {
+                // stdin closed
+            }
+            commands.add("close");
+        });
+        reader.setDaemon(true);
+        reader.start();
+        return commands;
+    }
+
     public static void main(String[] args) throws Exception {
         Map<String, String> cfg = new HashMap<>();
         for (String a : args) {
@@ -73,18 +90,7 @@ public class GroupMember {
         }
         if (cfg.containsKey("instance_id")) p.put("group.instance.id", cfg.get("instance_id"));
 
-        LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) commands.add(line.trim());
-            } catch (Exception e) {
-                // stdin closed
-            }
-            commands.add("close");
-        });
-        reader.setDaemon(true);
-        reader.start();
+        LinkedBlockingQueue<String> commands = stdinCommands();
 
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
             consumer.subscribe(List.of(cfg.get("topic")), new ConsumerRebalanceListener() {

@@ -1,5 +1,3 @@
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -33,20 +31,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * acknowledged, as KafkaShareConsumer requires.
  */
 public class ShareMember {
-    private static synchronized void emit(String json) {
-        System.out.println(json);
+    /** One JSON event line, from key, value, key, value... */
+    private static synchronized void emit(Object... kv) {
+        System.out.println(Json.write(Json.map(kv)));
         System.out.flush();
-    }
-
-    private static String quote(String s) {
-        if (s == null) return "null";
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') b.append('\\').append(c);
-            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.append('"').toString();
     }
 
     private static String text(byte[] b) {
@@ -70,18 +58,7 @@ public class ShareMember {
         p.put("key.deserializer", ByteArrayDeserializer.class.getName());
         p.put("value.deserializer", ByteArrayDeserializer.class.getName());
 
-        LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) commands.add(line.trim());
-            } catch (Exception e) {
-                // stdin closed
-            }
-            commands.add("close");
-        });
-        reader.setDaemon(true);
-        reader.start();
+        LinkedBlockingQueue<String> commands = GroupMember.stdinCommands();
 
         TreeMap<Long, ConsumerRecord<byte[], byte[]>> pending = new TreeMap<>();
         try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(p)) {
@@ -89,9 +66,9 @@ public class ShareMember {
             // every acknowledgement's outcome, whether commitSync or a piggy-backed ShareFetch carried it
             AcknowledgementCommitCallback outcome = (offsets, exception) -> {
                 for (Map.Entry<TopicIdPartition, java.util.Set<Long>> e : offsets.entrySet())
-                    emit("{\"event\": \"acknowledged\", \"partition\": " + e.getKey().partition() + ", \"offsets\": "
-                         + new java.util.TreeSet<>(e.getValue()) + ", \"error\": "
-                         + (exception == null ? "null" : quote(exception.getClass().getSimpleName())) + "}");
+                    emit("event", "acknowledged", "partition", e.getKey().partition(),
+                         "offsets", new java.util.TreeSet<>(e.getValue()),
+                         "error", exception == null ? null : exception.getClass().getSimpleName());
             };
             consumer.setAcknowledgementCommitCallback(outcome);
             while (true) {
@@ -102,14 +79,14 @@ public class ShareMember {
                     if (parts[0].equals("ack")) {
                         ConsumerRecord<byte[], byte[]> r = pending.remove(Long.parseLong(parts[1]));
                         if (r == null) {
-                            emit("{\"event\": \"error\", \"message\": " + quote("no pending record at " + parts[1]) + "}");
+                            emit("event", "error", "message", "no pending record at " + parts[1]);
                             continue;
                         }
                         consumer.acknowledge(r, AcknowledgeType.valueOf(parts[2]));
                     } else if (parts[0].equals("commit")) {
                         Map<TopicIdPartition, Optional<KafkaException>> result = consumer.commitSync(Duration.ofSeconds(30));
                         long errors = result.values().stream().filter(Optional::isPresent).count();
-                        emit("{\"event\": \"committed\", \"errors\": " + errors + "}");
+                        emit("event", "committed", "errors", errors);
                     }
                     continue;
                 }
@@ -117,15 +94,14 @@ public class ShareMember {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<byte[], byte[]> r : records) {
                     if (explicit) pending.put(r.offset(), r);
-                    emit("{\"event\": \"record\", \"partition\": " + r.partition() + ", \"offset\": " + r.offset()
-                         + ", \"key\": " + quote(text(r.key())) + ", \"value\": " + quote(text(r.value()))
-                         + ", \"delivery_count\": " + r.deliveryCount().map(Short::intValue).orElse(-1) + "}");
+                    emit("event", "record", "partition", r.partition(), "offset", r.offset(), "key", text(r.key()),
+                         "value", text(r.value()), "delivery_count", r.deliveryCount().map(Short::intValue).orElse(-1));
                 }
             }
             consumer.close(Duration.ofSeconds(10));
-            emit("{\"event\": \"closed\"}");
+            emit("event", "closed");
         } catch (Exception e) {
-            emit("{\"event\": \"error\", \"message\": " + quote(e.getClass().getName() + ": " + e.getMessage()) + "}");
+            emit("event", "error", "message", e.getClass().getName() + ": " + e.getMessage());
             e.printStackTrace();
             System.exit(1);
         }
