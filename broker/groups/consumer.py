@@ -288,11 +288,7 @@ class ConsumerGroup(MemberEpochGroup):
                 self._next_assignment(member, member.member_epoch + 1, target, target_epoch, owned)
         elif member.state == M.UNRELEASED_PARTITIONS:
             self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
-        if member.state == M.UNREVOKED_PARTITIONS:
-            if before != (member.state, member.member_epoch) or member.rebalance_deadline is None:
-                member.rebalance_deadline = now + member.rebalance_timeout_ms
-        else:
-            member.rebalance_deadline = None
+        self._revocation_deadline(member, member.state == M.UNREVOKED_PARTITIONS, before, now)
 
     def _next_assignment(self, member: ConsumerMember, epoch: int, target: TopicPartitions, target_epoch: int,
                          owned: TopicPartitions | None) -> None:

@@ -207,6 +207,15 @@ class MemberEpochGroup:
         self.group_epoch += 1
         self._member_removed(member_id)
 
+    @staticmethod
+    def _revocation_deadline(member, revoking: bool, before: tuple, now: int) -> None:
+        """A member asked to revoke (its state and epoch were `before`) must do so within its
+        rebalance timeout, counted from when it was asked; otherwise it has no deadline."""
+        if not revoking:
+            member.rebalance_deadline = None
+        elif before != (member.state, member.member_epoch) or member.rebalance_deadline is None:
+            member.rebalance_deadline = now + member.rebalance_timeout_ms
+
     # --- time --------------------------------------------------------------------------------
     def tick(self, now: int) -> list[str]:
         """Fence members whose session or revocation deadline passed; returns their ids."""

@@ -477,11 +477,7 @@ class StreamsGroup(MemberEpochGroup):
                 self._next_assignment(member, target, target_epoch, active)
         elif member.state == S.UNRELEASED_TASKS:
             self._next_assignment(member, target, target_epoch, active)
-        if member.state == S.UNREVOKED_TASKS:
-            if before != (member.state, member.member_epoch) or member.rebalance_deadline is None:
-                member.rebalance_deadline = now + member.rebalance_timeout_ms
-        else:
-            member.rebalance_deadline = None
+        self._revocation_deadline(member, member.state == S.UNREVOKED_TASKS, before, now)
 
     def _next_assignment(self, member: StreamsMember, target: Tasks, target_epoch: int, active: set | None) -> None:
         cur = Tasks.flat(member.assigned.active)
