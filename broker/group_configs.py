@@ -97,9 +97,12 @@ class GroupConfigs:
                 mine[key] = value
         if not mine:
             del self.values[group_id]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(self.values, sort_keys=True).encode(), fsync=True)
+        self._save()
 
     def delete_group(self, group_id: str) -> None:
         if self.values.pop(group_id, None) is not None:
-            write_atomic(self.path, json.dumps(self.values, sort_keys=True).encode(), fsync=True)
+            self._save()
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(self.values, sort_keys=True).encode(), fsync=True)
