@@ -183,22 +183,17 @@ class Segment:
     def write(self, data) -> None:
         """Append every byte of `data` at the end, or nothing: a failed write is cut off
         again, so no partial batch stays behind an error."""
-        fd = OPEN_FILES.acquire(self)
-        try:
-            try:
-                write_all(fd, data)
-            except BaseException:
-                os.ftruncate(fd, self.size)
-                raise
-        finally:
-            OPEN_FILES.release(self)
+        self._append(write_all, data)
 
     def writev(self, parts: list) -> None:
         """write() of the concatenation of `parts` (one os.writev, no joined copy)."""
+        self._append(writev_all, parts)
+
+    def _append(self, write, data) -> None:
         fd = OPEN_FILES.acquire(self)
         try:
             try:
-                writev_all(fd, parts)
+                write(fd, data)
             except BaseException:
                 os.ftruncate(fd, self.size)
                 raise
