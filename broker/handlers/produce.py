@@ -28,6 +28,7 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
+from protocol.error_responses import error_response
 from protocol.messages import make
 from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
                               recompress_batch, validate_produce_batches)
@@ -268,11 +269,10 @@ def _has_transactional_batches(request) -> bool:
 
 
 def _refused(ctx, request, code):
-    """Kafka's whole-request error: every partition answers `code`."""
+    """Kafka's whole-request error (its getErrorResponse): every partition answers `code`."""
     if request.acks == 0:
         raise CloseConnection(f"{code.name} on an acks=0 produce")
-    return _response(ctx, [(tdata, [(p.index, PartitionResult(code)) for p in tdata.partition_data])
-                           for tdata in request.topic_data])
+    return error_response(ctx.header.api_key, ctx.api_version, request, code)
 
 
 def _record_errors(mod, r: PartitionResult) -> tuple:
