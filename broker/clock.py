@@ -22,6 +22,8 @@ import logging
 import time
 from typing import Callable
 
+import trio
+
 log = logging.getLogger("kafkalite.clock")
 
 MODES = ("system", "manual")
@@ -108,3 +110,27 @@ def on_jump(clock: Callable[[], int], callback: Callable[[], None]) -> Callable[
     if register is None:
         return lambda: None
     return register(callback)
+
+
+class JumpTimer:
+    """A periodic loop's sleep that a jump of `clock` cuts short: `await timer.sleep(seconds)`
+    returns after `seconds`, or at once when the clock jumped since the last sleep began. Use it
+    as a context manager (leaving it unregisters from the clock)."""
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._jumped = trio.Event()
+        self._unregister = on_jump(clock, self._wake)
+
+    def _wake(self) -> None:
+        self._jumped.set()
+
+    async def sleep(self, seconds: float) -> None:
+        with trio.move_on_after(seconds):
+            await self._jumped.wait()
+        self._jumped = trio.Event()
+
+    def __enter__(self) -> "JumpTimer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._unregister()

@@ -488,9 +488,6 @@ class Cluster:
                 part.isr.append(node)
         return moved
 
-    def min_insync_replicas(self, topic: Topic) -> int:
-        return int(self.effective_configs(topic).get("min.insync.replicas") or 1)
-
     def all_partitions(self) -> Iterable[Partition]:
         for topic in self.topics.values():
             yield from topic.partitions

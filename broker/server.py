@@ -44,7 +44,7 @@ from protocol.regions import Chunk, FileRegion
 
 from .authorizer import Authorizer
 from .authorizer import from_config as authorizer_from_config
-from .clock import CLOCK, now_ms, on_jump
+from .clock import CLOCK, JumpTimer, now_ms
 from .cluster import Cluster
 from .config import BrokerConfig, Listener
 from .credentials import ScramStore
@@ -617,13 +617,9 @@ async def _housekeeping(broker: Broker) -> None:
     flush_every = config["log.flush.interval.ms"] / 1000
     retention_every_ms = config["log.retention.check.interval.ms"]
     next_retention = now_ms() + retention_every_ms
-    wake = [trio.Event()]
-    unregister = on_jump(CLOCK, lambda: wake[0].set())
-    try:
+    with JumpTimer(CLOCK) as timer:
         while True:
-            with trio.move_on_after(flush_every):
-                await wake[0].wait()
-            wake[0] = trio.Event()
+            await timer.sleep(flush_every)
             if config["fsync"] == "interval":
                 parts = list(broker.cluster.all_partitions())
                 if parts:
@@ -633,8 +629,6 @@ async def _housekeeping(broker: Broker) -> None:
                 jobs = retention_jobs(broker)
                 if jobs:
                     await trio.to_thread.run_sync(run_retention_jobs, jobs)
-    finally:
-        unregister()
 
 
 def _flush_all(parts) -> None:

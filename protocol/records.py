@@ -35,25 +35,19 @@ import struct
 import time
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
-_crc32c_impl: Callable[[Any], int] | None = None
 
-
-def crc32c(data) -> int:
+def _crc32c_first_call(data) -> int:
     """CRC-32C (Castagnoli) of `data`, by the crc32c package. Imported on first use: the
     package reads its own distribution metadata on import, a cost a broker start (ApiVersions,
-    Metadata) need not pay."""
-    impl = _crc32c_impl
-    if impl is None:
-        impl = _load_crc32c()
+    Metadata) need not pay. The first call puts the package's function in place of this one."""
+    global crc32c
+    from crc32c import crc32c as impl
+
+    crc32c = impl
     return impl(data)
 
 
-def _load_crc32c() -> Callable[[Any], int]:
-    global _crc32c_impl
-    from crc32c import crc32c as impl
-
-    _crc32c_impl = impl
-    return impl
+crc32c: Callable[[Any], int] = _crc32c_first_call
 
 
 __all__ = [

@@ -244,65 +244,38 @@ class PartitionLog:
     # ======================================================================================
     # read
     # ======================================================================================
+    def _first_batch(self, offset: int, upper_bound: int | None) -> tuple[Segment, int, int, int] | None:
+        """(segment, position, total size, upper bound) of the batch that contains `offset`,
+        or None when there is nothing to read below `upper_bound` (default log_end_offset)."""
+        log_start_offset = self.log_start_offset
+        leo = self.log_end_offset
+        if offset < log_start_offset or offset > leo:
+            raise OffsetOutOfRange(offset, log_start_offset, leo)
+        ub = leo if upper_bound is None else min(upper_bound, leo)
+        if offset >= ub:
+            return None
+        segs = self.segments
+        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
+        while i < len(segs):
+            seg = segs[i]
+            if seg.base_offset >= ub:
+                return None
+            found = seg.locate(offset)
+            if found is not None:
+                pos, base, first_size = found
+                return None if base >= ub else (seg, pos, first_size, ub)
+            i += 1
+        return None
+
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
              min_one: bool = True) -> bytes | memoryview:
         """Whole batches from the batch that contains `offset`, below `upper_bound` (default
         log_end_offset; the LSO for read_committed), at most max_bytes except that the first
         batch is returned whole when min_one. Reads from one segment per call."""
-        log_start_offset = self.log_start_offset
-        leo = self.log_end_offset
-        if offset < log_start_offset or offset > leo:
-            raise OffsetOutOfRange(offset, log_start_offset, leo)
-        ub = leo if upper_bound is None else min(upper_bound, leo)
-        if offset >= ub:
+        first = self._first_batch(offset, upper_bound)
+        if first is None:
             return b""
-        segs = self.segments
-        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
-        while i < len(segs):
-            seg = segs[i]
-            if seg.base_offset >= ub:
-                return b""
-            found = seg.locate(offset)
-            if found is not None:
-                return self._read_from(seg, found, max_bytes, ub, min_one)
-            i += 1
-        return b""
-
-    def read_region(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
-                    min_one: bool = True) -> FileRegion | bytes:
-        """What read() returns, as a FileRegion of the segment file (b"" when there is
-        nothing): the same whole batches, found by reading batch headers only. The caller
-        must release() the region."""
-        log_start_offset = self.log_start_offset
-        leo = self.log_end_offset
-        if offset < log_start_offset or offset > leo:
-            raise OffsetOutOfRange(offset, log_start_offset, leo)
-        ub = leo if upper_bound is None else min(upper_bound, leo)
-        if offset >= ub:
-            return b""
-        segs = self.segments
-        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
-        while i < len(segs):
-            seg = segs[i]
-            if seg.base_offset >= ub:
-                return b""
-            found = seg.locate(offset)
-            if found is not None:
-                pos, base, first_size = found
-                if base >= ub:
-                    return b""
-                if first_size > max_bytes:
-                    return seg.region(pos, first_size) if min_one else b""
-                end = seg.batches_end(pos + first_size, pos + max_bytes, ub)
-                return seg.region(pos, end - pos)
-            i += 1
-        return b""
-
-    @staticmethod
-    def _read_from(seg: Segment, found: tuple[int, int, int], max_bytes: int, ub: int, min_one: bool):
-        pos, base, first_size = found
-        if base >= ub:
-            return b""
+        seg, pos, first_size, ub = first
         if first_size > max_bytes:
             return seg.pread(first_size, pos) if min_one else b""
         want = min(max_bytes, seg.size - pos)
@@ -321,6 +294,20 @@ class PartitionLog:
         if q >= n:
             return data
         return memoryview(data)[:q]
+
+    def read_region(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+                    min_one: bool = True) -> FileRegion | bytes:
+        """What read() returns, as a FileRegion of the segment file (b"" when there is
+        nothing): the same whole batches, found by reading batch headers only. The caller
+        must release() the region."""
+        first = self._first_batch(offset, upper_bound)
+        if first is None:
+            return b""
+        seg, pos, first_size, ub = first
+        if first_size > max_bytes:
+            return seg.region(pos, first_size) if min_one else b""
+        end = seg.batches_end(pos + first_size, pos + max_bytes, ub)
+        return seg.region(pos, end - pos)
 
     def batches_from(self, offset: int) -> Iterator[tuple[int, bytes]]:
         """(base offset, batch bytes) of every batch whose last offset is >= offset, reading

@@ -55,7 +55,8 @@ _I64 = struct.Struct(">q")
 _LOCATE_HEADER = LAST_OFFSET_DELTA_OFFSET + 4
 SCAN_CHUNK = 1 << 20
 LOCATE_CHUNK = 16 * 1024
-HEADER_CHUNK = 4096         # batches_end: enough for the headers of many small batches
+HEADER_CHUNK = 4096         # batches_end: the first read, enough for a few batch headers
+HEADER_CHUNK_MAX = 256 * 1024   # ... growing while the batches are small (many headers per read)
 
 
 class AbortedTxn(NamedTuple):
@@ -158,47 +159,51 @@ class Segment:
     def batches_end(self, pos: int, limit: int, upper_bound: int) -> int:
         """Walk whole batches from `pos` (a batch start) and return where the run stops: at
         the first batch that starts at or after offset `upper_bound`, would end past position
-        `limit`, or is cut short by the end of the data. Reads batch headers only
-        (HEADER_CHUNK at a time), not the record data in between."""
+        `limit`, or is cut short by the end of the data. Reads batch headers only (HEADER_CHUNK
+        at a time, more while each read holds several), not the record data in between."""
         end = min(limit, self.size)
         unpack_i64 = _I64.unpack_from
         unpack_i32 = _I32.unpack_from
         q = pos
-        while q + LOG_OVERHEAD <= end:
-            buf = self.pread(min(HEADER_CHUNK, end - q), q)
-            n = len(buf)
-            rel = 0
-            while rel + LOG_OVERHEAD <= n:
-                if unpack_i64(buf, rel)[0] >= upper_bound:
-                    return q + rel
-                total = unpack_i32(buf, rel + LENGTH_OFFSET)[0] + LOG_OVERHEAD
-                if total < MIN_BATCH_LENGTH + LOG_OVERHEAD or q + rel + total > end:
-                    return q + rel
-                rel += total
-            if rel == 0:
-                return q
-            q += rel
-        return q
+        chunk = HEADER_CHUNK
+        fd = OPEN_FILES.acquire(self)      # one pin for the whole walk, not one per chunk
+        try:
+            while q + LOG_OVERHEAD <= end:
+                buf = os.pread(fd, min(chunk, end - q), q)
+                n = len(buf)
+                rel = 0
+                headers = 0
+                while rel + LOG_OVERHEAD <= n:
+                    if unpack_i64(buf, rel)[0] >= upper_bound:
+                        return q + rel
+                    total = unpack_i32(buf, rel + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+                    if total < MIN_BATCH_LENGTH + LOG_OVERHEAD or q + rel + total > end:
+                        return q + rel
+                    rel += total
+                    headers += 1
+                if rel == 0:
+                    return q
+                q += rel
+                if headers >= 4 and chunk < HEADER_CHUNK_MAX:
+                    chunk *= 4      # small batches: fewer, larger reads
+            return q
+        finally:
+            OPEN_FILES.release(self)
 
     def write(self, data) -> None:
         """Append every byte of `data` at the end, or nothing: a failed write is cut off
         again, so no partial batch stays behind an error."""
-        fd = OPEN_FILES.acquire(self)
-        try:
-            try:
-                write_all(fd, data)
-            except BaseException:
-                os.ftruncate(fd, self.size)
-                raise
-        finally:
-            OPEN_FILES.release(self)
+        self._append(write_all, data)
 
     def writev(self, parts: list) -> None:
         """write() of the concatenation of `parts` (one os.writev, no joined copy)."""
+        self._append(writev_all, parts)
+
+    def _append(self, write, data) -> None:
         fd = OPEN_FILES.acquire(self)
         try:
             try:
-                writev_all(fd, parts)
+                write(fd, data)
             except BaseException:
                 os.ftruncate(fd, self.size)
                 raise

@@ -79,13 +79,14 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     readable = None
     if ctx.broker.authorizer is not None:
         # Kafka checks READ on each named topic before looking whether it exists
-        names = {key: (t.name if (t := cluster.topics_by_id.get(key)) is not None else None) if by_id else key
-                 for (key, _i), _p in partitions}
-        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
-                                 (n for n in names.values() if n is not None))
+        if by_id:
+            names = {t.name for (key, _i), _p in partitions if (t := cluster.topics_by_id.get(key)) is not None}
+        else:
+            names = {key for (key, _i), _p in partitions}
+        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
     for (key, index), p in partitions:
         topic = cluster.topics_by_id.get(key) if by_id else cluster.topics.get(key)
-        if readable is not None and (not by_id or topic is not None) and names[key] not in readable:
+        if readable is not None and (not by_id or topic is not None) and (topic.name if by_id else key) not in readable:
             slots.append(_Slot(key, index, None, p, ErrorCode.topic_authorization_failed))
         elif topic is None:
             err = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition

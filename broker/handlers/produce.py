@@ -28,6 +28,7 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
+from protocol.error_responses import error_response
 from protocol.messages import make
 from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
                               recompress_batch, validate_produce_batches)
@@ -188,13 +189,14 @@ async def handle(ctx, request):
             _topic_name(cluster, t, by_id) for t in request.topic_data))
     for tdata in request.topic_data:
         topic = cluster.topics_by_id.get(tdata.topic_id) if by_id else cluster.topics.get(tdata.name)
+        # an unknown topic id stays UNKNOWN_TOPIC_ID
+        denied = writable is not None and (topic is not None or not by_id) \
+            and (topic.name if by_id else tdata.name) not in writable
         presults = []
         for pdata in tdata.partition_data:
             if acks not in (0, 1, -1):
                 res = PartitionResult(ErrorCode.invalid_required_acks)
-            elif writable is not None and (topic is not None or not by_id) \
-                    and _topic_name(cluster, tdata, by_id) not in writable:
-                # an unknown topic id stays UNKNOWN_TOPIC_ID
+            elif denied:
                 res = PartitionResult(ErrorCode.topic_authorization_failed)
             elif topic is None or not 0 <= pdata.index < len(topic.partitions):
                 res = PartitionResult(ErrorCode.unknown_topic_id if by_id and topic is None
@@ -224,6 +226,10 @@ async def handle(ctx, request):
         if any(r.error != ErrorCode.none for _t, prs in results for _i, r in prs):
             raise CloseConnection("error on an acks=0 produce")
         return None
+    return _response(ctx, results)
+
+
+def _response(ctx, results: list[tuple[object, list[tuple[int, PartitionResult]]]]):
     mod = response_module(ctx)
     endpoints: dict = {}
     return make(
@@ -263,21 +269,10 @@ def _has_transactional_batches(request) -> bool:
 
 
 def _refused(ctx, request, code):
-    """Kafka's whole-request error: every partition answers `code`."""
+    """Kafka's whole-request error (its getErrorResponse): every partition answers `code`."""
     if request.acks == 0:
         raise CloseConnection(f"{code.name} on an acks=0 produce")
-    mod = response_module(ctx)
-    return make(
-        mod.ProduceResponse,
-        responses=tuple(
-            make(mod.TopicProduceResponse, name=getattr(tdata, "name", None), topic_id=getattr(tdata, "topic_id", None),
-                 partition_responses=tuple(
-                     make(mod.PartitionProduceResponse, index=p.index, error_code=code, base_offset=-1,
-                          log_append_time=-1, log_start_offset=-1, record_errors=(), error_message=None)
-                     for p in tdata.partition_data))
-            for tdata in request.topic_data),
-        throttle_time=0,
-    )
+    return error_response(ctx.header.api_key, ctx.api_version, request, code)
 
 
 def _record_errors(mod, r: PartitionResult) -> tuple:

@@ -340,10 +340,10 @@ async def describe_transactions(ctx, request):
     for tid in request.transactional_ids:
         if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
             err, md = E.transactional_id_authorization_failed, None
+        elif (refused := transaction_coordinator_error(ctx, tid)) is not None:
+            err, md = refused, None
         else:
             err, md = txn.core.describe(tid)
-            if (refused := transaction_coordinator_error(ctx, tid)) is not None:
-                err, md = refused, None
         if md is None:
             # Kafka leaves every other field at zero (a start time of 0, producer id 0)
             states.append(make(mod.TransactionState, error_code=err, transactional_id=tid, transaction_state="",

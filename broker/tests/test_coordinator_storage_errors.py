@@ -246,7 +246,7 @@ def test_a_producer_id_block_that_cannot_be_saved(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr("broker.transactions.producer_ids.os.replace", replace)
+    monkeypatch.setattr(os, "replace", replace)   # the rename that makes the block file durable
     seen = [core.init_producer_id(None, 60000)[1], core.init_producer_id(None, 60000)[1]]
     broken["on"] = True
     assert core.init_producer_id(None, 60000)[0] == E.coordinator_load_in_progress

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.records import BatchHeader, Record, build_batch, decode_records
 
-from ..clock import CLOCK, now_ms, on_jump
+from ..clock import CLOCK, JumpTimer, now_ms
 from ..cluster import AppendOrigin
 from .core import TxnCoordinatorCore
 from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
@@ -154,20 +154,14 @@ class TransactionCoordinator:
         every = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
         expire_every_ms = 3_600_000
         next_expire = self.clock() + expire_every_ms
-        wake = [trio.Event()]
-        unregister = on_jump(self.clock, lambda: wake[0].set())
-        try:
+        with JumpTimer(self.clock) as timer:
             while True:
-                with trio.move_on_after(every):
-                    await wake[0].wait()
-                wake[0] = trio.Event()
+                await timer.sleep(every)
                 self.core.abort_timed_out()
                 if self.clock() >= next_expire:
                     next_expire = self.clock() + expire_every_ms
                     self.core.expire_transactional_ids()
                     self._expire_producers()
-        finally:
-            unregister()
 
     def _expire_producers(self) -> None:
         expiration = self.broker.config["producer.id.expiration.ms"]

@@ -9,8 +9,9 @@ any id of the block is used, so a crash at any moment can only skip ids, never r
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from storage.files import write_atomic
 
 BLOCK_SIZE = 1000
 
@@ -35,12 +36,7 @@ class ProducerIdManager:
         """Raises OSError when the block cannot be made durable (then it is not handed out)."""
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            with open(tmp, "w") as f:
-                json.dump({"next_block": next_block}, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            write_atomic(self.path, json.dumps({"next_block": next_block}).encode(), fsync=True)
         self._persisted_next_block = next_block
 
     def ensure_above(self, producer_id: int) -> None:

@@ -36,6 +36,23 @@ def test_read_region_returns_what_read_returns(tmp_path):
     plog.close()
 
 
+def test_read_region_of_many_small_batches_in_one_segment(tmp_path):
+    # batches_end reads larger chunks while each holds many headers: the run still stops at
+    # the same batch as read()'s
+    plog = PartitionLog.open(tmp_path / "t-0", small_config(segment_bytes=1 << 30), now_ms=0)
+    for i in range(3000):
+        plog.append(batch(1 + i % 3, tag=str(i), size=10 + i % 50), now_ms=0)
+    assert len(plog.segments) == 1
+    rng = random.Random(5)
+    for _ in range(300):
+        offset = rng.randrange(0, plog.log_end_offset)
+        max_bytes = rng.choice([100, 5000, 40_000, 150_000, 1 << 20])
+        upper = rng.choice([None, rng.randrange(offset, plog.log_end_offset + 2)])
+        want = bytes(plog.read(offset, max_bytes, upper_bound=upper))
+        got = _as_bytes(plog.read_region(offset, max_bytes, upper_bound=upper))
+        assert got == want, (offset, max_bytes, upper)
+
+
 def test_a_region_keeps_its_file_open_until_released(tmp_path):
     old = OPEN_FILES.limit
     OPEN_FILES.set_limit(2)
