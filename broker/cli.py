@@ -498,6 +498,17 @@ def write_ready_file(path: str, line: str, broker) -> None:
     os.replace(tmp, path)
 
 
+def _check_http_libraries(what: str) -> None:
+    """The console and the controls endpoint are served with Starlette and hypercorn: without
+    them the start fails with a reason and without a ready line."""
+    try:
+        import hypercorn.trio  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError as exc:
+        log.error("%s needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", what, exc)
+        raise SystemExit(2) from None
+
+
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                ready_file: str | None = None, wiring: Wiring | None = None,
                console_addr: tuple[str, int] | None = None,
@@ -524,28 +535,17 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
             log.info("metrics on %s", metrics_url)
         console_url = None
         if console_addr is not None:
-            try:
-                import hypercorn.trio  # noqa: F401 - the console's libraries, checked before anything binds
-                import starlette  # noqa: F401
+            _check_http_libraries("the console")
+            from .console import serve_console
 
-                from .console import serve_console
-            except ImportError as exc:
-                log.error("the console needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", exc)
-                raise SystemExit(2) from None
             chost, cport = await nursery.start(serve_console, broker, console_addr[0], console_addr[1])
             console_url = f"http://{_shown(chost)}:{cport}/"
             log.info("console on %s", console_url)
         controls_url = None
         if controls_addr is not None:
-            try:
-                import hypercorn.trio  # noqa: F401,F811 - checked before anything binds
-                import starlette  # noqa: F401,F811
+            _check_http_libraries("the controls endpoint")
+            from .controls.http import serve_controls
 
-                from .controls.http import serve_controls
-            except ImportError as exc:
-                log.error("the controls endpoint needs Starlette and hypercorn "
-                          "(pip install 'kafkalite[console]'): %s", exc)
-                raise SystemExit(2) from None
             khost, kport = await nursery.start(serve_controls, broker, controls_addr[0], controls_addr[1])
             controls_url = f"http://{_shown(khost)}:{kport}/"
             broker.controls_url = controls_url
