@@ -38,7 +38,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
@@ -380,10 +380,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         stream=sys.stderr,
     )
     for key in sorted(config.origins):
-        shown = config.values.get(key, config.listener_values.get(_listener_of(key), {}).get(key.split(".", 3)[-1]))
-        if _secret(key):
-            shown = "[hidden]"
-        log.info("config %s=%s (from %s)", key, shown, config.origins[key])
+        log.info("config %s=%s (from %s)", key, _shown_value(config, key), config.origins[key])
     code = 0
     from .clock import CLOCK
 
@@ -415,9 +412,17 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     return code
 
 
-def _listener_of(key: str) -> str:
-    parts = key.split(".")
-    return parts[2].upper() if key.startswith("listener.name.") and len(parts) > 3 else ""
+def _shown_value(config: BrokerConfig, key: str) -> Any:
+    """A setting's value for the startup log; a secret's is hidden."""
+    if _secret(key):
+        return "[hidden]"
+    from .security import split_listener_key
+
+    prefixed = split_listener_key(key)
+    if prefixed is None:
+        return config.values.get(key)
+    listener, sub = prefixed
+    return config.listener_values.get(listener, {}).get(sub)
 
 
 def _secret(key: str) -> bool:
