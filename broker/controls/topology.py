@@ -37,10 +37,11 @@ def _partition(cluster: "Cluster", topic: Any, partition: Any) -> "Partition":
     return part
 
 
-def _node(cluster: "Cluster", node: Any, *, up: bool | None = None) -> int:
+def _node(cluster: "Cluster", node: Any, *, up: bool = False) -> int:
+    """`node` checked to be one of the cluster's (and, with `up`, not down)."""
     if not is_int(node) or node not in cluster.node_ids:
         raise ControlError(f"no node {node!r}; the nodes are {cluster.node_ids}")
-    if up is True and node in cluster.down:
+    if up and node in cluster.down:
         raise ControlError(f"node {node} is down")
     return node
 
