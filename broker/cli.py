@@ -48,6 +48,7 @@ from .config import (
     BrokerConfig,
     Listener,
     UnknownConfig,
+    _bool,
     check_key,
     env_name,
     env_values,
@@ -201,10 +202,14 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     if clock not in ("system", "manual"):
         raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
     self_signed = flag("tls_self_signed")
+    try:
+        tls_self_signed = self_signed is not None and _bool(self_signed)
+    except ValueError:
+        raise UnknownConfig(f"KAFKALITE_TLS_SELF_SIGNED must be true or false, not {self_signed!r}") from None
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
                     console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"),
-                    tls_self_signed=self_signed is not None and self_signed.strip().lower() in ("true", "1", "yes"))
+                    tls_self_signed=tls_self_signed)
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
