@@ -385,9 +385,7 @@ def allowed(ctx, op: int, rtype: int, name: str) -> bool:
 
 
 def allowed_cluster(ctx, op: int) -> bool:
-    auth = ctx.broker.authorizer
-    return auth is None or auth.authorize(ctx.principal, peer_host(ctx.peer), op, ResourceType.CLUSTER,
-                                          CLUSTER_NAME)
+    return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def allowed_names(ctx, op: int, rtype: int, names: Iterable[str]) -> set[str] | None:

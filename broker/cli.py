@@ -38,7 +38,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
@@ -48,6 +48,7 @@ from .config import (
     BrokerConfig,
     Listener,
     UnknownConfig,
+    _bool,
     check_key,
     env_name,
     env_values,
@@ -201,10 +202,14 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     if clock not in ("system", "manual"):
         raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
     self_signed = flag("tls_self_signed")
+    try:
+        tls_self_signed = self_signed is not None and _bool(self_signed)
+    except ValueError:
+        raise UnknownConfig(f"KAFKALITE_TLS_SELF_SIGNED must be true or false, not {self_signed!r}") from None
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
                     console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"),
-                    tls_self_signed=self_signed is not None and self_signed.strip().lower() in ("true", "1", "yes"))
+                    tls_self_signed=tls_self_signed)
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -380,10 +385,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         stream=sys.stderr,
     )
     for key in sorted(config.origins):
-        shown = config.values.get(key, config.listener_values.get(_listener_of(key), {}).get(key.split(".", 3)[-1]))
-        if _secret(key):
-            shown = "[hidden]"
-        log.info("config %s=%s (from %s)", key, shown, config.origins[key])
+        log.info("config %s=%s (from %s)", key, _shown_value(config, key), config.origins[key])
     code = 0
     from .clock import CLOCK
 
@@ -415,9 +417,17 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     return code
 
 
-def _listener_of(key: str) -> str:
-    parts = key.split(".")
-    return parts[2].upper() if key.startswith("listener.name.") and len(parts) > 3 else ""
+def _shown_value(config: BrokerConfig, key: str) -> Any:
+    """A setting's value for the startup log; a secret's is hidden."""
+    if _secret(key):
+        return "[hidden]"
+    from .security import split_listener_key
+
+    prefixed = split_listener_key(key)
+    if prefixed is None:
+        return config.values.get(key)
+    listener, sub = prefixed
+    return config.listener_values.get(listener, {}).get(sub)
 
 
 def _secret(key: str) -> bool:
@@ -498,6 +508,17 @@ def write_ready_file(path: str, line: str, broker) -> None:
     os.replace(tmp, path)
 
 
+def _check_http_libraries(what: str) -> None:
+    """The console and the controls endpoint are served with Starlette and hypercorn: without
+    them the start fails with a reason and without a ready line."""
+    try:
+        import hypercorn.trio  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError as exc:
+        log.error("%s needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", what, exc)
+        raise SystemExit(2) from None
+
+
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                ready_file: str | None = None, wiring: Wiring | None = None,
                console_addr: tuple[str, int] | None = None,
@@ -524,28 +545,17 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
             log.info("metrics on %s", metrics_url)
         console_url = None
         if console_addr is not None:
-            try:
-                import hypercorn.trio  # noqa: F401 - the console's libraries, checked before anything binds
-                import starlette  # noqa: F401
+            _check_http_libraries("the console")
+            from .console import serve_console
 
-                from .console import serve_console
-            except ImportError as exc:
-                log.error("the console needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", exc)
-                raise SystemExit(2) from None
             chost, cport = await nursery.start(serve_console, broker, console_addr[0], console_addr[1])
             console_url = f"http://{_shown(chost)}:{cport}/"
             log.info("console on %s", console_url)
         controls_url = None
         if controls_addr is not None:
-            try:
-                import hypercorn.trio  # noqa: F401,F811 - checked before anything binds
-                import starlette  # noqa: F401,F811
+            _check_http_libraries("the controls endpoint")
+            from .controls.http import serve_controls
 
-                from .controls.http import serve_controls
-            except ImportError as exc:
-                log.error("the controls endpoint needs Starlette and hypercorn "
-                          "(pip install 'kafkalite[console]'): %s", exc)
-                raise SystemExit(2) from None
             khost, kport = await nursery.start(serve_controls, broker, controls_addr[0], controls_addr[1])
             controls_url = f"http://{_shown(khost)}:{kport}/"
             broker.controls_url = controls_url

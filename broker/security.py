@@ -265,7 +265,7 @@ def build(config: "BrokerConfig", listener_name: str) -> ListenerSecurity:
         if sec.client_auth not in ("none", "requested", "required"):
             raise SecurityConfigError(f"ssl.client.auth must be none, requested or required, not {sec.client_auth!r}")
         sec.mapping_rules = parse_mapping_rules(str(get("ssl.principal.mapping.rules")))
-        sec.ssl_context = _ssl_context(listener_name, get, config)
+        sec.ssl_context = _ssl_context(listener_name, get, config, sec.client_auth)
     if sec.sasl:
         mechs = [m.upper() for m in _list(get("sasl.enabled.mechanisms"))]
         unknown = [m for m in mechs if m not in MECHANISMS]
@@ -292,7 +292,7 @@ def build(config: "BrokerConfig", listener_name: str) -> ListenerSecurity:
     return sec
 
 
-def _ssl_context(listener_name: str, get, config: "BrokerConfig") -> ssl.SSLContext:
+def _ssl_context(listener_name: str, get, config: "BrokerConfig", client_auth: str) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     for key, want in (("ssl.keystore.type", "PEM"), ("ssl.truststore.type", "PEM")):
         if str(get(key)).upper() != want and (get(key.replace("type", "location")) or key == "ssl.keystore.type"):
@@ -326,8 +326,7 @@ def _ssl_context(listener_name: str, get, config: "BrokerConfig") -> ssl.SSLCont
             ctx.load_verify_locations(cafile=config.self_signed.ca_path)
     except (OSError, ssl.SSLError) as exc:
         raise SecurityConfigError(f"listener {listener_name}: cannot load TLS key or certificates: {exc}") from None
-    auth = str(get("ssl.client.auth")).strip().lower()
-    ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL}.get(auth, ssl.CERT_NONE)
+    ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL}.get(client_auth, ssl.CERT_NONE)
     # Kafka's default ssl.enabled.protocols: TLSv1.2,TLSv1.3
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     return ctx

@@ -234,8 +234,7 @@ def kafkalite_controls(pytestconfig: pytest.Config, kafkalite_broker):
         pytest.fail("kafkalite_controls needs Starlette and hypercorn: pip install 'kafkalite[console]'")
     controls = kafkalite_broker.controls
     yield controls
-    if "clear-faults" in controls.names():
-        controls.call("clear-faults")
+    controls.call("clear-faults")
 
 
 # --- the broker's log on failing tests ----------------------------------------------------------

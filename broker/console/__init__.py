@@ -35,24 +35,30 @@ import trio
 log = logging.getLogger("kafkalite.console")
 
 
-async def serve_console(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the console until cancelled; reports (host, bound port) through task_status."""
+async def serve_app(app: Any, host: str, port: int, errorlog: str,
+                    task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the ASGI `app` with hypercorn's trio worker on the broker's own trio loop until
+    cancelled; reports (host, bound port) through task_status. The console and the controls
+    endpoint (broker.controls.http) both run this way."""
     from hypercorn.config import Config
     from hypercorn.trio import serve
-
-    from .app import make_app
 
     config = Config()
     shown = f"[{host}]" if ":" in host else host
     config.bind = [f"{shown}:{port}"]
     config.accesslog = None
-    config.errorlog = logging.getLogger("kafkalite.console.http")
+    config.errorlog = logging.getLogger(errorlog)
     # server-sent event streams stay open; a stop must not wait for them
     config.graceful_timeout = 0.5
-    # an ASGI app; hypercorn's type for it is narrower than Starlette's signature
-    app: Any = make_app(broker)
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(functools.partial(serve, app, config))
         # hypercorn reports "http://HOST:PORT" for each bound socket
         bound_port = int(bound[0].rsplit(":", 1)[1].rstrip("/"))
         task_status.started((host, bound_port))
+
+
+async def serve_console(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the console until cancelled; reports (host, bound port) through task_status."""
+    from .app import make_app
+
+    await serve_app(make_app(broker), host, port, "kafkalite.console.http", task_status=task_status)

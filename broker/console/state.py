@@ -550,9 +550,9 @@ def share_groups(broker, names: dict | None = None) -> list[dict[str, Any]]:
     share = _service(broker, "share")
     if share is None:
         return []
-    if names is None:
-        names = {t.topic_id: t.name for t in _cluster(broker).topics.values()}
     cluster = _cluster(broker)
+    if names is None:
+        names = {t.topic_id: t.name for t in cluster.topics.values()}
     now = share.clock()
     out = []
     for gid, state in share.list_groups():

@@ -42,6 +42,11 @@ class ControlError(Exception):
     """A control refused its arguments; the text says why and goes back to the caller."""
 
 
+def is_int(value: Any) -> bool:
+    """A JSON integer argument (true and false are not numbers here, though bool is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def control(name: str) -> Callable[[ControlFn], ControlFn]:
     def deco(fn: ControlFn) -> ControlFn:
         if name in CONTROLS:

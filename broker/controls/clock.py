@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from ..clock import CLOCK, MODES
-from . import ControlError, control
+from . import ControlError, control, is_int
 
 
 def _state() -> dict:
@@ -39,7 +39,7 @@ async def clock(broker):
 @control("advance-clock")
 async def advance_clock(broker, *, ms):
     """Move the broker's time forward by `ms` milliseconds; timers due by then fire at once."""
-    if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
+    if not is_int(ms) or ms < 0:
         raise ControlError(f"ms must be a non-negative integer (time never goes backwards), not {ms!r}")
     CLOCK.advance(ms)
     await _settle()

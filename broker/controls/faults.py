@@ -39,7 +39,7 @@ from typing import Any
 from kio.index import api_key_map
 from kio.schema.errors import ErrorCode
 
-from . import ControlError, control
+from . import ControlError, control, is_int
 
 log = logging.getLogger("kafkalite.faults")
 
@@ -118,7 +118,7 @@ def error_of(error: Any) -> ErrorCode:
 def _arm(broker, api: Any, action: str, count: int | None, topic: str | None, client_id: str | None,
          transactional_id: str | None, error: ErrorCode | None = None, delay_ms: int = 0) -> dict[str, Any]:
     key = api_key_of(api, broker.api_ranges)
-    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+    if count is not None and (not is_int(count) or count < 1):
         raise ControlError(f"count must be a positive integer or null (every request), not {count!r}")
     for what, value in (("topic", topic), ("client_id", client_id), ("transactional_id", transactional_id)):
         if value is not None and not isinstance(value, str):
@@ -152,7 +152,7 @@ async def close_connections(broker, *, api, count=1, topic=None, client_id=None,
 @control("delay-responses")
 async def delay_responses(broker, *, api, ms, count=1, topic=None, client_id=None, transactional_id=None):
     """Apply the next `count` requests of `api` and hold each response `ms` milliseconds."""
-    if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
+    if not is_int(ms) or ms < 0:
         raise ControlError(f"ms must be a non-negative integer, not {ms!r}")
     return _arm(broker, api, "delay", count, topic, client_id, transactional_id, delay_ms=ms)
 

@@ -17,7 +17,6 @@ other. This module is imported only when the endpoint is asked for.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import logging
@@ -103,18 +102,7 @@ def make_app(broker):
 
 async def serve_controls(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Serve the endpoint until cancelled; reports (host, bound port) through task_status."""
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
+    from ..console import serve_app
 
     load_all()  # a control module that fails to import stops the start, not the first call
-    config = Config()
-    shown = f"[{host}]" if ":" in host else host
-    config.bind = [f"{shown}:{port}"]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("kafkalite.controls.http")
-    config.graceful_timeout = 0.5
-    app: Any = make_app(broker)
-    async with trio.open_nursery() as nursery:
-        bound = await nursery.start(functools.partial(serve, app, config))
-        bound_port = int(bound[0].rsplit(":", 1)[1].rstrip("/"))
-        task_status.started((host, bound_port))
+    await serve_app(make_app(broker), host, port, "kafkalite.controls.http", task_status=task_status)

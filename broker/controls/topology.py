@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import ControlError, control
+from . import ControlError, control, is_int
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, Partition
@@ -29,7 +29,7 @@ def describe(part: "Partition") -> dict[str, Any]:
 def _partition(cluster: "Cluster", topic: Any, partition: Any) -> "Partition":
     if not isinstance(topic, str) or topic not in cluster.topics:
         raise ControlError(f"no topic {topic!r}")
-    if not isinstance(partition, int) or isinstance(partition, bool):
+    if not is_int(partition):
         raise ControlError(f"partition must be a number, not {partition!r}")
     part = cluster.partition(topic, partition)
     if part is None:
@@ -37,10 +37,11 @@ def _partition(cluster: "Cluster", topic: Any, partition: Any) -> "Partition":
     return part
 
 
-def _node(cluster: "Cluster", node: Any, *, up: bool | None = None) -> int:
-    if not isinstance(node, int) or isinstance(node, bool) or node not in cluster.node_ids:
+def _node(cluster: "Cluster", node: Any, *, up: bool = False) -> int:
+    """`node` checked to be one of the cluster's (and, with `up`, not down)."""
+    if not is_int(node) or node not in cluster.node_ids:
         raise ControlError(f"no node {node!r}; the nodes are {cluster.node_ids}")
-    if up is True and node in cluster.down:
+    if up and node in cluster.down:
         raise ControlError(f"node {node} is down")
     return node
 

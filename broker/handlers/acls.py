@@ -31,6 +31,7 @@ from . import api
 from .common import CloseConnection, response_module
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
+NO_AUTHORIZER_ALTER = "No Authorizer is configured."  # CreateAcls' and DeleteAcls' text
 UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
 
 
@@ -44,6 +45,16 @@ def _check_known(*codes) -> None:
     """A code 0 (UNKNOWN) makes the request unreadable to Kafka, which closes the connection."""
     if 0 in codes:
         raise CloseConnection("an ACL request with an UNKNOWN (0) resource type, pattern type, operation or permission")
+
+
+def _refused(ctx, operation: AclOperation, no_authorizer: str) -> tuple[ErrorCode, str | None] | None:
+    """Why the request is refused: (error code, message) without `operation` on the cluster or
+    without an authorizer; None when it runs."""
+    if not allowed_cluster(ctx, operation):
+        return ErrorCode.cluster_authorization_failed, None
+    if ctx.broker.authorizer is None:
+        return ErrorCode.security_disabled, no_authorizer
+    return None
 
 
 def _filter(f, resource_type, resource_name, pattern_type) -> AclFilter:
@@ -61,10 +72,9 @@ async def describe_acls(ctx, request):
 
     _check_known(request.resource_type_filter, request.pattern_type_filter, request.operation,
                  request.permission_type)
-    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
-        return error(ErrorCode.cluster_authorization_failed, None)
-    if auth is None:
-        return error(ErrorCode.security_disabled, NO_AUTHORIZER)
+    refused = _refused(ctx, AclOperation.DESCRIBE, NO_AUTHORIZER)
+    if refused is not None:
+        return error(*refused)
     flt = _filter(request, request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter)
     groups: dict[tuple[int, str, int], list[Acl]] = {}
     for acl in auth.acls(flt):
@@ -88,11 +98,7 @@ async def create_acls(ctx, request):
 
     for c in request.creations:
         _check_known(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
-    refused = None
-    if not allowed_cluster(ctx, AclOperation.ALTER):
-        refused = (ErrorCode.cluster_authorization_failed, None)
-    elif auth is None:
-        refused = (ErrorCode.security_disabled, "No Authorizer is configured.")
+    refused = _refused(ctx, AclOperation.ALTER, NO_AUTHORIZER_ALTER)
     if refused is not None:
         return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(result(*refused) for _ in request.creations))
     if any(_indefinite(c) for c in request.creations):
@@ -126,11 +132,7 @@ async def delete_acls(ctx, request):
 
     for f in request.filters:
         _check_known(f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type)
-    refused = None
-    if not allowed_cluster(ctx, AclOperation.ALTER):
-        refused = (ErrorCode.cluster_authorization_failed, None)
-    elif auth is None:
-        refused = (ErrorCode.security_disabled, "No Authorizer is configured.")
+    refused = _refused(ctx, AclOperation.ALTER, NO_AUTHORIZER_ALTER)
     if refused is not None:
         return make(mod.DeleteAclsResponse, throttle_time=0, filter_results=tuple(failed(*refused) for _ in request.filters))
     assert auth is not None

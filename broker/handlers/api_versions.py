@@ -31,6 +31,8 @@ FEATURES = {
     "streams.version": (0, 1),  # KIP-1071 streams groups, finalized at 1 as on a new Kafka 4.4 cluster
     "share.version": (0, 2),  # share groups (KIP-932); Kafka 4.4 finalizes level 2 on a new cluster
 }
+# the levels a new Kafka 4.4 cluster finalizes (transaction.version: the broker's setting instead)
+FINALIZED = {"transaction.version": 0, "group.version": 1, "streams.version": 1, "share.version": 2}
 
 
 def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
@@ -45,9 +47,7 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     if version >= 3:
         release = ctx.broker.release
         supported = FEATURES if release is None else release.supported_features
-        levels = ({"transaction.version": 0, "group.version": 1, "streams.version": 1, "share.version": 2}
-                  if release is None
-                  else dict(release.finalized_features))
+        levels = dict(FINALIZED if release is None else release.finalized_features)
         levels["transaction.version"] = ctx.broker.config["transaction.version"]
         # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
         kwargs["supported_features"] = tuple(

@@ -115,6 +115,15 @@ def test_bad_settings(argv, match):
         settings(argv)
 
 
+def test_tls_self_signed_from_the_flag_or_a_boolean_variable():
+    assert settings(["--tls-self-signed"]).tls_self_signed
+    assert settings([], {"KAFKALITE_TLS_SELF_SIGNED": "true"}).tls_self_signed
+    assert not settings([], {"KAFKALITE_TLS_SELF_SIGNED": "false"}).tls_self_signed
+    assert not settings([]).tls_self_signed
+    with pytest.raises(UnknownConfig, match="KAFKALITE_TLS_SELF_SIGNED must be true or false, not 'ture'"):
+        settings([], {"KAFKALITE_TLS_SELF_SIGNED": "ture"})
+
+
 def test_log_level_and_metrics_port():
     s = settings(["--metrics-port", "0"], {"KAFKALITE_LOG_LEVEL": "debug"})
     assert s.log_level == "DEBUG"

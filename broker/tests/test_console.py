@@ -263,11 +263,16 @@ def test_records_of_a_compressed_batch(broker, topic, codec):
     assert records["records"][3]["headers"] == [{"key": "h", "value": None}]
 
 
+def start_without(library: str, flags: list[str], tmp_path) -> subprocess.CompletedProcess:
+    """Starts a broker with `flags` where importing `library` fails, as if it were not installed."""
+    (tmp_path / library).mkdir()
+    (tmp_path / library / "__init__.py").write_text(f"raise ImportError('{library} is not installed')\n")
+    return subprocess.run(kafkalite.broker_command(["--port", "0", *flags]), capture_output=True,
+                          text=True, timeout=60, env=kafkalite._broker_env({"PYTHONPATH": str(tmp_path)}))
+
+
 def test_without_the_console_libraries_the_flag_fails_with_a_reason(tmp_path):
-    (tmp_path / "starlette").mkdir()
-    (tmp_path / "starlette" / "__init__.py").write_text("raise ImportError('starlette is not installed')\n")
-    out = subprocess.run(kafkalite.broker_command(["--port", "0", "--console", "0"]), capture_output=True,
-                         text=True, timeout=60, env=kafkalite._broker_env({"PYTHONPATH": str(tmp_path)}))
+    out = start_without("starlette", ["--console", "0"], tmp_path)
     assert out.returncode == 2, out.stderr
     assert "the console needs Starlette and hypercorn (pip install 'kafkalite[console]')" in out.stderr
     assert "Traceback" not in out.stderr and "kafkalite ready" not in out.stdout

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.request
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 import kafkalite
 
 from .test_console_browser import _shot, browser, page  # noqa: F401 - fixtures
+from .test_controls_http import http
 
 pytestmark = [pytest.mark.browser]
 
@@ -23,13 +23,7 @@ def broker():
 
 
 def post(url: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    return http(url, "POST", json.dumps(body).encode())
 
 
 def test_console_routes_run_controls_only_with_the_endpoint(broker):

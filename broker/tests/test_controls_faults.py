@@ -1,7 +1,7 @@
 """Error injection at the protocol level: what a faulted request gets (an error in the API's
 shape, nothing, a closed connection, a late answer), that the filters and counts hold, and that
 bad arguments are refused with a text. Real clients meet the same faults in
-compat_tests/test_controls_clients.py."""
+compat_tests/test_controls.py."""
 
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ import kafkalite
 from kafkalite import ControlFailed, Controls
 from kafkalite._wire import AdminConnection
 
+from .test_console import start_without
+
 PROGRAM = "broker.tests.controls_program"
 
 
@@ -141,10 +143,7 @@ def test_bad_address_and_missing_libraries_are_usage_errors(tmp_path):
     out = subprocess.run(kafkalite.broker_command(["--port", "0", "--controls", "nope"]), capture_output=True,
                          text=True, timeout=60, env=kafkalite._broker_env())
     assert out.returncode == 2 and "--controls must be a port number" in out.stderr
-    (tmp_path / "hypercorn").mkdir()
-    (tmp_path / "hypercorn" / "__init__.py").write_text("raise ImportError('hypercorn is not installed')\n")
-    out = subprocess.run(kafkalite.broker_command(["--port", "0", "--controls", "0"]), capture_output=True,
-                         text=True, timeout=60, env=kafkalite._broker_env({"PYTHONPATH": str(tmp_path)}))
+    out = start_without("hypercorn", ["--controls", "0"], tmp_path)
     assert out.returncode == 2, out.stderr
     assert "the controls endpoint needs Starlette and hypercorn" in out.stderr
     assert "Traceback" not in out.stderr and "kafkalite ready" not in out.stdout
