@@ -267,40 +267,37 @@ def check(history: list[Op]) -> Result:
         if acknowledged(w) and v not in read_values[k] and (k, v) not in lost:
             found["unseen"].append({"key": k, "value": v, "writer": w["index"], "ops": [w["index"]]})
 
+    def step(k: int, vo: VersionOrder, v1: Any, v2: Any, ops: list[int], skip: str | None, back: str) -> None:
+        """Two successive values of key k: a jump over values of its order is ``skip`` (None: allowed
+        and not listed), a step back or a repeat is ``back``; a value outside the order is neither."""
+        i1, i2 = vo.by_value.get(v1), vo.by_value.get(v2)
+        if i1 is None or i2 is None:
+            return
+        delta = i2 - i1
+        if delta > 1 and skip is not None:
+            found[skip].append({"key": k, "values": [v1, v2], "delta": delta, "skipped": vo.by_index[i1 + 1:i2],
+                                "ops": ops})
+        elif delta < 1:
+            found[back].append({"key": k, "values": [v1, v2], "delta": delta, "ops": ops})
+
     # Within one operation.
     for op in done:
         if op["type"] != "ok":
             continue
         rebalanced = {k for ev in op.get("rebalance_log") or () for k in ev.get("keys", ())}
         for k, pairs in op_reads(op).items():
+            if k in rebalanced:
+                continue
             vo = order(op, k)
             for (_, v1), (_, v2) in zip(pairs, pairs[1:]):
-                if k in rebalanced:
-                    continue
-                i1, i2 = vo.by_value.get(v1), vo.by_value.get(v2)
-                delta = 1 if i1 is None or i2 is None else i2 - i1
-                if delta > 1:
-                    assert i1 is not None and i2 is not None
-                    found["int-poll-skip"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                   "skipped": vo.by_index[i1 + 1:i2], "ops": [op["index"]]})
-                elif delta < 1:
-                    found["int-nonmonotonic-poll"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                           "ops": [op["index"]]})
+                step(k, vo, v1, v2, [op["index"]], "int-poll-skip", "int-nonmonotonic-poll")
     for op in done:
         if op["type"] not in ("ok", "info"):
             continue
         for k, pairs in op_writes(op).items():
             vo = full_vo.get(k) or VersionOrder()
             for (_, v1), (_, v2) in zip(pairs, pairs[1:]):
-                i1, i2 = vo.by_value.get(v1), vo.by_value.get(v2)
-                delta = 1 if i1 is None or i2 is None else i2 - i1
-                if delta > 1:
-                    assert i1 is not None and i2 is not None
-                    found["int-send-skip"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                   "skipped": vo.by_index[i1 + 1:i2], "ops": [op["index"]]})
-                elif delta < 1:
-                    found["int-nonmonotonic-send"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                           "ops": [op["index"]]})
+                step(k, vo, v1, v2, [op["index"]], "int-send-skip", "int-nonmonotonic-send")
 
     # Across the operations of one process.
     by_process: dict[Any, list[Op]] = defaultdict(list)
@@ -326,30 +323,16 @@ def check(history: list[Op]) -> Result:
                 for k, pairs in op_reads(op).items():
                     prev = last_read.get(k)
                     if prev is not None and pairs:
-                        vo = order(op, k)
-                        v, v2 = op_reads(prev)[k][-1][1], pairs[0][1]
-                        j, j2 = vo.by_value.get(v), vo.by_value.get(v2)
-                        delta = 1 if j is None or j2 is None else j2 - j
-                        if delta > 1:
-                            assert j is not None and j2 is not None
-                            found["poll-skip"].append({"key": k, "values": [v, v2], "delta": delta,
-                                                       "skipped": vo.by_index[j + 1:j2],
-                                                       "ops": [prev["index"], op["index"]]})
-                        elif delta < 1:
-                            found["nonmonotonic-poll"].append({"key": k, "values": [v, v2], "delta": delta,
-                                                               "ops": [prev["index"], op["index"]]})
+                        step(k, order(op, k), op_reads(prev)[k][-1][1], pairs[0][1], [prev["index"], op["index"]],
+                             "poll-skip", "nonmonotonic-poll")
                     if pairs and k not in rebalanced:  # where in the operation the rebalance fell is unknown
                         last_read[k] = op
             if op["type"] in ("ok", "info"):
                 for k, pairs in op_writes(op).items():
                     prev = last_send.get(k)
-                    vo = full_vo.get(k) or VersionOrder()
                     if prev is not None and pairs:
-                        v, v2 = op_writes(prev)[k][-1][1], pairs[0][1]
-                        j, j2 = vo.by_value.get(v), vo.by_value.get(v2)
-                        if j is not None and j2 is not None and j2 <= j:
-                            found["nonmonotonic-send"].append({"key": k, "values": [v, v2], "delta": j2 - j,
-                                                               "ops": [prev["index"], op["index"]]})
+                        step(k, full_vo.get(k) or VersionOrder(), op_writes(prev)[k][-1][1], pairs[0][1],
+                             [prev["index"], op["index"]], None, "nonmonotonic-send")
                     if pairs:
                         last_send[k] = op
 
