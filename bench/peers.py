@@ -236,7 +236,7 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
     Used by benchmarks that time the process from Popen on. ``workdir`` is an empty
     directory the broker may use for data.
     """
-    if name in ("kafkalite", "kafkalite+controls") or kafkalite_nodes(name):
+    if is_kafkalite(name):
         reason = kafkalite_available()
         if reason:
             raise PeerUnavailable(reason)
@@ -319,6 +319,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float
             return
         time.sleep(0.05)
     raise TimeoutError(f"topic {topic} has no leader for every partition after {timeout}s")
+
+
+def is_kafkalite(name: str) -> bool:
+    """kafkalite as launch_command starts it: plain, "kafkalite+controls" or "kafkalite-Nnodes"."""
+    return name in ("kafkalite", "kafkalite+controls") or kafkalite_nodes(name) is not None
 
 
 def kafkalite_nodes(name: str) -> int | None:

@@ -114,7 +114,7 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
     usable = []
     for b in brokers:
         try:
-            if b in ("kafkalite", "kafkalite+controls") or peers.kafkalite_nodes(b):
+            if peers.is_kafkalite(b):
                 reason = peers.kafkalite_available()
                 if reason:
                     raise peers.PeerUnavailable(reason)
