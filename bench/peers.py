@@ -292,6 +292,18 @@ def running(names: Sequence[str], skipped: dict[str, str] | None = None) -> Iter
             p.stop()
 
 
+@contextlib.contextmanager
+def running_in_order(names: Sequence[str], *failed_on) -> Iterator[tuple[dict[str, Peer], list[str]]]:
+    """:func:`running`, with a broker that cannot start failed on each metric of ``failed_on`` (the
+    first line of why); yields the running peers and their labels in the order named."""
+    skipped: dict[str, str] = {}
+    with running(names, skipped=skipped) as peers:
+        for name, why in skipped.items():
+            for metric in failed_on:
+                metric.fail(name, why.splitlines()[0])
+        yield peers, [label(n) for n in names if label(n) in peers]
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0,
                  config: dict[str, str] | None = None) -> None:
     """Create ``topic`` with the admin client and wait until every partition has a leader."""

@@ -186,11 +186,7 @@ def run(brokers: list[str], runs: int, records: int, trips: int) -> Report:
     fetch_m = report.metric("share_groups", "ShareFetch (1 record) round trip", "ms", False)
     ack_m = report.metric("share_groups", "ShareAcknowledge (1 record) round trip", "ms", False)
     rate_m = report.metric("share_groups", "3 share consumers, 1 partition", "records/s", True)
-    skipped: dict[str, str] = {}
-    with peers.running(brokers, skipped=skipped) as running:
-        for name, why in skipped.items():
-            rate_m.fail(name, why.splitlines()[0])
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, rate_m) as (running, order):
         for rnd, name in alternate(order, runs):
             bootstrap = running[name].bootstrap
             topic = f"bench-share-{uuid.uuid4().hex[:8]}"
