@@ -133,11 +133,7 @@ def run(brokers: list[str], runs: int, members: int = 3, partitions: int = 6,
     t_metric = report.metric("group_join", "last subscribe to all assigned", "ms", False,
                              [Target("at_most", 1000.0)])
     n_metric = report.metric("group_join", "assignments received", "count", False)
-    skipped: dict[str, str] = {}
-    with peers.running(brokers, skipped=skipped) as running:
-        for name, why in skipped.items():
-            t_metric.fail(name, why.splitlines()[0])
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, t_metric) as (running, order):
         topics = {}
         for name in order:
             topics[name] = f"bench-group-{uuid.uuid4().hex[:8]}"

@@ -236,7 +236,7 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
     Used by benchmarks that time the process from Popen on. ``workdir`` is an empty
     directory the broker may use for data.
     """
-    if name in ("kafkalite", "kafkalite+controls") or kafkalite_nodes(name):
+    if is_kafkalite(name):
         reason = kafkalite_available()
         if reason:
             raise PeerUnavailable(reason)
@@ -292,6 +292,18 @@ def running(names: Sequence[str], skipped: dict[str, str] | None = None) -> Iter
             p.stop()
 
 
+@contextlib.contextmanager
+def running_in_order(names: Sequence[str], *failed_on) -> Iterator[tuple[dict[str, Peer], list[str]]]:
+    """:func:`running`, with a broker that cannot start failed on each metric of ``failed_on`` (the
+    first line of why); yields the running peers and their labels in the order named."""
+    skipped: dict[str, str] = {}
+    with running(names, skipped=skipped) as peers:
+        for name, why in skipped.items():
+            for metric in failed_on:
+                metric.fail(name, why.splitlines()[0])
+        yield peers, [label(n) for n in names if label(n) in peers]
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0,
                  config: dict[str, str] | None = None) -> None:
     """Create ``topic`` with the admin client and wait until every partition has a leader."""
@@ -319,6 +331,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float
             return
         time.sleep(0.05)
     raise TimeoutError(f"topic {topic} has no leader for every partition after {timeout}s")
+
+
+def is_kafkalite(name: str) -> bool:
+    """kafkalite as launch_command starts it: plain, "kafkalite+controls" or "kafkalite-Nnodes"."""
+    return name in ("kafkalite", "kafkalite+controls") or kafkalite_nodes(name) is not None
 
 
 def kafkalite_nodes(name: str) -> int | None:

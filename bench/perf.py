@@ -183,12 +183,7 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
             report.metric(sc.name, "produce p99 latency", "ms", False),
             report.metric(sc.name, "consume", "MB/s", True, targets),
         )
-    skipped: dict[str, str] = {}
-    with peers.running(brokers, skipped=skipped) as running:
-        for name, why in skipped.items():
-            for sc in scenarios:
-                metrics[sc][0].fail(name, why.splitlines()[0])
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, *(metrics[sc][0] for sc in scenarios)) as (running, order):
         for sc in scenarios:
             p_mb, p50, p99, c_mb = metrics[sc]
             for rnd, name in alternate(order, runs):

@@ -25,7 +25,7 @@ import secrets
 import time
 import uuid
 
-from bench import throughput
+from bench import peers, throughput
 from bench.stats import Report, emit
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_bench="bench-secret";'
@@ -100,8 +100,6 @@ def run(runs: int, records: int, value_size: int, logins: int, warmup_records: i
                                       "SASL_PLAINTEXT://127.0.0.1:0"],
                            tls_self_signed=True, config=config, log_level="WARNING") as broker:
         ca = str(broker.ca_path)
-        from bench import peers
-
         for rnd in range(runs + 1):
             for label, listener in MODES.items():
                 address = broker.listeners[listener]

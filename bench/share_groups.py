@@ -25,7 +25,7 @@ import time
 import uuid
 from datetime import timedelta
 
-from bench import peers
+from bench import peers, throughput
 from bench.stats import Report, add_common_arguments, alternate, apply_common_arguments, emit
 
 TIMEOUT = 120.0
@@ -49,22 +49,6 @@ def set_earliest(bootstrap: str, group: str) -> None:
         r = w.request(req)
     if r.responses[0].error_code != 0:
         raise RuntimeError(f"group config: {r.responses[0].error_code} {r.responses[0].error_message}")
-
-
-def produce(bootstrap: str, topic: str, n: int, size: int = 100) -> None:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
-    value = b"x" * size
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, value=value, key=str(i).encode(), partition=0)
-                break
-            except BufferError:
-                p.poll(0.05)
-    if p.flush(60) != 0:
-        raise RuntimeError("produce did not complete")
 
 
 def topic_id(bootstrap: str, topic: str):
@@ -153,7 +137,7 @@ def consume_shared(bootstrap: str, topic: str, n: int, consumers: int = 3) -> tu
     group = f"bench-share-{uuid.uuid4().hex[:8]}"
     set_earliest(bootstrap, group)
     counts = [0] * consumers
-    seen: set[bytes] = set()
+    seen: set[int] = set()  # offsets of the one partition
     lock = threading.Lock()
     done = threading.Event()
     errors: list[str] = []
@@ -171,7 +155,7 @@ def consume_shared(bootstrap: str, topic: str, n: int, consumers: int = 3) -> tu
                         continue
                     with lock:
                         counts[i] += 1
-                        seen.add(m.key())
+                        seen.add(m.offset())
                         if len(seen) >= n:
                             done.set()
         except Exception as exc:  # noqa: BLE001
@@ -202,17 +186,13 @@ def run(brokers: list[str], runs: int, records: int, trips: int) -> Report:
     fetch_m = report.metric("share_groups", "ShareFetch (1 record) round trip", "ms", False)
     ack_m = report.metric("share_groups", "ShareAcknowledge (1 record) round trip", "ms", False)
     rate_m = report.metric("share_groups", "3 share consumers, 1 partition", "records/s", True)
-    skipped: dict[str, str] = {}
-    with peers.running(brokers, skipped=skipped) as running:
-        for name, why in skipped.items():
-            rate_m.fail(name, why.splitlines()[0])
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, rate_m) as (running, order):
         for rnd, name in alternate(order, runs):
             bootstrap = running[name].bootstrap
             topic = f"bench-share-{uuid.uuid4().hex[:8]}"
             try:
                 peers.create_topic(bootstrap, topic, partitions=1)
-                produce(bootstrap, topic, max(records, trips))
+                throughput.produce(bootstrap, topic, max(records, trips), 100)
                 f, a = round_trips(bootstrap, topic, trips)
                 fetch_m.add(name, f)
                 ack_m.add(name, a)

@@ -178,12 +178,9 @@ class Report:
                 runs = " ".join(_fmt(v) for v in m.values.get(b, []))
                 if m.errors.get(b):
                     runs = (runs + " " if runs else "") + f"[{len(m.errors[b])} failed]"
-                target_txt, met_txt = "", ""
-                for t in m.targets:
-                    if t.broker == b:
-                        target_txt = t.describe(m.unit)
-                        ok = t.check(meds)
-                        met_txt = "n/a" if ok is None else ("yes" if ok else "NO")
+                mine = [t for t in m.targets if t.broker == b]  # every target of this row, "; " between
+                target_txt = "; ".join(t.describe(m.unit) for t in mine)
+                met_txt = "; ".join({None: "n/a", True: "yes", False: "NO"}[t.check(meds)] for t in mine)
                 r = rats.get(b)
                 rows.append([
                     m.benchmark if i == 0 else "",

@@ -22,7 +22,6 @@ Brokers: ``kafkalite``, ``kafka`` (Apache Kafka, compat_tests/reference.py; need
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import tempfile
 import time
@@ -34,24 +33,6 @@ from bench.stats import Report, add_common_arguments, alternate, apply_common_ar
 
 if str(peers.REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(peers.REPO_ROOT))
-
-
-@contextlib.contextmanager
-def _brokers(names: list[str], skipped: dict[str, str]):
-    """peers.running for kafkalite / tansu / NAME=HOST:PORT, plus "kafka": the reference Apache Kafka."""
-    others = [n for n in names if n != "kafka"]
-    with peers.running(others, skipped=skipped) as running, contextlib.ExitStack() as stack:
-        running = dict(running)
-        if "kafka" in names:
-            try:
-                from compat_tests.reference import ReferenceBroker
-
-                ref = stack.enter_context(ReferenceBroker())
-                bootstrap = ref.start()
-                running["kafka"] = peers.Peer("kafka", bootstrap, ref.pid)
-            except Exception as exc:  # noqa: BLE001
-                skipped["kafka"] = f"{type(exc).__name__}: {exc}"
-        yield running
 
 
 def _setup(bootstrap: str, orders: int) -> tuple[str, dict[str, str]]:
@@ -136,11 +117,8 @@ def run(brokers: list[str], runs: int, orders: int) -> Report:
                               "consumer.session.timeout.ms": 6000})
     rate = report.metric("streams_eos", "orders through the topology (RUNNING to last result)", "rec/s", True)
     stable = report.metric("streams_eos", "SIGKILL of 1 of 2 instances to group Stable", "ms", False)
-    skipped: dict[str, str] = {}
-    with _brokers(brokers, skipped) as running, tempfile.TemporaryDirectory(prefix="bench-streams-") as tmp:
-        for name, why in skipped.items():
-            rate.fail(name, why.splitlines()[0])
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, rate) as (running, order), \
+            tempfile.TemporaryDirectory(prefix="bench-streams-") as tmp:
         for rnd, name in alternate(order, runs):
             try:
                 rate.add(name, throughput_once(running[name].bootstrap, orders, Path(tmp)))

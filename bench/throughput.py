@@ -189,12 +189,7 @@ def run(brokers: list[str], runs: int, records: int, value_size: int, linger_ms:
     c_cpu = report.metric("throughput", "consume broker CPU", "s", False)
     c_first = report.metric("throughput", "consume first record", "ms", False)
 
-    skipped: dict[str, str] = {}
-    with peers.running(brokers, skipped=skipped) as running:
-        for name, why in skipped.items():
-            p_rate.fail(name, why.splitlines()[0])
-            c_rate.fail(name, "not run")
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, p_rate, c_rate) as (running, order):
         for name in order if warmup_records else ():
             # unmeasured: first connections, allocator and page-cache warm-up on each broker
             peer = running[name]

@@ -142,11 +142,7 @@ def run(brokers: list[str], runs: int, records: int, value_size: int = 1024,
     ntx = report.metric("transactions", "transactions committed", "count", False)
     call = report.metric("transactions", "commit_transaction() call", "ms", False, [Target("at_most", 5.0)])
     vis = report.metric("transactions", "commit start to LSO past txn", "ms", False)
-    skipped: dict[str, str] = {}
-    with peers.running(brokers, skipped=skipped) as running:
-        for name, why in skipped.items():
-            idem.fail(name, why.splitlines()[0])
-        order = [peers.label(b) for b in brokers if peers.label(b) in running]
+    with peers.running_in_order(brokers, idem) as (running, order):
         for rnd, name in alternate(order, runs):
             peer = running[name]
             topic = f"bench-txn-{rnd}-{uuid.uuid4().hex[:8]}"

@@ -499,6 +499,21 @@ def compare(reference: list[tuple[str, Any]], subject: list[tuple[str, Any]]) ->
     return out
 
 
+def assert_alike(name: str, conv: Any, reference: str, subject: str, end: str,
+                 versions: dict[int, tuple[int, int]]) -> None:
+    """Run conversation `name` (a conversations.Conversation entry) on both brokers at `end` of the
+    common ranges; every field must match but those known.py accepts."""
+    from .known import accepted
+
+    tag = f"{conv.api_key}{end[0]}"
+    kafka = run(conv.fn, reference, conv.labels, tag, api_key=conv.api_key, end=end, versions=versions)
+    ours = run(conv.fn, subject, conv.labels, tag, api_key=conv.api_key, end=end, versions=versions)
+    result = compare(kafka, ours)
+    unexpected = [d for d in result.differences if accepted(name, d.path) is None]
+    assert result.fields > 0, f"{name}: no fields compared"
+    assert not unexpected, f"{len(unexpected)} of {result.fields} fields differ:\n" + "\n".join(map(str, unexpected))
+
+
 def _walk(path: str, a: Any, b: Any, out: Comparison) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in a.keys() | b.keys():

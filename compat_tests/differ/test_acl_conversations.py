@@ -13,8 +13,7 @@ from compat_tests.authorizer import secured_config
 
 from .acl_conversations import ACL_CONVERSATIONS, PLAIN
 from .conftest import SHARED_CONFIG
-from .core import common_versions, compare, run
-from .known import accepted
+from .core import assert_alike, common_versions
 
 pytestmark = [pytest.mark.security]
 
@@ -46,12 +45,4 @@ def test_acl_conversation(name, end, request):
     else:
         reference = request.getfixturevalue("secured_reference_bootstrap")
         subject = request.getfixturevalue("secured_subject_bootstrap")
-    versions = common_versions(reference, subject)
-    conv = ACL_CONVERSATIONS[name]
-    tag = f"{conv.api_key}{end[0]}"
-    kafka = run(conv.fn, reference, conv.labels, tag, api_key=conv.api_key, end=end, versions=versions)
-    ours = run(conv.fn, subject, conv.labels, tag, api_key=conv.api_key, end=end, versions=versions)
-    result = compare(kafka, ours)
-    unexpected = [d for d in result.differences if accepted(name, d.path) is None]
-    assert result.fields > 0
-    assert not unexpected, f"{len(unexpected)} of {result.fields} fields differ:\n" + "\n".join(map(str, unexpected))
+    assert_alike(name, ACL_CONVERSATIONS[name], reference, subject, end, common_versions(reference, subject))

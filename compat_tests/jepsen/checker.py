@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 Op = dict[str, Any]
 
@@ -138,6 +138,16 @@ class Result:
         return not self.anomalies
 
 
+def each(ops: Iterable[Op], pairs_of: Callable[[Op], dict[int, list[tuple[int | None, Any]]]]) \
+        -> Iterator[tuple[Op, int, int | None, Any]]:
+    """(operation, key, offset, value) for every pair the operations read or sent (``pairs_of``:
+    op_reads or op_writes), in order."""
+    for op in ops:
+        for k, pairs in pairs_of(op).items():
+            for o, v in pairs:
+                yield op, k, o, v
+
+
 def completions(history: Iterable[Op]) -> list[Op]:
     return [op for op in history if op.get("type") in ("ok", "fail", "info")]
 
@@ -149,10 +159,8 @@ def check(history: list[Op]) -> Result:
 
     # Writers and their fate.
     writer_of: dict[tuple[int, Any], Op] = {}
-    for op in done:
-        for k, pairs in op_writes(op).items():
-            for _, v in pairs:
-                writer_of[(k, v)] = op
+    for op, k, _, v in each(done, op_writes):
+        writer_of[(k, v)] = op
 
     def aborted(w: Op) -> bool:
         return w["type"] == "fail" or (w["type"] == "ok" and bool(w.get("abort")))
@@ -164,12 +172,10 @@ def check(history: list[Op]) -> Result:
     committed_reads = [op for op in reads if committed_reader(op)]
     # An indeterminate writer of which a read_committed poll saw one value committed.
     seen_committed: set[int] = set()
-    for op in committed_reads:
-        for k, pairs in op_reads(op).items():
-            for _, v in pairs:
-                w = writer_of.get((k, v))
-                if w is not None:
-                    seen_committed.add(id(w))
+    for _, k, _, v in each(committed_reads, op_reads):
+        w = writer_of.get((k, v))
+        if w is not None:
+            seen_committed.add(id(w))
 
     def must_have_committed(w: Op) -> bool:
         return acknowledged(w) or (w["type"] == "info" and id(w) in seen_committed)
@@ -178,25 +184,16 @@ def check(history: list[Op]) -> Result:
     full: dict[int, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     committed: dict[int, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     where: dict[tuple[int, int], list[int]] = defaultdict(list)  # (k, offset) -> op indexes
-    for op in done:
-        if op["type"] in ("ok", "info"):
-            for k, pairs in op_writes(op).items():
-                for o, v in pairs:
-                    if o is None:
-                        continue
-                    full[k][o].add(v)
-                    where[(k, o)].append(op["index"])
-                    if must_have_committed(op):
-                        committed[k][o].add(v)
-    for op in reads:
-        for k, pairs in op_reads(op).items():
-            for o, v in pairs:
-                if o is None:
-                    continue
-                full[k][o].add(v)
-                where[(k, o)].append(op["index"])
-                if committed_reader(op):
-                    committed[k][o].add(v)
+    sent = [(op, k, o, v, must_have_committed(op)) for op, k, o, v in each(done, op_writes)
+            if op["type"] in ("ok", "info")]
+    read = [(op, k, o, v, committed_reader(op)) for op, k, o, v in each(reads, op_reads)]
+    for op, k, o, v, is_committed in sent + read:
+        if o is None:
+            continue
+        full[k][o].add(v)
+        where[(k, o)].append(op["index"])
+        if is_committed:
+            committed[k][o].add(v)
 
     for k, offsets in full.items():
         by_value: dict[Any, list[int]] = defaultdict(list)
@@ -244,11 +241,9 @@ def check(history: list[Op]) -> Result:
     # Lost and unseen writes.
     read_values: dict[int, set] = defaultdict(set)
     reader_of: dict[tuple[int, Any], int] = {}
-    for op in reads:
-        for k, pairs in op_reads(op).items():
-            for _, v in pairs:
-                read_values[k].add(v)
-                reader_of.setdefault((k, v), op["index"])
+    for op, k, _, v in each(reads, op_reads):
+        read_values[k].add(v)
+        reader_of.setdefault((k, v), op["index"])
     lost: set[tuple[int, Any]] = set()
     for k, vo in committed_vo.items():
         read_idx = [vo.by_value[v] for v in read_values[k] if v in vo.by_value]
@@ -267,40 +262,37 @@ def check(history: list[Op]) -> Result:
         if acknowledged(w) and v not in read_values[k] and (k, v) not in lost:
             found["unseen"].append({"key": k, "value": v, "writer": w["index"], "ops": [w["index"]]})
 
+    def step(k: int, vo: VersionOrder, v1: Any, v2: Any, ops: list[int], skip: str | None, back: str) -> None:
+        """Two successive values of key k: a jump over values of its order is ``skip`` (None: allowed
+        and not listed), a step back or a repeat is ``back``; a value outside the order is neither."""
+        i1, i2 = vo.by_value.get(v1), vo.by_value.get(v2)
+        if i1 is None or i2 is None:
+            return
+        delta = i2 - i1
+        if delta > 1 and skip is not None:
+            found[skip].append({"key": k, "values": [v1, v2], "delta": delta, "skipped": vo.by_index[i1 + 1:i2],
+                                "ops": ops})
+        elif delta < 1:
+            found[back].append({"key": k, "values": [v1, v2], "delta": delta, "ops": ops})
+
     # Within one operation.
     for op in done:
         if op["type"] != "ok":
             continue
         rebalanced = {k for ev in op.get("rebalance_log") or () for k in ev.get("keys", ())}
         for k, pairs in op_reads(op).items():
+            if k in rebalanced:
+                continue
             vo = order(op, k)
             for (_, v1), (_, v2) in zip(pairs, pairs[1:]):
-                if k in rebalanced:
-                    continue
-                i1, i2 = vo.by_value.get(v1), vo.by_value.get(v2)
-                delta = 1 if i1 is None or i2 is None else i2 - i1
-                if delta > 1:
-                    assert i1 is not None and i2 is not None
-                    found["int-poll-skip"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                   "skipped": vo.by_index[i1 + 1:i2], "ops": [op["index"]]})
-                elif delta < 1:
-                    found["int-nonmonotonic-poll"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                           "ops": [op["index"]]})
+                step(k, vo, v1, v2, [op["index"]], "int-poll-skip", "int-nonmonotonic-poll")
     for op in done:
         if op["type"] not in ("ok", "info"):
             continue
         for k, pairs in op_writes(op).items():
             vo = full_vo.get(k) or VersionOrder()
             for (_, v1), (_, v2) in zip(pairs, pairs[1:]):
-                i1, i2 = vo.by_value.get(v1), vo.by_value.get(v2)
-                delta = 1 if i1 is None or i2 is None else i2 - i1
-                if delta > 1:
-                    assert i1 is not None and i2 is not None
-                    found["int-send-skip"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                   "skipped": vo.by_index[i1 + 1:i2], "ops": [op["index"]]})
-                elif delta < 1:
-                    found["int-nonmonotonic-send"].append({"key": k, "values": [v1, v2], "delta": delta,
-                                                           "ops": [op["index"]]})
+                step(k, vo, v1, v2, [op["index"]], "int-send-skip", "int-nonmonotonic-send")
 
     # Across the operations of one process.
     by_process: dict[Any, list[Op]] = defaultdict(list)
@@ -326,30 +318,16 @@ def check(history: list[Op]) -> Result:
                 for k, pairs in op_reads(op).items():
                     prev = last_read.get(k)
                     if prev is not None and pairs:
-                        vo = order(op, k)
-                        v, v2 = op_reads(prev)[k][-1][1], pairs[0][1]
-                        j, j2 = vo.by_value.get(v), vo.by_value.get(v2)
-                        delta = 1 if j is None or j2 is None else j2 - j
-                        if delta > 1:
-                            assert j is not None and j2 is not None
-                            found["poll-skip"].append({"key": k, "values": [v, v2], "delta": delta,
-                                                       "skipped": vo.by_index[j + 1:j2],
-                                                       "ops": [prev["index"], op["index"]]})
-                        elif delta < 1:
-                            found["nonmonotonic-poll"].append({"key": k, "values": [v, v2], "delta": delta,
-                                                               "ops": [prev["index"], op["index"]]})
+                        step(k, order(op, k), op_reads(prev)[k][-1][1], pairs[0][1], [prev["index"], op["index"]],
+                             "poll-skip", "nonmonotonic-poll")
                     if pairs and k not in rebalanced:  # where in the operation the rebalance fell is unknown
                         last_read[k] = op
             if op["type"] in ("ok", "info"):
                 for k, pairs in op_writes(op).items():
                     prev = last_send.get(k)
-                    vo = full_vo.get(k) or VersionOrder()
                     if prev is not None and pairs:
-                        v, v2 = op_writes(prev)[k][-1][1], pairs[0][1]
-                        j, j2 = vo.by_value.get(v), vo.by_value.get(v2)
-                        if j is not None and j2 is not None and j2 <= j:
-                            found["nonmonotonic-send"].append({"key": k, "values": [v, v2], "delta": j2 - j,
-                                                               "ops": [prev["index"], op["index"]]})
+                        step(k, full_vo.get(k) or VersionOrder(), op_writes(prev)[k][-1][1], pairs[0][1],
+                             [prev["index"], op["index"]], None, "nonmonotonic-send")
                     if pairs:
                         last_send[k] = op
 
