@@ -55,6 +55,22 @@ def failed_group(mod, group_id: str, code: ErrorCode, message: str | None = None
     return make(mod.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
                 group_state=group_state, group_epoch=0, assignment_epoch=0, assignor_name="", topology=None,
                 protocol_type="", protocol_data="", members=(), authorized_operations=NO_AUTHORIZED_OPS)
+
+
+def described_groups(ctx, mod, group_ids, describe) -> tuple:
+    """The groups of DescribeGroups and Consumer/Share/StreamsGroupDescribe in Kafka's order: first
+    those the principal may not DESCRIBE (GROUP_AUTHORIZATION_FAILED), then in the request's order
+    NOT_COORDINATOR for a group another node coordinates and `describe(group_id)`'s entry for the
+    others."""
+    refused, out = [], []
+    for gid in group_ids:
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
+            refused.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
+        elif (not_coordinator := group_coordinator_error(ctx, gid)) is not None:
+            out.append(failed_group(mod, gid, not_coordinator))
+        else:
+            out.append(describe(gid))
+    return tuple(refused + out)
 KEY_TYPE_GROUP = 0
 GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not authorized."
@@ -225,25 +241,16 @@ async def describe_groups(ctx, request):
 
     mod = response_module(ctx)
     coord = _coordinator(ctx)
-    out = []
-    refused = []  # answered first, as Kafka does
     wants_ops = getattr(request, "include_authorized_operations", False)
-    for gid in request.groups:
+
+    def describe(gid: str):
         group = coord.groups.get(gid)
-        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            refused.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
-            continue
-        not_coordinator = group_coordinator_error(ctx, gid)
-        if not_coordinator is not None:
-            out.append(failed_group(mod, gid, not_coordinator))
-            continue
         if not isinstance(group, ClassicGroup):
             err = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             # Kafka names a streams group's type (KIP-1071)
             msg = f"Group {gid} is not a classic group." if getattr(group, "protocol_type", "") == "streams" \
                 else f"Group {gid} not found."
-            out.append(failed_group(mod, gid, err, msg if err != ErrorCode.none else None, ClassicGroupState.DEAD))
-            continue
+            return failed_group(mod, gid, err, msg if err != ErrorCode.none else None, ClassicGroupState.DEAD)
         stable = group.state == ClassicGroupState.STABLE
         members = tuple(
             make(mod.DescribedGroupMember, member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -252,12 +259,13 @@ async def describe_groups(ctx, request):
                  # Kafka's describeNoMetadata: outside Stable a member keeps showing its last assignment
                  member_assignment=m.assignment)
             for m in group.members.values())
-        out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
-                        group_state=group.state, protocol_type=group.protocol_type or "",
-                        protocol_data=(group.protocol_name or "") if stable else "", members=members,
-                        authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
-                        if wants_ops else NO_AUTHORIZED_OPS))
-    return make(mod.DescribeGroupsResponse, throttle_time=0, groups=tuple(refused + out))
+        return make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
+                    group_state=group.state, protocol_type=group.protocol_type or "",
+                    protocol_data=(group.protocol_name or "") if stable else "", members=members,
+                    authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
+                    if wants_ops else NO_AUTHORIZED_OPS)
+    return make(mod.DescribeGroupsResponse, throttle_time=0,
+                groups=described_groups(ctx, mod, request.groups, describe))
 
 
 @api(16, 0, 5)
@@ -368,22 +376,12 @@ async def consumer_group_describe(ctx, request):
         return tuple(make(mod.TopicPartitions, topic_id=tid, topic_name=by_id.get(tid, ""), partitions=tuple(sorted(ps)))
                      for tid, ps in sorted(assign.items(), key=lambda kv: str(kv[0])) if ps)
 
-    out = []
-    refused = []  # answered first, as Kafka does
-    for gid in request.group_ids:
+    def describe(gid: str):
         group = coord.groups.get(gid)
-        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, gid):
-            refused.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
-            continue
-        not_coordinator = group_coordinator_error(ctx, gid)
-        if not_coordinator is not None:
-            out.append(failed_group(mod, gid, not_coordinator))
-            continue
         if not isinstance(group, ConsumerGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a consumer group."
             # Kafka's error entry leaves the state empty and the epochs at 0
-            out.append(failed_group(mod, gid, ErrorCode.group_id_not_found, msg))
-            continue
+            return failed_group(mod, gid, ErrorCode.group_id_not_found, msg)
         members = tuple(
             make(mod.Member, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                  member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
@@ -393,10 +391,11 @@ async def consumer_group_describe(ctx, request):
                  target_assignment=make(mod.Assignment, topic_partitions=tps(group.target.get(m.member_id, {}))),
                  member_type=1)
             for m in group.members.values())
-        out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
-                        group_state=group.state, group_epoch=group.group_epoch,
-                        assignment_epoch=group.assignment_epoch, assignor_name=group.preferred_assignor(),
-                        members=members,
-                        authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
-                        if request.include_authorized_operations else NO_AUTHORIZED_OPS))
-    return make(mod.ConsumerGroupDescribeResponse, throttle_time=0, groups=tuple(refused + out))
+        return make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
+                    group_state=group.state, group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch, assignor_name=group.preferred_assignor(),
+                    members=members,
+                    authorized_operations=operations(ctx, ResourceType.GROUP, gid, GROUP_OPERATIONS)
+                    if request.include_authorized_operations else NO_AUTHORIZED_OPS)
+    return make(mod.ConsumerGroupDescribeResponse, throttle_time=0,
+                groups=described_groups(ctx, mod, request.group_ids, describe))

@@ -50,7 +50,7 @@ from ..share import ShareError
 from ..share.coordinator import heartbeat_error
 from . import api
 from .common import response_module
-from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, failed_group
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, described_groups, failed_group
 from .leadership import current_leader, group_coordinator_error, node_endpoints, partition_error
 
 RECORD_LIMIT = 1  # ShareAcquireMode record_limit
@@ -138,16 +138,7 @@ async def share_group_heartbeat(ctx, request):
 async def share_group_describe(ctx, request):
     mod = response_module(ctx)
     share = _share(ctx)
-    out = []
-    denied = []
-    for gid in request.group_ids:
-        if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
-            # Kafka lists the refused groups first, then the coordinator's answers
-            denied.append(failed_group(mod, gid, GROUP_DENIED))
-            continue
-        if (refused := group_coordinator_error(ctx, gid)) is not None:
-            out.append(failed_group(mod, gid, refused))
-            continue
+    def describe(gid: str):
         group = share.groups.get(gid)
         if group is None and share.known(gid):
             from ..share.coordinator import ShareGroup
@@ -155,8 +146,7 @@ async def share_group_describe(ctx, request):
         if group is None:
             other = ctx.broker.services.groups.groups.get(gid)
             msg = f"Group {gid} is not a share group." if other is not None else f"Group {gid} not found."
-            out.append(failed_group(mod, gid, ErrorCode.group_id_not_found, msg))
-            continue
+            return failed_group(mod, gid, ErrorCode.group_id_not_found, msg)
         members = []
         for m in group.members.values():
             tps = []
@@ -172,15 +162,15 @@ async def share_group_describe(ctx, request):
         names = {tp.topic_name for m in members for tp in m.assignment.topic_partitions}
         visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, names)
         if visible is not None and not names <= visible:
-            out.append(failed_group(mod, gid, TOPIC_DENIED, "The group has described topic(s) that the client is "
-                                                            "not authorized to describe."))
-            continue
+            return failed_group(mod, gid, TOPIC_DENIED, "The group has described topic(s) that the client is "
+                                                        "not authorized to describe.")
         ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
                else NO_AUTHORIZED_OPS)
-        out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, group_id=gid, group_state=group.state,
-                        group_epoch=group.epoch, assignment_epoch=group.assignment_epoch, assignor_name="simple",
-                        members=tuple(members), authorized_operations=ops))
-    return make(mod.ShareGroupDescribeResponse, throttle_time=0, groups=tuple(denied + out))
+        return make(mod.DescribedGroup, error_code=ErrorCode.none, group_id=gid, group_state=group.state,
+                    group_epoch=group.epoch, assignment_epoch=group.assignment_epoch, assignor_name="simple",
+                    members=tuple(members), authorized_operations=ops)
+    return make(mod.ShareGroupDescribeResponse, throttle_time=0,
+                groups=described_groups(ctx, mod, request.group_ids, describe))
 
 
 # --- ShareFetch / ShareAcknowledge ---------------------------------------------------------------

@@ -41,7 +41,7 @@ from ..authorizer import ResourceType as Res
 from ..authorizer import allowed, allowed_names, operations
 from . import api
 from .common import response_module
-from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms, failed_group
+from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms, described_groups, failed_group
 from .leadership import group_coordinator_error
 
 
@@ -140,20 +140,11 @@ def _error(mod, code: ErrorCode, message: str | None):
 async def streams_group_describe(ctx, request):
     mod = response_module(ctx)
     coord = _coordinator(ctx)
-    out = []
-    denied = []
-    for gid in request.group_ids:
-        if not allowed(ctx, Op.DESCRIBE, Res.GROUP, gid):
-            denied.append(failed_group(mod, gid, ErrorCode.group_authorization_failed))
-            continue
-        if (not_here := group_coordinator_error(ctx, gid)) is not None:
-            out.append(failed_group(mod, gid, not_here))
-            continue
+    def describe(gid: str):
         group = coord.groups.get(gid)
         if not isinstance(group, StreamsGroup):
             msg = f"Group {gid} not found." if group is None else f"Group {gid} is not a streams group."
-            out.append(failed_group(mod, gid, ErrorCode.group_id_not_found, msg))
-            continue
+            return failed_group(mod, gid, ErrorCode.group_id_not_found, msg)
         topology = _describe_topology(mod, group)
         if topology is not None:
             named = {n for s in topology.subtopologies
@@ -162,18 +153,18 @@ async def streams_group_describe(ctx, request):
                                *(t.name for t in s.state_changelog_topics))}
             visible = allowed_names(ctx, Op.DESCRIBE, Res.TOPIC, named)
             if visible is not None and not named <= visible:
-                out.append(failed_group(mod, gid, ErrorCode.topic_authorization_failed,
-                                        "The described group uses topics that the client is not authorized to "
-                                        "describe."))
-                continue
+                return failed_group(mod, gid, ErrorCode.topic_authorization_failed,
+                                    "The described group uses topics that the client is not authorized to "
+                                    "describe.")
         ops = (operations(ctx, Res.GROUP, gid, GROUP_OPERATIONS) if request.include_authorized_operations
                else NO_AUTHORIZED_OPS)
-        out.append(make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
-                        group_state=group.state, group_epoch=group.group_epoch,
-                        assignment_epoch=group.assignment_epoch, topology=topology,
-                        members=tuple(_describe_member(mod, group, m) for m in group.members.values()),
-                        authorized_operations=ops))
-    return make(mod.StreamsGroupDescribeResponse, throttle_time=0, groups=tuple(denied + out))
+        return make(mod.DescribedGroup, error_code=ErrorCode.none, error_message=None, group_id=gid,
+                    group_state=group.state, group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch, topology=topology,
+                    members=tuple(_describe_member(mod, group, m) for m in group.members.values()),
+                    authorized_operations=ops)
+    return make(mod.StreamsGroupDescribeResponse, throttle_time=0,
+                groups=described_groups(ctx, mod, request.group_ids, describe))
 
 
 def _describe_topology(mod, group: StreamsGroup):
