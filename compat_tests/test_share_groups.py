@@ -154,7 +154,10 @@ def test_acquisition_lock_expires_for_a_live_consumer(bootstrap, consumers):
     assert [(r["value"], r["delivery_count"]) for r in slow.wait_records(1, timeout=60)] == [("slow", 1)]
     other = consumer(consumers, bootstrap, group, topic, client_id="other")
     got = other.wait_records(1, timeout=60)  # after the lock expired, 15 s after the first delivery
-    assert [(r["offset"], r["value"], r["delivery_count"]) for r in got] == [(0, "slow", 2)]
+    assert [(r["offset"], r["value"]) for r in got] == [(0, "slow")]
+    # delivered again: 2, or 3 when a loaded machine kept the other consumer from returning its
+    # first acquisition before that lock expired too (both brokers count every acquisition)
+    assert got[0]["delivery_count"] >= 2
     slow.ack(0, "ACCEPT")
     slow.commit()
     # the record is no longer the slow consumer's to acknowledge: its acknowledgement fails, reported
