@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -485,6 +486,21 @@ def _import_kio_serial_without_asyncio() -> None:
             del sys.modules["asyncio"]
 
 
+def _imports_done() -> None:
+    """`python -m broker` starts with the cyclic garbage collector off (broker/__main__.py); once
+    the modules that answer requests are imported, their objects go to the collector's permanent
+    generation (they live as long as the process) and it is turned on again, before any data is
+    loaded. A broker started any other way (the `kafkalite` script, an embedding program) keeps
+    its collector as it was."""
+    if gc.isenabled():
+        return
+    from .handlers import load_all
+
+    load_all()
+    gc.freeze()
+    gc.enable()
+
+
 def _find_oserror(exc: BaseException) -> OSError | None:
     if isinstance(exc, OSError):
         return exc
@@ -546,6 +562,7 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
                controls_addr: tuple[str, int] | None = None) -> None:
     from .server import serve
 
+    _imports_done()
     async with trio.open_nursery() as nursery:
         async def stop_on_signal(task_status=trio.TASK_STATUS_IGNORED):
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
