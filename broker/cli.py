@@ -474,8 +474,10 @@ def _import_kio_serial_without_asyncio() -> None:
     with a stand-in `asyncio` module holding that one name, removed right after, so whatever
     imports asyncio later gets the real one (kio's writers keep the stand-in, which they never
     use at run time)."""
-    if "asyncio" in sys.modules or "kio.serial" in sys.modules:
-        return
+    import threading
+
+    if "asyncio" in sys.modules or "kio.serial" in sys.modules or threading.active_count() > 1:
+        return  # imported already, or another thread could see the stand-in
     stand_in = types.ModuleType("asyncio", "stand-in while kio.serial is imported (broker.cli)")
     stand_in.StreamWriter = type("StreamWriter", (), {})  # type: ignore[attr-defined]
     sys.modules["asyncio"] = stand_in
