@@ -492,6 +492,15 @@ class Cluster:
         for topic in self.topics.values():
             yield from topic.partitions
 
+    def write_producer_snapshots(self) -> None:
+        """Producer state snapshots of every partition (at shutdown): the next start replays only
+        what is appended after them (replay_producer_state)."""
+        for part in list(self.all_partitions()):
+            try:
+                part.log.write_producer_snapshot(part.log.log_end_offset, part.producers.to_snapshot())
+            except Exception:
+                log.exception("cannot write the producer snapshot of %s-%d", part.topic.name, part.index)
+
     def close(self) -> None:
         for part in self.all_partitions():
             part.log.close()

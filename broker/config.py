@@ -15,7 +15,6 @@ part in the same precedence; the CLI assembles them (broker/cli.py).
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -300,6 +299,8 @@ def unknown_key_message(key: str, where: str = "") -> str:
     msg = f"unknown broker config {key!r}{where}"
     if key in KAFKA_KEY_HINTS:
         return f"{msg}: {KAFKA_KEY_HINTS[key]}"
+    import difflib  # only for a mistyped key: not part of every start
+
     close = difflib.get_close_matches(key, list(BROKER_KEYS) + list(LISTENER_KEYS), n=1, cutoff=0.8)
     if close:
         return f"{msg}; did you mean {close[0]!r}? (kafkalite --list-configs lists every key)"
@@ -419,6 +420,8 @@ def env_values(environ: Mapping[str, str], reserved: frozenset[str] | set[str] =
             continue
         key = by_env.get(name) or _listener_env_key(name)
         if key is None:
+            import difflib  # only for a mistyped variable: not part of every start
+
             close = difflib.get_close_matches(name, list(by_env) + sorted(reserved), n=1, cutoff=0.8)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise UnknownConfig(

@@ -53,7 +53,7 @@ from .security import ANONYMOUS, ListenerSecurity, build as build_security, cert
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .metrics import Metrics
-from .services import Services, Wiring, build_services
+from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
 from .kafka_versions import KafkaRelease
 from .kafka_versions import release as kafka_release
@@ -71,7 +71,7 @@ class Broker:
     # bound listeners (real ports once bound) and what each advertises
     listeners: list[Listener] = field(default_factory=list)
     advertised: dict[str, Listener] = field(default_factory=dict)
-    # the coordinators, built once by serve() (broker.services)
+    # the coordinators, each built once when first needed (broker.services)
     services: Services = field(init=False)
     # the ACLs and the rule (broker.authorizer); None when authorizer.class.name is not set
     authorizer: Authorizer | None = field(init=False)
@@ -504,7 +504,9 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         metrics.connections_closed += 1
         log.debug("connection closed from %s on %s", peer, listener.name)
         # share sessions die with their connection, as in Kafka's share session cache
-        broker.services.share.connection_closed(peer)
+        share = broker.services.existing("share")
+        if share is not None:
+            share.connection_closed(peer)
         with trio.move_on_after(0):
             await out_stream.aclose()
 
@@ -536,7 +538,7 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
     broker = Broker(config=config, cluster=cluster)
     broker.security = {lis.name: build_security(config, lis.name) for lis in config.listeners}
     broker.scram.apply_config(config["scram.users"])
-    broker.services = build_services(broker, wiring)
+    broker.services = Services(broker, wiring)
     try:
         async with trio.open_nursery() as nursery:
             broker._nursery = nursery
@@ -555,15 +557,14 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
                     broker.node_advertised.setdefault(node, {})[bound.name] = adv
             broker.listeners.extend(broker.node_listeners[cluster.node_id])
             broker.advertised.update(broker.node_advertised[cluster.node_id])
-            for service in broker.services.all():
-                await nursery.start(service.run)
+            await broker.services.start(nursery)
             nursery.start_soon(_housekeeping, broker)
             task_status.started(broker)
             if on_ready is not None:
                 on_ready(broker)
     finally:
-        for service in broker.services.all():
-            service.close()
+        broker.services.close()
+        cluster.write_producer_snapshots()
         cluster.close()
 
 

@@ -40,9 +40,13 @@ def _cluster(broker):
 
 
 def _service(broker, name: str):
-    # the coordinators, by name: a dict of services, or an object with one attribute per service
+    # the coordinators, by name: a dict of services, or the broker's Services, whose existing()
+    # does not build a coordinator nobody used yet (looking must not create internal topics)
     services = broker.services
-    return services.get(name) if isinstance(services, dict) else getattr(services, name, None)
+    if isinstance(services, dict):
+        return services.get(name)
+    existing = getattr(services, "existing", None)
+    return existing(name) if existing is not None else getattr(services, name, None)
 
 
 def _txn_core(broker):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 import uuid
 from typing import Any, Callable
 
@@ -89,11 +88,9 @@ class GroupCoordinator:
 
     # --- service ---------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The session and rebalance deadlines. The state on disk is read by `load`, which the
+        broker's services call first (broker.services)."""
         self._wake = trio.Event()
-        t0 = time.monotonic()
-        self.load()
-        if self.groups or self.offsets.committed:
-            log.info("loaded %d group(s) from %s in %.3f s", len(self.groups), OFFSETS_TOPIC, time.monotonic() - t0)
         task_status.started()
         # a jump of the broker's clock (advance-clock) re-reads every deadline at once
         unregister = on_jump(self.clock, self._kick)

@@ -46,8 +46,6 @@ from protocol.messages import make
 from ..authorizer import AUTHORIZATION_MESSAGES, allowed, allowed_names, operations
 from ..authorizer import AclOperation as Op
 from ..authorizer import ResourceType as Res
-from ..share import ShareError
-from ..share.coordinator import heartbeat_error
 from . import api
 from .common import response_module
 from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, described_groups, failed_group
@@ -92,6 +90,9 @@ def _leader(ctx, mod, part, error=ErrorCode.none, endpoints: dict | None = None)
 
 @api(76, 1, 1)
 async def share_group_heartbeat(ctx, request):
+    # the share coordinator's code is loaded with the coordinator, on first use (broker.services)
+    from ..share.coordinator import ShareError, heartbeat_error
+
     mod = response_module(ctx)
     share = _share(ctx)
     # Kafka validates the request first (INVALID_REQUEST on any node), then routes it
@@ -197,6 +198,8 @@ def _apply_acks(ctx, share, group_id, member_id, topics,
                 readable: set | None = None) -> dict[tuple, tuple[ErrorCode, str | None]]:
     """Acknowledgements per (topic id, partition): the error code and message for each. Those of
     topics outside `readable` (None: all readable) are TOPIC_AUTHORIZATION_FAILED, unapplied."""
+    from ..share.coordinator import ShareError
+
     results: dict[tuple, tuple[ErrorCode, str | None]] = {}
     for t in topics:
         for p in t.partitions:
@@ -227,6 +230,8 @@ def _open_session(ctx, share, mod, response: str, group_id: str, member_id: str,
     """The checks ShareFetch and ShareAcknowledge share, then the member's share session:
     (session, None), or (None, the response refusing the request). ShareAcknowledge cannot open
     a session (epoch 0)."""
+    from ..share.coordinator import ShareError
+
     if not allowed(ctx, Op.READ, Res.GROUP, group_id):
         return None, _top_error(mod, response, GROUP_DENIED)
     if not group_id or not member_id:

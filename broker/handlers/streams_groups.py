@@ -30,12 +30,12 @@ Kafka 4.4 serves v0-v1; kio has v0 only, which every client that speaks v1 also 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
-from ..groups.streams import StreamsGroup, Subtopology, TopicInfo, Topology, validate_heartbeat
-from ..groups.streams_assignor import Tasks
 from ..authorizer import AclOperation as Op
 from ..authorizer import ResourceType as Res
 from ..authorizer import allowed, allowed_names, operations
@@ -44,12 +44,20 @@ from .common import response_module
 from .groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPS, _client_host, _coordinator, _ms, described_groups, failed_group
 from .leadership import group_coordinator_error
 
+if TYPE_CHECKING:
+    from ..groups.streams import StreamsGroup, TopicInfo, Topology
+    from ..groups.streams_assignor import Tasks
+
 
 def _topic_info(t) -> TopicInfo:
+    from ..groups.streams import TopicInfo
+
     return TopicInfo(t.name, t.partitions, t.replication_factor, tuple((kv.key, kv.value) for kv in t.topic_configs))
 
 
 def _topology(t) -> Topology | None:
+    from ..groups.streams import Subtopology, Topology
+
     if t is None:
         return None
     return Topology(t.epoch, tuple(
@@ -86,6 +94,8 @@ async def streams_group_heartbeat(ctx, request):
         if visible is not None and not named <= visible:
             return _error(mod, ErrorCode.topic_authorization_failed, None)
     rebalance_timeout_ms = _ms(request.rebalance_timeout)
+    from ..groups.streams import validate_heartbeat
+
     invalid = validate_heartbeat(request.group_id, request.member_id, request.member_epoch, request.instance_id,
                                  request.rack_id, rebalance_timeout_ms, request.topology, request.active_tasks,
                                  request.standby_tasks, request.warmup_tasks, request.process_id)
@@ -138,6 +148,9 @@ def _error(mod, code: ErrorCode, message: str | None):
 
 @api(89, 0, 0)
 async def streams_group_describe(ctx, request):
+    # the streams group code is loaded with the group coordinator, on first use (broker.services)
+    from ..groups.streams import StreamsGroup
+
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     def describe(gid: str):
@@ -186,6 +199,8 @@ def _describe_topology(mod, group: StreamsGroup):
 
 
 def _describe_member(mod, group: StreamsGroup, m):
+    from ..groups.streams_assignor import Tasks
+
     def assignment(t: Tasks):
         return make(mod.Assignment, active_tasks=_task_ids(mod, t.active), standby_tasks=_task_ids(mod, t.standby),
                     warmup_tasks=_task_ids(mod, t.warmup))

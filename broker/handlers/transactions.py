@@ -38,18 +38,20 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
 from ..clock import now_ms
-from ..transactions.coordinator import TransactionCoordinator
-from ..transactions.markers import write_markers_durably
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_any, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
 from .leadership import group_coordinator_error, partition_error, transaction_coordinator_error
+
+if TYPE_CHECKING:
+    from ..transactions.coordinator import TransactionCoordinator
 
 E = ErrorCode
 _MS = timedelta(milliseconds=1)
@@ -228,6 +230,8 @@ async def write_txn_markers(ctx, request):
                          error_code=E.cluster_authorization_failed) for p in t.partition_indexes))
                 for t in m.topics))
             for m in request.markers))
+    from ..transactions.markers import write_markers_durably
+
     for m in request.markers:
         wanted = [(t.name, p) for t in m.topics for p in t.partition_indexes]
         errors = await write_markers_durably(ctx.broker, m.producer_id, m.producer_epoch, m.coordinator_epoch,

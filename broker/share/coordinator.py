@@ -135,8 +135,9 @@ class ShareCoordinator:
 
     # --- service ---------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Session and lock deadlines. The state on disk is read by `load`, which the broker's
+        services call first (broker.services)."""
         self._wake = trio.Event()
-        self.load()
         task_status.started()
         # a jump of the broker's clock (advance-clock) re-reads session and lock deadlines at once
         unregister = on_jump(self.clock, self.kick)

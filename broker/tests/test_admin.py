@@ -87,6 +87,15 @@ def metadata(wire, *names):
     return {t.name: t for t in wire.request(req).topics}
 
 
+def use_coordinators(wire):
+    """FindCoordinator for a group and a transactional id: the coordinators create their internal
+    topics on first use (as Kafka does), not at startup."""
+    m = rmod(10, 4)
+    for key_type in (0, 1):
+        (c,) = wire.request(make(m.FindCoordinatorRequest, key_type=key_type, coordinator_keys=("k",))).coordinators
+        assert c.error_code == E.none
+
+
 def partition_count(wire, name):
     t = metadata(wire, name)[name]
     return None if t.error_code != E.none else len(t.partitions)
@@ -427,8 +436,9 @@ def test_delete_topics_bad_requests(wire):
 
 
 def test_internal_topics_cannot_be_deleted(wire):
+    use_coordinators(wire)
     internal = [n for n in ("__transaction_state", "__consumer_offsets") if partition_count(wire, n)]
-    assert internal, "the coordinators create their topics at startup"
+    assert len(internal) == 2, "FindCoordinator makes the coordinators create their topics"
     for name in internal:
         (r,) = delete_topics(wire, name)
         assert r.error_code == E.invalid_request
@@ -532,6 +542,7 @@ def test_describe_topic_partitions_details(wire):
 def test_describe_topic_partitions_unknown_and_all(wire):
     name = fresh()
     create_one(wire, name)
+    use_coordinators(wire)
     resp = describe_topic_partitions(wire, name, "no-such-topic", "bad name")
     codes = {t.name: t.error_code for t in resp.topics}
     assert codes == {name: E.none, "no-such-topic": E.unknown_topic_or_partition,
@@ -792,6 +803,7 @@ def test_delete_records_refused(wire):
     create_one(wire, compacted, configs={"cleanup.policy": "compact"})
     (p,) = delete_records(wire, compacted, (0, 0))
     assert p.error_code == E.policy_violation
+    use_coordinators(wire)
     (p,) = delete_records(wire, "__transaction_state", (0, 0))
     assert p.error_code == E.invalid_topic_exception
     (p,) = delete_records(wire, fresh(), (0, 0))

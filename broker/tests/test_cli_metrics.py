@@ -91,7 +91,7 @@ def test_render_reads_gauges_from_the_broker():
             return 2
 
     topic = SimpleNamespace(partitions=[1, 2, 3])
-    broker = SimpleNamespace(metrics=m, services=SimpleNamespace(transactions=Txns()),
+    broker = SimpleNamespace(metrics=m, services=SimpleNamespace(existing={"transactions": Txns()}.get),
                              cluster=SimpleNamespace(topics={"a": topic, "b": SimpleNamespace(partitions=[1])}))
     text = render(broker)
     assert 'kafkalite_requests_total{api="produce",api_key="0"} 2' in text
@@ -114,10 +114,14 @@ def test_open_transactions_gauge_never_fails_a_scrape():
     def count():
         raise RuntimeError("broken")
 
-    broker = SimpleNamespace(metrics=Metrics(), services=SimpleNamespace(
-        transactions=SimpleNamespace(open_transaction_count=lambda: 5)), cluster=SimpleNamespace(topics={}))
+    txns = SimpleNamespace(open_transaction_count=lambda: 5)
+    broker = SimpleNamespace(metrics=Metrics(), services=SimpleNamespace(existing={"transactions": txns}.get),
+                             cluster=SimpleNamespace(topics={}))
     assert "kafkalite_open_transactions 5" in render(broker)
-    broker.services.transactions.open_transaction_count = count
+    txns.open_transaction_count = count
+    assert "kafkalite_open_transactions 0" in render(broker)
+    # a broker whose transaction coordinator was never used has none open
+    broker.services = SimpleNamespace(existing={}.get)
     assert "kafkalite_open_transactions 0" in render(broker)
 
 

@@ -168,3 +168,37 @@ def test_write_txn_markers_aborts_a_hanging_transaction(wire):
     errs = {p.partition_index: p.error_code for p in r.markers[0].topics[0].partitions}
     assert errs == {0: E.none, 7: E.unknown_topic_or_partition}
     assert _lso(wire, topic) == 2
+
+
+def test_a_transaction_open_at_shutdown_is_aborted_on_its_timeout_after_restart_without_any_request(tmp_path):
+    """__transaction_state holds an Ongoing transaction: the restarted broker builds its
+    transaction coordinator at start (broker.services), so the timeout aborts it although no
+    client ever asks the coordinator anything again; only the LSO is read."""
+    from compat_tests.waiting import wait_until
+
+    tid = "recovered-" + uuid.uuid4().hex[:6]
+    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+        topic = _topic(wire)
+        r = wire.request(ip4.InitProducerIdRequest(transactional_id=tid, transaction_timeout=1500 * MS,
+                                                   producer_id=-1, producer_epoch=-1))
+        assert r.error_code == E.none
+        assert _produce(wire, p12, tid, topic, r.producer_id, r.producer_epoch, 0).error_code == E.none
+        assert _lso(wire, topic) == 0
+    fast_scan = ["-c", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100"]
+    with kafkalite.running(data_dir=tmp_path, extra_args=fast_scan) as b, WireClient(b.bootstrap) as wire:
+        # the batch, then the ABORT marker: the LSO passes both once the abort is written
+        wait_until(lambda: _lso(wire, topic) == 2, timeout=20, what="the recovered transaction aborted")
+
+
+def test_transaction_state_topic_appears_with_the_first_transactional_id(tmp_path):
+    """As on Kafka, a fresh broker has no internal topics; the transaction coordinator creates
+    __transaction_state when a transactional id first needs it."""
+    def topic_names(wire):
+        r = wire.request(md12.MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                              include_topic_authorized_operations=False))
+        return {t.name for t in r.topics}
+
+    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+        assert not {n for n in topic_names(wire) if n.startswith("__")}
+        assert _init(wire, "first-" + uuid.uuid4().hex[:6])[0] == E.none
+        assert "__transaction_state" in topic_names(wire)

@@ -135,12 +135,6 @@ class TransactionCoordinator:
             task_status.started()
 
     def close(self) -> None:
-        # producer state snapshots: the next start replays only what is appended after them
-        for part in list(self.broker.cluster.all_partitions()):
-            try:
-                part.log.write_producer_snapshot(part.log.log_end_offset, part.producers.to_snapshot())
-            except Exception:
-                log.exception("cannot write the producer snapshot of %s-%d", part.topic.name, part.index)
         if self.marker_latency_ms:
             data = sorted(self.marker_latency_ms)
             log.info("EndTxn to markers written: %d transactions, median %.2f ms, p99 %.2f ms", len(data),
