@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .server import Broker
     from .share.coordinator import ShareCoordinator
     from .transactions.coordinator import TransactionCoordinator
+    from .transactions.producer_ids import ProducerIdManager
     from .transactions.markers import MarkerChannel
 
 log = logging.getLogger("kafkalite.services")
@@ -98,6 +99,7 @@ class Services:
         # server, in tests) starts its run with start()
         self._nursery: "trio.Nursery | None" = None
         self._closed = False
+        self._producer_ids: "ProducerIdManager | None" = None
 
     @property
     def groups(self) -> "GroupCoordinator":
@@ -110,6 +112,17 @@ class Services:
     @property
     def share(self) -> "ShareCoordinator":
         return self._get("share")
+
+    @property
+    def producer_ids(self) -> "ProducerIdManager":
+        """The producer id blocks, shared by idempotent producers and the transaction coordinator:
+        an idempotent producer's InitProducerId takes an id without building that coordinator
+        (on Kafka it creates no __transaction_state either)."""
+        if self._producer_ids is None:
+            from .transactions.producer_ids import ProducerIdManager
+
+            self._producer_ids = ProducerIdManager(self._broker.cluster.meta_dir / "producer_ids.json")
+        return self._producer_ids
 
     def existing(self, name: str) -> Any | None:
         """The coordinator `name` if it was built, else None (never builds it)."""

@@ -77,7 +77,6 @@ def _fenced(err: ErrorCode, version: int, first_version: int) -> ErrorCode:
 @api(22, 0, 5)
 async def init_producer_id(ctx, request):
     mod = response_module(ctx)
-    txn = _coordinator(ctx)
     timeout_ms = request.transaction_timeout // _MS
     pid = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
@@ -95,7 +94,12 @@ async def init_producer_id(ctx, request):
     if refused is not None:
         return make(mod.InitProducerIdResponse, throttle_time=0, error_code=refused, producer_id=-1,
                     producer_epoch=-1)
-    err, pid, epoch = txn.core.init_producer_id(request.transactional_id, timeout_ms, expected)
+    if request.transactional_id is None:
+        from ..transactions.core import idempotent_producer_id
+
+        err, pid, epoch = idempotent_producer_id(ctx.broker.services.producer_ids)
+    else:
+        err, pid, epoch = _coordinator(ctx).core.init_producer_id(request.transactional_id, timeout_ms, expected)
     return make(mod.InitProducerIdResponse, throttle_time=0, error_code=_fenced(err, ctx.api_version, 4),
                 producer_id=pid, producer_epoch=epoch)
 

@@ -202,3 +202,32 @@ def test_transaction_state_topic_appears_with_the_first_transactional_id(tmp_pat
         assert not {n for n in topic_names(wire) if n.startswith("__")}
         assert _init(wire, "first-" + uuid.uuid4().hex[:6])[0] == E.none
         assert "__transaction_state" in topic_names(wire)
+
+
+def test_an_idempotent_producer_creates_no_transaction_state_and_its_ids_survive_a_restart(tmp_path):
+    """InitProducerId without a transactional id takes an id from the producer id blocks, not from
+    the transaction coordinator: no __transaction_state appears (as on Kafka), and after a restart
+    neither an idempotent nor a transactional producer is given an id handed out before it."""
+    def init(wire, tid):
+        r = wire.request(ip4.InitProducerIdRequest(transactional_id=tid, transaction_timeout=60_000 * MS,
+                                                   producer_id=-1, producer_epoch=-1))
+        assert r.error_code == E.none
+        return r.producer_id, r.producer_epoch
+
+    def topic_names(wire):
+        r = wire.request(md12.MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                              include_topic_authorized_operations=False))
+        return {t.name for t in r.topics}
+
+    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+        first = [init(wire, None) for _ in range(3)]
+        assert [epoch for _, epoch in first] == [0, 0, 0]
+        assert len({pid for pid, _ in first}) == 3
+        assert "__transaction_state" not in topic_names(wire)
+        txn_pid, _ = init(wire, "after-idempotent-" + uuid.uuid4().hex[:6])
+        assert "__transaction_state" in topic_names(wire)
+    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+        later = [init(wire, None)[0], init(wire, "after-restart-" + uuid.uuid4().hex[:6])[0]]
+    handed_out = {pid for pid, _ in first} | {txn_pid}
+    assert txn_pid not in {pid for pid, _ in first}
+    assert not handed_out & set(later) and len(set(later)) == 2

@@ -32,7 +32,6 @@ from .core import TxnCoordinatorCore
 from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
 from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
 from .markers import MarkerChannel
-from .producer_ids import ProducerIdManager
 from .state import TxnState, TxnTransit
 
 log = logging.getLogger("kafkalite.transactions")
@@ -108,7 +107,7 @@ class TransactionCoordinator:
         config = broker.config
         self.clock = clock or CLOCK
         self.store = TxnLogStore(broker)
-        self.pids = ProducerIdManager(broker.cluster.meta_dir / "producer_ids.json")
+        self.pids = broker.services.producer_ids
         self.core = TxnCoordinatorCore(
             store=self.store, producer_ids=self.pids, clock=self.clock,
             max_timeout_ms=config["transaction.max.timeout.ms"], server_tv=config["transaction.version"],

@@ -37,6 +37,22 @@ E = ErrorCode
 TopicPartition = tuple  # (topic, partition)
 
 
+def idempotent_producer_id(pids: ProducerIdManager) -> tuple[ErrorCode, int, int]:
+    """InitProducerId without a transactional id: a new producer id at epoch 0, and no
+    transaction state (the handler calls this without building the transaction coordinator)."""
+    try:
+        return E.none, pids.generate(), 0
+    except OSError as exc:
+        return _no_producer_id_block(exc)
+
+
+def _no_producer_id_block(exc: OSError) -> tuple[ErrorCode, int, int]:
+    # a new producer id block could not be saved: Kafka's producer id manager answers
+    # COORDINATOR_LOAD_IN_PROGRESS while it has no block, and the client retries
+    log.warning("cannot save a producer id block: %s", exc)
+    return E.coordinator_load_in_progress, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+
+
 class TxnStore(Protocol):
     def append(self, transactional_id: str, transit: TxnTransit | None) -> None: ...
 
@@ -133,15 +149,12 @@ class TxnCoordinatorCore:
         try:
             return self._init_producer_id(transactional_id, timeout_ms, expected)
         except OSError as exc:
-            # a new producer id block could not be saved: Kafka's producer id manager answers
-            # COORDINATOR_LOAD_IN_PROGRESS while it has no block, and the client retries
-            log.warning("cannot save a producer id block: %s", exc)
-            return E.coordinator_load_in_progress, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            return _no_producer_id_block(exc)
 
     def _init_producer_id(self, transactional_id: str | None, timeout_ms: int,
                           expected: tuple[int, int] | None) -> tuple[ErrorCode, int, int]:
         if transactional_id is None:
-            return E.none, self.pids.generate(), 0
+            return idempotent_producer_id(self.pids)
         if transactional_id == "":
             return E.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if not 0 < timeout_ms <= self.max_timeout_ms:
