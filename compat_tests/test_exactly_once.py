@@ -36,6 +36,7 @@ import pytest
 
 from compat_tests import brokers
 from compat_tests.txn import rdkafka_txn as reader
+from compat_tests.waiting import wait_until
 
 pytestmark = [pytest.mark.exactly_once, pytest.mark.transactions]
 
@@ -358,7 +359,7 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
     _external()
     brokers.requires_kafkalite("the marker channel is slowed by wiring kafkalite differently (broker.tests.slow_markers)")
     from confluent_kafka import Producer
-    delay_ms = 1500
+    delay_ms = 3000  # the window the kill must fall in; the test waits on conditions, not on it
     b = brokers.start(tmp_path / "data", BROKER_CONFIG, kafkalite_module="broker.tests.slow_markers",
                       kafkalite_args=("--marker-delay-ms", str(delay_ms)))
     try:
@@ -381,8 +382,14 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
         assert time.monotonic() - t0 < delay_ms / 1000, "EndTxn must answer before the markers are written"
         # markers not written yet: both partitions are held at their first offset
         assert reader.end_offsets(bs, topic, [0, 1, 2], "read_committed") == {0: 0, 1: 0, 2: 0}
-        time.sleep(delay_ms / 1000 * (kill_after_markers + 0.5))
+        if kill_after_markers:
+            # partition 0's marker is in its log; partition 1's comes delay_ms later
+            wait_until(lambda: reader.end_offsets(bs, topic, [0], "read_uncommitted")[0] == 2, timeout=30,
+                       interval=0.02, what="the first marker")
         b.kill()
+        # the channel logs each marker just before writing it: the kill fell where it had to
+        begun = b.log_text().count(" marker of producer ")
+        assert begun == kill_after_markers, f"killed after {begun} markers had begun, not {kill_after_markers}"
         b.restart()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

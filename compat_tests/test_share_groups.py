@@ -153,6 +153,12 @@ def test_acquisition_lock_expires_for_a_live_consumer(bootstrap, consumers):
     slow = consumer(consumers, bootstrap, group, topic, client_id="slow")
     assert [(r["value"], r["delivery_count"]) for r in slow.wait_records(1, timeout=60)] == [("slow", 1)]
     other = consumer(consumers, bootstrap, group, topic, client_id="other")
+    # both members hold the partition before the lock expires, so that the record, available again,
+    # goes to a member settled in the group (once, on a loaded machine, it was delivered a third time)
+    admin = JavaClient(bootstrap)
+    wait_until(lambda: sorted(m["assignment"] for m in admin.admin(
+        {"op": "describeShareGroups", "groups": [group]})[0][group]["members"]) == [[f"{topic}-0"]] * 2,
+        timeout=30, interval=0.2, what="both members assigned the partition")
     got = other.wait_records(1, timeout=60)  # after the lock expired, 15 s after the first delivery
     assert [(r["offset"], r["value"]) for r in got] == [(0, "slow")]
     # delivered again: 2, or 3 when a loaded machine kept the other consumer from returning its

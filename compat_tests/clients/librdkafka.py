@@ -35,6 +35,17 @@ class LibrdkafkaClient(Client):
     name: str = field(default="librdkafka", init=False)
     _admin: AdminClient | None = field(default=None, init=False, repr=False)
 
+    def _leaders_serve(self, topic: str, partitions: int) -> bool:
+        """ListOffsets (latest) answers without error for every partition of `topic`."""
+        fs = self.admin_client().list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+                                              request_timeout=10)
+        try:
+            for f in fs.values():
+                f.result(timeout=15)
+        except KafkaException:
+            return False
+        return True
+
     def _conf(self, **extra: Any) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "broker.address.family": "v4", "log_level": 5,
                 **self.config, **extra}
@@ -53,15 +64,17 @@ class LibrdkafkaClient(Client):
         self.wait_for_leaders(topic, partitions)
 
     def wait_for_leaders(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
-        """Until Metadata shows every partition of `topic` with a leader. Kafka answers
-        CreateTopics once the controller has committed the topic; the broker serving a client
-        learns of it a little later, and until then a ListOffsets or Fetch gets
-        UNKNOWN_TOPIC_OR_PARTITION or no leader."""
+        """Until Metadata shows every partition of `topic` with a leader and ListOffsets is
+        answered for each. Kafka answers CreateTopics once the controller has committed the topic;
+        the broker serving a client learns of it a little later, and until then a ListOffsets or
+        Fetch gets UNKNOWN_TOPIC_OR_PARTITION or no leader; its metadata cache names the leader a
+        moment before its replica manager serves the partition (NOT_LEADER_OR_FOLLOWER meanwhile,
+        for seconds on a loaded machine)."""
         deadline = time.monotonic() + timeout
         while True:
             t = self.admin_client().list_topics(topic, timeout=10).topics.get(topic)
             if t is not None and t.error is None and len(t.partitions) == partitions \
-                    and all(p.leader >= 0 for p in t.partitions.values()):
+                    and all(p.leader >= 0 for p in t.partitions.values()) and self._leaders_serve(topic, partitions):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {topic}: no leader for every partition {timeout:g} s after creation")

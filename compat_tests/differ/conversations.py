@@ -63,7 +63,8 @@ def fetch(c: Conversation, v: int, parts: list[tuple[str, int, int]], *, isolati
           max_wait: int = 0, step: str = "", session_id: int = 0, session_epoch: int = -1, forgotten=(),
           settled: bool = False):
     """One Fetch; with `settled`, repeated (unrecorded) while a partition answers
-    OFFSET_OUT_OF_RANGE, which Kafka does for a moment after it aborts a timed-out transaction."""
+    OFFSET_OUT_OF_RANGE, which Kafka does for a moment after it aborts a timed-out transaction
+    (more than 20 s on a loaded machine)."""
     by_topic: dict[str, list] = {}
     for label, p, off in parts:
         by_topic.setdefault(label, []).append({"partition": p, "fetch_offset": off, "partition_max_bytes": 1 << 20,
@@ -77,7 +78,7 @@ def fetch(c: Conversation, v: int, parts: list[tuple[str, int, int]], *, isolati
     if settled:
         return c.until(1, v, lambda r: all(p.error_code != ErrorCode.offset_out_of_range
                                            for t in r.responses for p in t.partitions),
-                       label=step or f"Fetch v{v}", **fields)
+                       label=step or f"Fetch v{v}", timeout=90, **fields)
     return c.send(1, v, label=step or f"Fetch v{v}", **fields)
 
 
