@@ -549,13 +549,15 @@ def write_ready_file(path: str, line: str, broker) -> None:
 
 def _check_http_libraries(what: str) -> None:
     """The console and the controls endpoint are served with Starlette and hypercorn: without
-    them the start fails with a reason and without a ready line."""
-    try:
-        import hypercorn.trio  # noqa: F401
-        import starlette  # noqa: F401
-    except ImportError as exc:
-        log.error("%s needs Starlette and hypercorn (pip install 'kafkalite[console]'): %s", what, exc)
-        raise SystemExit(2) from None
+    them the start fails with a reason and without a ready line. Found, not imported: they are
+    imported when the first HTTP connection arrives (broker.console.serve_app)."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("hypercorn", "starlette") if find_spec(name) is None]
+    if missing:
+        log.error("%s needs Starlette and hypercorn (pip install 'kafkalite[console]'): no module named %s",
+                  what, " or ".join(repr(m) for m in missing))
+        raise SystemExit(2)
 
 
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,

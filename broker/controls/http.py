@@ -105,4 +105,4 @@ async def serve_controls(broker, host: str, port: int, task_status=trio.TASK_STA
     from ..console import serve_app
 
     load_all()  # a control module that fails to import stops the start, not the first call
-    await serve_app(make_app(broker), host, port, "kafkalite.controls.http", task_status=task_status)
+    await serve_app(lambda: make_app(broker), host, port, "kafkalite.controls.http", task_status=task_status)

@@ -264,11 +264,13 @@ def test_records_of_a_compressed_batch(broker, topic, codec):
 
 
 def start_without(library: str, flags: list[str], tmp_path) -> subprocess.CompletedProcess:
-    """Starts a broker with `flags` where importing `library` fails, as if it were not installed."""
-    (tmp_path / library).mkdir()
-    (tmp_path / library / "__init__.py").write_text(f"raise ImportError('{library} is not installed')\n")
-    return subprocess.run(kafkalite.broker_command(["--port", "0", *flags]), capture_output=True,
-                          text=True, timeout=60, env=kafkalite._broker_env({"PYTHONPATH": str(tmp_path)}))
+    """Starts a broker with `flags` in a process where `library` is not there: importing it fails
+    and importlib finds no spec for it, as when it is not installed."""
+    (tmp_path / "without_library.py").write_text(
+        f"import runpy, sys\nsys.modules[{library!r}] = None\nrunpy.run_module('broker', run_name='__main__', alter_sys=True)\n")
+    return subprocess.run(kafkalite.broker_command(["--port", "0", *flags], module="without_library"),
+                          capture_output=True, text=True, timeout=60,
+                          env=kafkalite._broker_env({"PYTHONPATH": str(tmp_path)}))
 
 
 def test_without_the_console_libraries_the_flag_fails_with_a_reason(tmp_path):
