@@ -87,22 +87,21 @@ def append_to_partition(ctx, part, records, transactional_id, acks: int = 1) -> 
         return PartitionResult(ErrorCode.message_too_large,
                                message=f"batch of {len(records)} bytes exceeds max.message.bytes={max_bytes}")
     try:
-        validate_produce_batches(records)
+        # one walk over the header: exactly one batch spanning `records`, its fields read once
+        info = validate_produce_batches(records)
     except InvalidRecord as exc:
         return PartitionResult(getattr(ErrorCode, exc.error_code_name.lower()), message=exc.message)
-    h = BatchHeader(records, 0)
-    if h.total_size != len(records):
-        return PartitionResult(ErrorCode.invalid_record,
-                               message="produce requests may carry exactly one record batch per partition")
-    refused = check_topic_policy(part, records, h)
+    policy = part.topic.policy
+    refused = check_topic_policy(part, records, info.first_timestamp, info.max_timestamp)
     if refused is not None:
         return _rejected_by_log(refused, plog)
-    codec = part.topic.policy.compression
-    if codec is not None and h.compression != codec:
+    h = BatchHeader(records, 0)
+    codec = policy.compression
+    if codec is not None and info.compression != codec:
         # the topic's compression.type differs from the producer's codec: Kafka's LogValidator
         # rewrites the batch (only such topics pay for decoding and re-encoding)
         try:
-            records = recompress_batch(records, codec, part.topic.policy.compression_level)
+            records = recompress_batch(records, codec, policy.compression_level)
         except Exception as exc:  # a codec we cannot read, or a batch whose records do not decode
             return PartitionResult(ErrorCode.corrupt_message, message=f"cannot recompress the batch: {exc}")
         if len(records) > plog.config.max_message_bytes:
@@ -110,7 +109,7 @@ def append_to_partition(ctx, part, records, transactional_id, acks: int = 1) -> 
                 f"batch of {len(records)} bytes after recompression exceeds "
                 f"max.message.bytes={plog.config.max_message_bytes}"))
         h = BatchHeader(records, 0)
-    if h.is_transactional:
+    if info.is_transactional:
         err = ctx.broker.services.transactions.check_produce(ctx, transactional_id, part, h)
         if err is not None:
             return PartitionResult(err[0], message=err[1])
@@ -142,21 +141,21 @@ def _timestamps_refused(records, policy, now: int, message: str) -> PartitionRes
     return PartitionResult(ErrorCode.invalid_timestamp, message=message, record_errors=bad)
 
 
-def check_topic_policy(part, records, h) -> PartitionResult | None:
+def check_topic_policy(part, records, base_timestamp: int, max_timestamp: int) -> PartitionResult | None:
     """The topic-config checks of Kafka's LogValidator: CreateTime within
     message.timestamp.before/after.max.ms of now (KIP-937), and a key on every record of a
     compacted topic (the only check here that looks inside the batch, so only compacted
-    topics pay for it)."""
+    topics pay for it). The timestamps are the batch header's."""
     policy = part.topic.policy
     if not policy.log_append_time:
         now = now_ms()
-        if h.max_timestamp >= 0 and h.max_timestamp > now + policy.timestamp_after_max_ms:
+        if max_timestamp >= 0 and max_timestamp > now + policy.timestamp_after_max_ms:
             return _timestamps_refused(records, policy, now, (
-                f"timestamp {h.max_timestamp} is more than message.timestamp.after.max.ms="
+                f"timestamp {max_timestamp} is more than message.timestamp.after.max.ms="
                 f"{policy.timestamp_after_max_ms} ahead of the broker's time {now}"))
-        if 0 <= h.base_timestamp < now - policy.timestamp_before_max_ms:
+        if 0 <= base_timestamp < now - policy.timestamp_before_max_ms:
             return _timestamps_refused(records, policy, now, (
-                f"timestamp {h.base_timestamp} is more than message.timestamp.before.max.ms="
+                f"timestamp {base_timestamp} is more than message.timestamp.before.max.ms="
                 f"{policy.timestamp_before_max_ms} behind the broker's time {now}"))
     if policy.compacted:
         try:
