@@ -1,7 +1,9 @@
 """The trio server: listeners, one task per connection, dispatch.
 
 Requests of one connection are handled one at a time and answered in order (Kafka mutes a
-connection while it works on a request). A frame larger than socket.request.max.bytes, an
+connection while it works on a request); the answer to a Produce request whose successor
+Produce is already received waits for it, and such answers leave in one send (at most
+COALESCE_MAX). A frame larger than socket.request.max.bytes, an
 undecodable request or an API version we do not serve closes that connection with a log
 line; the broker goes on serving every other connection. ApiVersions with a version we do
 not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
