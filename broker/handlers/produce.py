@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -268,7 +269,7 @@ def _uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def encode_accepted(version: int, results: list[tuple[object, list[tuple[int, PartitionResult]]]]) -> EncodedBody:
+def encode_accepted(version: int, results: list[tuple[Any, list[tuple[int, PartitionResult]]]]) -> EncodedBody:
     """The ProduceResponse body when every partition's batch was taken, encoded here: byte for
     byte what kio writes for it (broker/tests/test_produce_response_encoding.py compares them
     for every version), at a fraction of the cost of building and walking the entities, which
