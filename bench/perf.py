@@ -16,9 +16,10 @@ each broker in turn (kafkalite, kafka, tansu, kafkalite, ...):
    its ``fetch.MB.sec`` (data over the time after the group's first assignment, so the JVM
    start and the group join are not counted).
 
-Beside each phase, the broker process's own CPU seconds (user + system, psutil) during it:
-the tools and the broker share the machine's cores, so the MB/s rows show the clients' speed
-as much as the broker's, and the CPU rows separate the broker's cost.
+Beside each phase, the broker process's own CPU seconds (user + system, psutil) during it,
+and the producer JVMs' CPU seconds (getrusage of the finished tools): the tools and the broker
+share the machine's cores, so the MB/s rows show the clients' speed as much as the broker's,
+and the CPU rows separate the broker's cost from the clients'.
 
 MB is 10^6 bytes of record values (the tools' own unit is 2^20 bytes: converted). Each tool
 runs at most ``--timeout`` seconds; a failed or timed-out run is reported, never counted.
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -136,6 +138,13 @@ def _run_all(cmds: list[list[str]], timeout_s: float) -> list[str]:
         return outputs
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the tools once waited for; brokers
+    still running are not counted)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 @dataclass
 class ProduceResult:
     mb_per_s: float
@@ -194,18 +203,21 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
             report.metric(sc.name, "consume", "MB/s", True, targets),
             report.metric(sc.name, "produce broker CPU", "s", False),
             report.metric(sc.name, "consume broker CPU", "s", False),
+            report.metric(sc.name, "producer JVMs' CPU", "s", False),
         )
     with peers.running_in_order(brokers, *(metrics[sc][0] for sc in scenarios)) as (running, order):
         for sc in scenarios:
-            p_mb, p50, p99, c_mb, p_cpu, c_cpu = metrics[sc]
+            p_mb, p50, p99, c_mb, p_cpu, c_cpu, tools_cpu = metrics[sc]
             for rnd, name in alternate(order, runs):
                 peer = running[name]
                 topic = f"bench-perf-{rnd}-{uuid.uuid4().hex[:8]}"
                 try:
                     peers.create_topic(peer.bootstrap, topic, partitions=sc.partitions)
                     cpu0 = _cpu(peer.pid)
+                    tools0 = _children_cpu()
                     pr = produce(peer.bootstrap, topic, sc, producers, records, timeout_s)
                     cpu1 = _cpu(peer.pid)
+                    tools_cpu.add(name, _children_cpu() - tools0)
                     p_mb.add(name, pr.mb_per_s)
                     p50.add(name, pr.p50_ms)
                     p99.add(name, pr.p99_ms)
