@@ -537,8 +537,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
         if pending:
-            # answers to requests handled before the connection ends still go out, as Kafka's would
-            with trio.move_on_after(1):
+            # answers to requests handled before the connection ends still go out, as Kafka's
+            # would; shielded (and bounded) so that a cancelled connection still runs the rest
+            with trio.move_on_after(1) as flush_scope:
+                flush_scope.shield = True
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     await _send_pending(out_stream, pending)
         metrics.connections_closed += 1
