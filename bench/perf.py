@@ -16,6 +16,11 @@ each broker in turn (kafkalite, kafka, tansu, kafkalite, ...):
    its ``fetch.MB.sec`` (data over the time after the group's first assignment, so the JVM
    start and the group join are not counted).
 
+Beside each phase, the broker process's own CPU seconds (user + system, psutil) during it,
+and the producer JVMs' CPU seconds (getrusage of the finished tools): the tools and the broker
+share the machine's cores, so the MB/s rows show the clients' speed as much as the broker's,
+and the CPU rows separate the broker's cost from the clients'.
+
 MB is 10^6 bytes of record values (the tools' own unit is 2^20 bytes: converted). Each tool
 runs at most ``--timeout`` seconds; a failed or timed-out run is reported, never counted.
 
@@ -23,7 +28,12 @@ Scenarios (``--scenarios``, comma-separated ``pP-SIZE-MODE``): default
 ``p1-1024-idem,p6-1024-idem,p6-100-idem,p6-1024-txn``.
 
     python -m bench.perf [--brokers kafkalite,kafka,tansu] [--runs 3] [--producers 2]
-                         [--records 20000] [--scenarios ...] [--json FILE]
+                         [--records 20000] [--scenarios ...] [--json FILE] [--profile DIR]
+
+``--profile DIR``: after the measured rounds of each scenario, one extra kafkalite round runs
+under py-spy (bench/profile.py), one recording for the produce phase and one for the consume
+phase (``DIR/kafkalite-p6-1024-idem-produce.txt``, ...), and a summary of where the broker's time
+went (top functions by self and inclusive samples) is printed with the figures.
 
 Targets (issue 18): produce and consume MB/s >= 1.0x Apache Kafka and >= 1.5x Tansu;
 transactional produce >= 0.9x idempotent (compare the txn and idem rows of the same size and
@@ -34,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,6 +56,7 @@ from pathlib import Path
 
 from bench import peers
 from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.throughput import _cpu
 
 JARS = peers.REPO_ROOT / ".deps" / "maven" / "kafka-perf"
 MIB = 1 << 20
@@ -126,6 +138,13 @@ def _run_all(cmds: list[list[str]], timeout_s: float) -> list[str]:
         return outputs
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the tools once waited for; brokers
+    still running are not counted)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 @dataclass
 class ProduceResult:
     mb_per_s: float
@@ -168,7 +187,7 @@ def consume(bootstrap: str, topic: str, records: int, timeout_s: float) -> float
 
 
 def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int, records: int,
-        timeout_s: float) -> Report:
+        timeout_s: float, profile_dir: str | None = None) -> Report:
     report = Report("perf: Kafka's ProducerPerformance / ConsumerPerformance, acks=all", settings={
         "runs": runs, "producers": producers, "records_per_producer": records, "linger_ms": 5,
         "acks": "all", "enable.idempotence": True, "transaction_duration_ms (txn)": 100,
@@ -182,23 +201,57 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
             report.metric(sc.name, "produce p50 latency", "ms", False),
             report.metric(sc.name, "produce p99 latency", "ms", False),
             report.metric(sc.name, "consume", "MB/s", True, targets),
+            report.metric(sc.name, "produce broker CPU", "s", False),
+            report.metric(sc.name, "consume broker CPU", "s", False),
+            report.metric(sc.name, "producer JVMs' CPU", "s", False),
         )
     with peers.running_in_order(brokers, *(metrics[sc][0] for sc in scenarios)) as (running, order):
         for sc in scenarios:
-            p_mb, p50, p99, c_mb = metrics[sc]
+            p_mb, p50, p99, c_mb, p_cpu, c_cpu, tools_cpu = metrics[sc]
             for rnd, name in alternate(order, runs):
                 peer = running[name]
                 topic = f"bench-perf-{rnd}-{uuid.uuid4().hex[:8]}"
                 try:
                     peers.create_topic(peer.bootstrap, topic, partitions=sc.partitions)
+                    cpu0 = _cpu(peer.pid)
+                    tools0 = _children_cpu()
                     pr = produce(peer.bootstrap, topic, sc, producers, records, timeout_s)
+                    cpu1 = _cpu(peer.pid)
+                    tools_cpu.add(name, _children_cpu() - tools0)
                     p_mb.add(name, pr.mb_per_s)
                     p50.add(name, pr.p50_ms)
                     p99.add(name, pr.p99_ms)
                     c_mb.add(name, consume(peer.bootstrap, topic, records * producers, timeout_s))
+                    cpu2 = _cpu(peer.pid)
+                    if cpu0 is not None and cpu1 is not None and cpu2 is not None:
+                        p_cpu.add(name, cpu1 - cpu0)
+                        c_cpu.add(name, cpu2 - cpu1)
                 except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
                     p_mb.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0][:200])
+            if profile_dir and "kafkalite" in running:
+                report.notes.extend(profile_round(running["kafkalite"], Path(profile_dir), sc, producers, records,
+                                                  timeout_s))
     return report
+
+
+def profile_round(peer: peers.Peer, out: Path, sc: Scenario, producers: int, records: int,
+                  timeout_s: float) -> list[str]:
+    """One extra, unmeasured produce + consume of scenario `sc` on `peer` under py-spy; returns
+    printable summaries."""
+    from bench import profile
+
+    out.mkdir(parents=True, exist_ok=True)
+    topic = f"bench-perf-profile-{uuid.uuid4().hex[:8]}"
+    peers.create_topic(peer.bootstrap, topic, partitions=sc.partitions)
+    tag = f"{peer.name}-p{sc.partitions}-{sc.size}-{sc.mode}"
+    with profile.record(peer.pid, out / f"{tag}-produce.txt") as prod_file:
+        pr = produce(peer.bootstrap, topic, sc, producers, records, timeout_s)
+    with profile.record(peer.pid, out / f"{tag}-consume.txt") as cons_file:
+        mb = consume(peer.bootstrap, topic, records * producers, timeout_s)
+    return [profile.summarize(prod_file).render(20, title=f"py-spy {tag} produce: {pr.mb_per_s:.1f} MB/s under "
+                                                         f"the profiler; {prod_file}"),
+            profile.summarize(cons_file).render(20, title=f"py-spy {tag} consume: {mb:.1f} MB/s under "
+                                                         f"the profiler; {cons_file}")]
 
 
 def main(argv: list[str] | None = None) -> Report:
@@ -208,11 +261,12 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--producers", type=int, default=2, help="ProducerPerformance processes at once (default 2)")
     parser.add_argument("--records", type=int, default=20_000, help="records per producer (default 20000)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a tool may run (default 120)")
+    parser.add_argument("--profile", metavar="DIR", help="profile one extra kafkalite round per scenario with py-spy")
     args = parser.parse_args(argv)
     apply_common_arguments(args)
     scenarios = [Scenario.parse(s) for s in args.scenarios.split(",") if s.strip()]
     report = run(peers.parse_brokers(args.brokers), args.runs, scenarios, args.producers, args.records,
-                 args.timeout)
+                 args.timeout, args.profile)
     emit(report, args.json)
     return report
 

@@ -63,6 +63,8 @@ def record(pid: int, path: str | os.PathLike, rate: int = 250, native: bool = Fa
             proc.wait()
 
 
+# this checkout's root: our own files are shown relative to it
+_REPO = str(Path(__file__).resolve().parent.parent) + "/"
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*)\)$")
 
 
@@ -72,7 +74,7 @@ def _short(frame: str) -> str:
     if not m:
         return frame
     f = m.group("file")
-    for marker in ("/site-packages/", "/lib/python3", "/work/main/"):
+    for marker in ("/site-packages/", "/lib/python3", _REPO):
         if marker in f:
             f = f.split(marker, 1)[1]
             if marker == "/lib/python3":

@@ -1,7 +1,9 @@
 """The trio server: listeners, one task per connection, dispatch.
 
 Requests of one connection are handled one at a time and answered in order (Kafka mutes a
-connection while it works on a request). A frame larger than socket.request.max.bytes, an
+connection while it works on a request); the answer to a Produce request whose successor
+Produce is already received waits for it, and such answers leave in one send (at most
+COALESCE_MAX). A frame larger than socket.request.max.bytes, an
 undecodable request or an API version we do not serve closes that connection with a log
 line; the broker goes on serving every other connection. ApiVersions with a version we do
 not know is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does.
@@ -23,6 +25,7 @@ starts re-authentication. Every request's context carries the connection's princ
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
@@ -60,6 +63,10 @@ from .kafka_versions import release as kafka_release
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
+API_PRODUCE = 0
+# answers to pipelined Produce requests held back to go out in one send (see serve_connection)
+COALESCE_MAX = 8
 
 
 @dataclass
@@ -213,6 +220,16 @@ class FrameReader:
         if not n:
             raise ConnectionClosed()
         self.end += n
+
+    def buffered_api_key(self) -> int | None:
+        """The api key of the next request when the whole of it is already received, else None."""
+        have = self.end - self.start
+        if have < 6:
+            return None
+        (size,) = _SIZE.unpack_from(self.buf, self.start)
+        if size < 2 or have - 4 < size:
+            return None
+        return _API_KEY.unpack_from(self.buf, self.start + 4)[0]
 
     async def read_frame(self) -> bytes | memoryview:
         while self.end - self.start < 4:
@@ -389,6 +406,15 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"])
     sasl = SaslSession(security, broker.scram) if security.sasl else None
     conn = Connection(security, principal, sasl)
+    # Produce answers not sent yet: while the next Produce request of a pipelining client
+    # (max.in.flight > 1) is already received, its predecessor's answer waits for it, and the
+    # answers leave together in one send, in order (a send, and the wake-up it costs the client,
+    # is the largest cost of a produce request after the log write). Only Produce after Produce
+    # is held: that handler never waits for other clients (a Fetch may wait max_wait_ms), so an
+    # answer is held back at most for the handling of COALESCE_MAX - 1 received requests.
+    # Not on SASL listeners (their sends follow the authentication state) nor with test faults armed.
+    pending: list[bytes] = []
+    coalesce = sasl is None
     try:
         while True:
             frame = await reader.read_frame()
@@ -464,6 +490,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                                   rng.name, header.api_version, peer, header.client_id)
                     return
                 if fault is not None:
+                    if pending:
+                        await _send_pending(out_stream, pending)
                     if fault.action == "drop":
                         metrics.record(header.api_key, t0, len(frame) + 4, 0)
                         log.info("dropped the response to %s v%d from %s (client %r); the connection now "
@@ -477,11 +505,18 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 if out is None:
                     metrics.record(header.api_key, t0, len(frame) + 4, 0)
                 elif isinstance(out, list):
+                    if pending:
+                        await _send_pending(out_stream, pending)
                     sent = await send_chunks(out_stream, out)
                     metrics.record(header.api_key, t0, len(frame) + 4, sent)
+                elif pending or (coalesce and header.api_key == API_PRODUCE and not broker.faults):
+                    pending.append(out)
+                    metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 else:
                     await out_stream.send_all(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
+                if pending and (len(pending) >= COALESCE_MAX or reader.buffered_api_key() != API_PRODUCE):
+                    await _send_pending(out_stream, pending)
             finally:
                 for region in ctx.regions:
                     region.release()
@@ -501,6 +536,13 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
         # whatever goes wrong with one connection must not reach the listener and stop the broker
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
+        if pending:
+            # answers to requests handled before the connection ends still go out, as Kafka's
+            # would; shielded (and bounded) so that a cancelled connection still runs the rest
+            with trio.move_on_after(1) as flush_scope:
+                flush_scope.shield = True
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    await _send_pending(out_stream, pending)
         metrics.connections_closed += 1
         log.debug("connection closed from %s on %s", peer, listener.name)
         # share sessions die with their connection, as in Kafka's share session cache
@@ -509,6 +551,13 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             share.connection_closed(peer)
         with trio.move_on_after(0):
             await out_stream.aclose()
+
+
+async def _send_pending(stream, pending: list[bytes]) -> None:
+    """Send the held-back answers in one piece, in order, and forget them."""
+    data = b"".join(pending)
+    pending.clear()
+    await stream.send_all(data)
 
 
 async def _hold(stream: trio.SocketStream, seconds: float) -> bool:
