@@ -30,6 +30,7 @@ __all__ = [
     "encode_response",
     "encode_response_chunks",
     "EncodedBody",
+    "uvarint",
     "make",
     "request_type",
     "response_type",
@@ -109,6 +110,16 @@ def _skip_tagged_fields(frame, pos: int) -> int:
     if pos > len(frame):
         raise MalformedRequest("tagged fields run past the frame")
     return pos
+
+
+def uvarint(n: int) -> bytes:
+    """An unsigned varint (flexible versions' lengths and tags; also the coordinators' records)."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _read_uvarint(buf, pos: int) -> tuple[int, int]:

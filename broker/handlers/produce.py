@@ -33,7 +33,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from protocol.error_responses import error_response
-from protocol.messages import EncodedBody, make
+from protocol.messages import EncodedBody, make, uvarint
 from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
                               recompress_batch, validate_produce_batches)
 
@@ -260,15 +260,6 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def encode_accepted(version: int, results: list[tuple[Any, list[tuple[int, PartitionResult]]]]) -> EncodedBody:
     """The ProduceResponse body when every partition's batch was taken, encoded here: byte for
     byte what kio writes for it (broker/tests/test_produce_response_encoding.py compares them
@@ -276,15 +267,15 @@ def encode_accepted(version: int, results: list[tuple[Any, list[tuple[int, Parti
     was the largest Python cost of a many-partition produce request. Answers carrying errors
     (messages, record errors, KIP-951 leaders) go through kio."""
     flexible = version >= 9
-    out = bytearray(_uvarint(len(results) + 1) if flexible else _I32.pack(len(results)))
+    out = bytearray(uvarint(len(results) + 1) if flexible else _I32.pack(len(results)))
     for tdata, prs in results:
         if version >= 13:
             out += tdata.topic_id.bytes
         else:
             name = tdata.name.encode()
-            out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            out += uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
             out += name
-        out += _uvarint(len(prs) + 1) if flexible else _I32.pack(len(prs))
+        out += uvarint(len(prs) + 1) if flexible else _I32.pack(len(prs))
         for idx, r in prs:
             if flexible:
                 out += _ACCEPTED_FLEX.pack(idx, 0, r.base_offset, r.log_append_time, r.log_start_offset, 1, 0, 0)

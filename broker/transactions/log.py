@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from protocol.messages import uvarint
+
 from .state import TxnState
 
 KEY_VERSION = 0
@@ -44,18 +46,6 @@ class TxnLogValue:
 
 # --- writing ------------------------------------------------------------------------------
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def encode_key(transactional_id: str) -> bytes:
     raw = transactional_id.encode("utf-8")
     return _I16.pack(KEY_VERSION) + _I16.pack(len(raw)) + raw
@@ -79,16 +69,16 @@ def encode_value(v: TxnLogValue | None, version: int = 1) -> bytes | None:
     groups = None if v.state == TxnState.EMPTY else _grouped(v.partitions)  # Kafka writes null for Empty
     if version >= 1:
         if groups is None:
-            out += _uvarint(0)
+            out += uvarint(0)
         else:
-            out += _uvarint(len(groups) + 1)
+            out += uvarint(len(groups) + 1)
             for topic, ids in groups:
                 raw = topic.encode("utf-8")
-                out += _uvarint(len(raw) + 1) + raw
-                out += _uvarint(len(ids) + 1)
+                out += uvarint(len(raw) + 1) + raw
+                out += uvarint(len(ids) + 1)
                 for i in ids:
                     out += _I32.pack(i)
-                out += _uvarint(0)  # tagged fields of the element
+                out += uvarint(0)  # tagged fields of the element
     else:
         if groups is None:
             out += _I32.pack(-1)
@@ -110,9 +100,9 @@ def encode_value(v: TxnLogValue | None, version: int = 1) -> bytes | None:
             tags.append((1, _I64.pack(v.next_producer_id)))
         if v.client_tv != 0:
             tags.append((2, _I16.pack(v.client_tv)))
-        out += _uvarint(len(tags))
+        out += uvarint(len(tags))
         for tag, data in tags:
-            out += _uvarint(tag) + _uvarint(len(data)) + data
+            out += uvarint(tag) + uvarint(len(data)) + data
     return bytes(out)
 
 
