@@ -58,8 +58,6 @@ _I64 = struct.Struct(">q")
 _STAMP = struct.Struct(">qii")
 assert (R.BASE_OFFSET_OFFSET, R.LENGTH_OFFSET, R.PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, R.MAGIC_OFFSET)
 _base = attrgetter("base_offset")
-# a batch header up to maxTimestamp: what append() needs of a single batch
-_HEAD_TO_MAX_TS = struct.Struct(">qiibIhiqq")
 
 
 class OffsetOutOfRange(Exception):
@@ -158,12 +156,6 @@ class PartitionLog:
         n = len(buf)
         if n == 0:
             raise ValueError("nothing to append")
-        if n >= R.BATCH_HEADER_SIZE and not isinstance(buf, bytearray) and not self.config.log_append_time:
-            # the common case (one client batch, CreateTime, immutable bytes) without the
-            # general walk below: the same checks, stamps, write and bookkeeping for one batch
-            _base, length, _epoch, magic, _crc, _attrs, lod, _first_ts, ts = _HEAD_TO_MAX_TS.unpack_from(buf, 0)
-            if length + LOG_OVERHEAD == n and length >= R.MIN_BATCH_LENGTH and magic == R.MAGIC:
-                return self._append_one(buf, n, lod, ts, leader_epoch, now_ms)
         # walk the headers: positions, sizes, offset counts
         spans = []
         count = 0
@@ -220,22 +212,6 @@ class PartitionLog:
             seg.first_batch_timestamp = now_ms if log_append else spans[0][3]
         self.log_end_offset = offset
         return AppendInfo(first, offset - 1, max_ts, now_ms if log_append else -1, self.log_start_offset)
-
-    def _append_one(self, buf, n: int, lod: int, ts: int, leader_epoch: int, now_ms: int) -> AppendInfo:
-        """append() of exactly one batch of immutable bytes, CreateTime (the caller checked)."""
-        max_ts = ts if ts > -1 else -1
-        offset = self.log_end_offset
-        seg = self.segments[-1]
-        if seg.size > 0 and self._should_roll(seg, n, max_ts, now_ms, offset + lod):
-            seg = self.roll(now_ms)
-        start_size = seg.size
-        seg.writev([_STAMP.pack(offset, n - LOG_OVERHEAD, leader_epoch), memoryview(buf)[_STAMP.size:]])
-        seg.dirty = True
-        seg.note_batch(start_size, offset, offset + lod + 1, ts, n, self.config.index_interval_bytes)
-        if start_size == 0:
-            seg.first_batch_timestamp = ts
-        self.log_end_offset = offset + lod + 1
-        return AppendInfo(offset, offset + lod, max_ts, -1, self.log_start_offset)
 
     def _should_roll(self, seg: Segment, incoming: int, max_ts_in: int, now_ms: int, last_offset: int) -> bool:
         cfg = self.config
