@@ -50,7 +50,7 @@ from .config import (
     BrokerConfig,
     Listener,
     UnknownConfig,
-    _bool,
+    parse_bool,
     check_key,
     env_name,
     env_values,
@@ -205,7 +205,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
         raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
     self_signed = flag("tls_self_signed")
     try:
-        tls_self_signed = self_signed is not None and _bool(self_signed)
+        tls_self_signed = self_signed is not None and parse_bool(self_signed)
     except ValueError:
         raise UnknownConfig(f"KAFKALITE_TLS_SELF_SIGNED must be true or false, not {self_signed!r}") from None
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,

@@ -24,7 +24,9 @@ from .security import SecurityConfigError, SelfSigned, listener_env_keys, split_
 from .topic_configs import LONG_MAX, TOPIC_CONFIG_DEFS, ConfigType, Synonym
 
 
-def _bool(v: Any) -> bool:
+def parse_bool(v: Any) -> bool:
+    """A boolean setting as the broker reads every one (config keys, variables, flags): true/1/yes
+    or false/0/no, any case; anything else is a ValueError."""
     if isinstance(v, bool):
         return v
     s = str(v).strip().lower()
@@ -84,9 +86,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "1"),
     "default.replication.factor": K(int, 1, "accepted for compatibility; there is one replica",
              T.INT, "1"),
-    "auto.create.topics.enable": K(_bool, True, "create unknown topics on Metadata",
+    "auto.create.topics.enable": K(parse_bool, True, "create unknown topics on Metadata",
              T.BOOLEAN, "true"),
-    "delete.topic.enable": K(_bool, True, "allow DeleteTopics",
+    "delete.topic.enable": K(parse_bool, True, "allow DeleteTopics",
              T.BOOLEAN, "true"),
     "message.max.bytes": K(int, 1048588, "largest record batch (topic max.message.bytes default)",
              T.INT, "1048588"),
@@ -182,7 +184,7 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.STRING, ""),
     "super.users": K(str, "", "principals (User:name, ;-separated) allowed everything",
              T.STRING, None),
-    "allow.everyone.if.no.acl.found": K(_bool, False, "allow what no ACL applies to (StandardAuthorizer)",
+    "allow.everyone.if.no.acl.found": K(parse_bool, False, "allow what no ACL applies to (StandardAuthorizer)",
              T.BOOLEAN, None),
     # listener security (broker.security); `listener.name.<listener>.<key>` overrides per listener
     "listener.security.protocol.map": K(str, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
