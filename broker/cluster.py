@@ -371,6 +371,11 @@ class Cluster:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
 
+    def _detach(self, topic: Topic) -> None:
+        if self.topics.get(topic.name) is topic:
+            del self.topics[topic.name]
+            del self.topics_by_id[topic.topic_id]
+
     def _open_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
         directory = self.data_dir / f"{topic.name}-{index}"
         plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
@@ -395,10 +400,20 @@ class Cluster:
             rf = self.default_replication_factor(name) if replication_factor is None else replication_factor
             assignment = self.placement(name, num_partitions, rf)
         topic = Topic(name, uuid.uuid4(), dict(configs or {}))
-        self._attach(topic)
-        for i in range(num_partitions):
-            self._open_partition(topic, i, assignment[i])
-        self.save()
+        try:
+            for i in range(num_partitions):
+                self._open_partition(topic, i, assignment[i])
+            self._attach(topic)
+            self.save()
+        except OSError:
+            # All or nothing (a full or failing disk): a topic missing partitions, or missing
+            # from topics.json and so gone after a restart, is never served; its partition
+            # directories go (delete writes nothing), and the same request made again creates
+            # it whole.
+            self._detach(topic)
+            for part in topic.partitions:
+                part.log.delete()
+            raise
         log.info("created topic %s with %d partition(s) id=%s", name, num_partitions, topic.topic_id)
         return topic
 

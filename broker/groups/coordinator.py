@@ -139,16 +139,9 @@ class GroupCoordinator:
     def _offsets_topic(self):
         topic = self.cluster.topics.get(OFFSETS_TOPIC)
         if topic is None:
-            count = max(1, self.config["offsets.topic.num.partitions"])
-            try:
-                topic = self.cluster.create_topic(OFFSETS_TOPIC, count, {"cleanup.policy": "compact"})
-            except OSError as exc:
-                # topics.json not saved (disk full or failing): a topic whose partitions are all
-                # open serves on and is saved with the next change; a partial one cannot
-                topic = self.cluster.topics.get(OFFSETS_TOPIC)
-                if topic is None or len(topic.partitions) != count:
-                    raise
-                log.warning("%s created but not yet saved: %s", OFFSETS_TOPIC, exc)
+            # OSError when the disk is full or failing (nothing is created then)
+            topic = self.cluster.create_topic(OFFSETS_TOPIC, max(1, self.config["offsets.topic.num.partitions"]),
+                                              {"cleanup.policy": "compact"})
         return topic
 
     def offsets_partition(self, group_id: str):

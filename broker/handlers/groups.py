@@ -43,7 +43,7 @@ from ..authorizer import (AUTHORIZATION_MESSAGES, SUPPORTED_OPERATIONS, AclOpera
                           allowed_cluster, allowed_names, operations)
 from . import api
 from .common import response_module
-from .leadership import group_coordinator_error, group_partition, transaction_partition
+from .leadership import coordinator_partition, group_coordinator_error
 
 NO_AUTHORIZED_OPS = -(2**31)
 
@@ -101,8 +101,8 @@ def _locate(ctx, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, s
     """(error, message, node id, host, port) of the coordinator of one key."""
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
         return ErrorCode.invalid_request, f"key type {key_type} is not supported", -1, "", -1
-    part = group_partition(ctx, key) if key_type == KEY_TYPE_GROUP else transaction_partition(ctx, key)
-    node = part.leader
+    part = coordinator_partition(ctx, key_type == KEY_TYPE_TRANSACTION, key)
+    node = -1 if part is None else part.leader
     if node < 0 or not ctx.cluster.alive(node):
         return ErrorCode.coordinator_not_available, None, -1, "", -1
     adv = ctx.broker.address_of(node, ctx.listener.name)

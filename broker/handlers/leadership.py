@@ -14,17 +14,24 @@
   endpoint of that leader when it is alive (`node_endpoints`).
 - The group coordinator of a group id and the transaction coordinator of a transactional id
   are the leaders of the key's partition of __consumer_offsets / __transaction_state; a
-  group or transaction request on any other node is NOT_COORDINATOR.
+  group or transaction request on any other node is NOT_COORDINATOR. While that internal
+  topic cannot be created (a full or failing disk) there is no coordinator:
+  COORDINATOR_NOT_AVAILABLE, as Kafka answers until its internal topic exists, and the
+  client asks again.
 With one node every check passes: the node leads everything.
 """
 
 from __future__ import annotations
+
+import logging
 
 from kio.schema.errors import ErrorCode
 
 from protocol.messages import make
 
 UNDEFINED_EPOCH = -1
+
+log = logging.getLogger("kafkalite.coordinators")
 
 
 def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH, *,
@@ -58,23 +65,40 @@ def node_endpoints(endpoints: dict) -> tuple:
 
 
 def group_partition(ctx, group_id: str):
-    """The __consumer_offsets partition of a group (created on first use)."""
+    """The __consumer_offsets partition of a group (created on first use; OSError when it cannot be)."""
     return ctx.broker.services.groups.offsets_partition(group_id)
 
 
 def transaction_partition(ctx, transactional_id: str):
+    """The __transaction_state partition of a transactional id (created on first use; OSError when it cannot be)."""
     return ctx.broker.services.transactions.store.partition_of(transactional_id)
 
 
-def group_coordinator_error(ctx, group_id: str | None) -> ErrorCode | None:
-    """NOT_COORDINATOR when this node does not lead the group's partition, else None."""
-    if group_id is None:
+def coordinator_partition(ctx, transactional: bool, key: str):
+    """The internal topic partition whose leader coordinates `key`, or None while that topic
+    cannot be created."""
+    try:
+        return transaction_partition(ctx, key) if transactional else group_partition(ctx, key)
+    except OSError as exc:
+        log.warning("no coordinator for %s %r: its internal topic cannot be created: %s",
+                    "transactional id" if transactional else "group", key, exc)
         return None
-    return None if group_partition(ctx, group_id).leader == ctx.node_id else ErrorCode.not_coordinator
+
+
+def _coordinator_error(ctx, transactional: bool, key: str | None) -> ErrorCode | None:
+    if key is None:
+        return None
+    part = coordinator_partition(ctx, transactional, key)
+    if part is None:
+        return ErrorCode.coordinator_not_available
+    return None if part.leader == ctx.node_id else ErrorCode.not_coordinator
+
+
+def group_coordinator_error(ctx, group_id: str | None) -> ErrorCode | None:
+    """NOT_COORDINATOR when this node does not lead the group's partition, COORDINATOR_NOT_AVAILABLE
+    while there is none, else None."""
+    return _coordinator_error(ctx, False, group_id)
 
 
 def transaction_coordinator_error(ctx, transactional_id: str | None) -> ErrorCode | None:
-    if transactional_id is None:
-        return None
-    part = transaction_partition(ctx, transactional_id)
-    return None if part.leader == ctx.node_id else ErrorCode.not_coordinator
+    return _coordinator_error(ctx, True, transactional_id)

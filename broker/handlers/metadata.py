@@ -6,7 +6,8 @@ in-sync replicas and offline replicas (those on nodes that are down). The contro
 the first node that is up, as a KRaft broker answers with an alive broker. Topics have
 stable ids (v10+ lookups by id work). Unknown topics are created with num.partitions when
 the request allows it and auto.create.topics.enable is on (a dev-broker default, like Kafka's);
-the new topic is answered at once, with no LEADER_NOT_AVAILABLE round trip. A null topic
+the new topic is answered at once, with no LEADER_NOT_AVAILABLE round trip (unless a full or
+failing disk stops its creation: then LEADER_NOT_AVAILABLE, nothing created). A null topic
 list means every topic; internal topics are flagged is_internal.
 
 With an authorizer (broker.authorizer), as Kafka's KafkaApis: topics the principal may not
@@ -20,6 +21,7 @@ every supported operation, as Kafka does.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -32,6 +34,8 @@ from ..cluster import validate_topic_name
 from ..placement import PlacementError
 from . import api
 from .common import response_module
+
+log = logging.getLogger("kafkalite.metadata")
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_AUTHORIZED_OPS = -(2**31)
@@ -120,6 +124,12 @@ async def handle(ctx, request):
                     except PlacementError:  # default.replication.factor above the node count
                         topics_out.append(_make_topic(mod, ErrorCode.invalid_replication_factor, name, None, False,
                                                       ()))
+                        continue
+                    except OSError as exc:
+                        # a full or failing disk: not created; LEADER_NOT_AVAILABLE, as Kafka answers
+                        # while an auto-created topic is not ready, and the client asks again
+                        log.warning("auto-creating topic %s failed: %s", name, exc)
+                        topics_out.append(_make_topic(mod, ErrorCode.leader_not_available, name, None, False, ()))
                         continue
                 else:
                     topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_or_partition, name, None, False, ()))

@@ -48,7 +48,7 @@ from ..clock import now_ms
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_any, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
-from .leadership import group_coordinator_error, partition_error, transaction_coordinator_error
+from .leadership import coordinator_partition, group_coordinator_error, partition_error, transaction_coordinator_error
 
 if TYPE_CHECKING:
     from ..transactions.coordinator import TransactionCoordinator
@@ -195,8 +195,9 @@ async def add_offsets_to_txn(ctx, request):
         err = refused
     elif not request.group_id:
         err = E.invalid_group_id
+    elif (part := coordinator_partition(ctx, False, request.group_id)) is None:
+        err = E.coordinator_not_available
     else:
-        part = ctx.broker.services.groups.offsets_partition(request.group_id)
         err = txn.core.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
                                       [(part.topic.name, part.index)], client_tv=0)
     return make(mod.AddOffsetsToTxnResponse, throttle_time=0, error_code=_fenced(err, ctx.api_version, 2))

@@ -107,9 +107,18 @@ def test_offset_commit(tmp_path, disk):
     _run(tmp_path, disk, exchange)
 
 
+def _find_coordinator(c, group):
+    """As a client does first: FindCoordinator creates __consumer_offsets (a failure to create it is
+    broker/tests/test_topic_creation_errors.py's)."""
+    m = mod("find_coordinator", 4)
+    r = c.request(make(m.FindCoordinatorRequest, key_type=0, coordinator_keys=(group,)))
+    assert r.coordinators[0].error_code == E.none
+
+
 def test_join_and_sync_group(tmp_path, disk):
     def exchange(c):
         group = f"g-{uuid.uuid4().hex[:8]}"
+        _find_coordinator(c, group)
         disk["bad"] = True
         # the group's first (empty) metadata record cannot be written: no group
         assert join(c, group).error_code == E.not_coordinator
@@ -137,6 +146,7 @@ def test_consumer_group_heartbeat(tmp_path, disk):
     def exchange(c):
         name, _tid = topic(c)
         group = f"cg-{uuid.uuid4().hex[:8]}"
+        _find_coordinator(c, group)
         disk["bad"] = True
         r = _cgh(c, group, str(uuid.uuid4()), 0, topics=(name,))
         assert r.error_code == E.not_coordinator

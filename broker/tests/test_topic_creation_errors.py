@@ -1,0 +1,155 @@
+"""A topic whose creation meets a full disk (a partition directory that cannot be made, or
+topics.json that cannot be saved) is not created at all: CreateTopics answers
+KAFKA_STORAGE_ERROR and the same request later creates the topic whole; an internal topic
+created on first use leaves no coordinator, and FindCoordinator, JoinGroup, InitProducerId and
+AddOffsetsToTxn answer COORDINATOR_NOT_AVAILABLE (clients look the coordinator up again), and a
+Metadata that would auto-create a topic LEADER_NOT_AVAILABLE, on a
+connection that stays open, until the disk works."""
+
+from __future__ import annotations
+
+import errno
+import uuid
+
+import pytest
+from kio.schema.errors import ErrorCode as E
+
+import broker.cluster
+from protocol.client import WireClient
+from protocol.messages import make
+
+from .test_admin import create_one
+from .test_groups_wire import join, mod
+from .test_produce_storage_errors import _with_broker
+from .test_transactions_wire import _init
+
+
+@pytest.fixture(params=["partition", "topics.json"])
+def disk(request, monkeypatch):
+    """`disk["bad"] = True`: partition directories cannot be opened (after `spared` more have
+    been, so that a topic with more partitions is left half made), or topics.json cannot be
+    saved."""
+    state = {"bad": False, "spared": 2}
+    if request.param == "partition":
+        real_open = broker.cluster.PartitionLog.open
+
+        def open_log(directory, config, **kw):
+            if state["bad"]:
+                if state["spared"] <= 0:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                state["spared"] -= 1
+            return real_open(directory, config, **kw)
+
+        monkeypatch.setattr(broker.cluster.PartitionLog, "open", staticmethod(open_log))
+    else:
+        real_save = broker.cluster.Cluster.save
+
+        def save(self):
+            if state["bad"]:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_save(self)
+
+        monkeypatch.setattr(broker.cluster.Cluster, "save", save)
+    return state
+
+
+def _find(c, key_type: int, key: str):
+    m = mod("find_coordinator", 4)
+    (found,) = c.request(make(m.FindCoordinatorRequest, key_type=key_type, coordinator_keys=(key,))).coordinators
+    return found
+
+
+def _partition_dirs(data_dir, topic: str) -> list[str]:
+    return sorted(p.name for p in data_dir.iterdir() if p.name.startswith(f"{topic}-"))
+
+
+def _metadata_names(c) -> set[str]:
+    m = mod("metadata", 12)
+    r = c.request(make(m.MetadataRequest, topics=None, allow_auto_topic_creation=False,
+                       include_topic_authorized_operations=False))
+    return {t.name for t in r.topics}
+
+
+def test_create_topics_is_all_or_nothing(tmp_path, disk):
+    def exchange(address):
+        with WireClient(address) as c:
+            name = f"t-{uuid.uuid4().hex[:8]}"
+            disk["bad"] = True
+            assert create_one(c, name, partitions=4).error_code == E.kafka_storage_error
+            assert name not in _metadata_names(c)
+            assert _partition_dirs(tmp_path, name) == []
+            disk["bad"] = False
+            # before: TOPIC_ALREADY_EXISTS, with a topic missing partitions
+            assert create_one(c, name, partitions=4).error_code == E.none
+            m = mod("metadata", 12)
+            r = c.request(make(m.MetadataRequest, topics=(make(m.MetadataRequestTopic, name=name, topic_id=None),),
+                               allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+            assert sorted(p.partition_index for p in r.topics[0].partitions) == [0, 1, 2, 3]
+            assert _partition_dirs(tmp_path, name) == [f"{name}-{i}" for i in range(4)]
+        return True
+    assert _with_broker(tmp_path, {}, exchange)
+
+
+def test_no_group_coordinator_while_consumer_offsets_cannot_be_created(tmp_path, disk):
+    def exchange(address):
+        with WireClient(address) as c:
+            group = f"g-{uuid.uuid4().hex[:8]}"
+            disk["bad"], disk["spared"] = True, 0
+            found = _find(c, 0, group)
+            assert (found.error_code, found.node_id) == (E.coordinator_not_available, -1)
+            assert join(c, group).error_code == E.coordinator_not_available
+            assert "__consumer_offsets" not in _metadata_names(c)
+            assert _partition_dirs(tmp_path, "__consumer_offsets") == []
+            disk["bad"] = False
+            found = _find(c, 0, group)
+            assert found.error_code == E.none and found.node_id >= 0
+            assert join(c, group).error_code == E.member_id_required
+            assert _partition_dirs(tmp_path, "__consumer_offsets") == ["__consumer_offsets-0"]
+        return True
+    assert _with_broker(tmp_path, {}, exchange)
+
+
+def test_no_transaction_coordinator_while_transaction_state_cannot_be_created(tmp_path, disk):
+    def exchange(address):
+        with WireClient(address) as c:
+            tid = f"tx-{uuid.uuid4().hex[:8]}"
+            disk["bad"], disk["spared"] = True, 1
+            found = _find(c, 1, tid)
+            assert (found.error_code, found.node_id) == (E.coordinator_not_available, -1)
+            assert _init(c, tid)[0] == E.coordinator_not_available
+            assert "__transaction_state" not in _metadata_names(c)
+            assert _partition_dirs(tmp_path, "__transaction_state") == []
+            disk["bad"] = False
+            assert _find(c, 1, tid).error_code == E.none
+            err, pid, epoch = _init(c, tid)
+            assert err == E.none and pid >= 0 and epoch == 0
+            assert _partition_dirs(tmp_path, "__transaction_state") == [f"__transaction_state-{i}" for i in range(3)]
+            # AddOffsetsToTxn names a group whose __consumer_offsets cannot be made yet
+            group = f"g-{uuid.uuid4().hex[:8]}"
+            m = mod("add_offsets_to_txn", 3)
+            add = make(m.AddOffsetsToTxnRequest, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                       group_id=group)
+            disk["bad"], disk["spared"] = True, 0
+            assert c.request(add).error_code == E.coordinator_not_available
+            disk["bad"] = False
+            assert c.request(add).error_code == E.none
+        return True
+    # three partitions, so that the failed creation leaves one made (then removed)
+    assert _with_broker(tmp_path, {"transaction.state.log.num.partitions": 3}, exchange)
+
+
+def test_metadata_auto_creation_on_a_full_disk_is_leader_not_available(tmp_path, disk):
+    def exchange(address):
+        with WireClient(address) as c:
+            name = f"a-{uuid.uuid4().hex[:8]}"
+            m = mod("metadata", 12)
+            ask = make(m.MetadataRequest, topics=(make(m.MetadataRequestTopic, name=name, topic_id=None),),
+                       allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+            disk["bad"], disk["spared"] = True, 0
+            assert c.request(ask).topics[0].error_code == E.leader_not_available
+            assert _partition_dirs(tmp_path, name) == []
+            disk["bad"] = False
+            (t,) = c.request(ask).topics
+            assert t.error_code == E.none and len(t.partitions) == 1
+        return True
+    assert _with_broker(tmp_path, {}, exchange)
