@@ -29,7 +29,7 @@ python3 -m pytest -n "$workers" --dist loadfile || status=$?
 # Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
 # took 5 min on two workers (198 tests), the whole command about 18 min from an empty clone.
-COMPAT_BROKER=kafka python3 -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests \
+COMPAT_BROKER=kafka python3 -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups) and not slow" \
     || status=$?
 exit "$status"
