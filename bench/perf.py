@@ -32,6 +32,8 @@ Each scenario, for each broker in turn (kafkalite, kafka, tansu, kafkalite, ...)
    start and the group join are not counted). With ``rdkafka``: value bytes over the time from
    assign() to the last record (isolation.level read_committed for ``txn``, read_uncommitted
    otherwise, as the Java consumer).
+4. delete the topic (not timed), so that rounds of a GB each do not pile up on disk and in
+   Tansu's memory.
 
 Beside each phase, the broker process's own CPU seconds (user + system, psutil) during it,
 and the producer clients' CPU seconds (getrusage of the finished tools): the tools and the broker
@@ -74,7 +76,7 @@ from pathlib import Path
 
 from bench import peers, rdkperf
 from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
-from bench.throughput import _cpu
+from bench.throughput import _cpu, _drop_topic
 
 JARS = peers.REPO_ROOT / ".deps" / "maven" / "kafka-perf"
 MIB = 1 << 20
@@ -271,6 +273,8 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
                         c_cpu.add(name, cpu2 - cpu1)
                 except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
                     p_mb.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0][:200])
+                finally:
+                    _drop_topic(peer.bootstrap, topic)  # a GB per round would pile up on disk and in Tansu's memory
             if profile_dir and "kafkalite" in running:
                 report.notes.extend(profile_round(running["kafkalite"], Path(profile_dir), sc, producers, records,
                                                   timeout_s, client, batch_bytes))
