@@ -36,9 +36,9 @@ Each scenario, for each broker in turn (kafkalite, kafka, tansu, kafkalite, ...)
    Tansu's memory.
 
 Beside each phase, the broker process's own CPU seconds (user + system, psutil) during it,
-and the producer clients' CPU seconds (getrusage of the finished tools): the tools and the broker
-share the machine's cores, so the MB/s rows show the clients' speed as much as the broker's,
-and the CPU rows separate the broker's cost from the clients'.
+and the producer and consumer clients' CPU seconds (getrusage of the finished tools): the
+tools and the broker share the machine's cores, so the MB/s rows show the clients' speed as
+much as the broker's, and the CPU rows separate the broker's cost from the clients'.
 
 MB is 10^6 bytes of record values (the tools' own unit is 2^20 bytes: converted). Each tool
 runs at most ``--timeout`` seconds; a failed or timed-out run is reported, never counted.
@@ -207,6 +207,8 @@ def consume(bootstrap: str, topic: str, records: int, timeout_s: float, client: 
         res = rdkperf.run(rdkperf.consume_cmd(
             bootstrap, topic, records, timeout_s,
             isolation_level="read_committed" if transactional else "read_uncommitted"), timeout_s + 30)
+        if res["records"] < records:
+            raise RuntimeError(f"consumed {res['records']} of {records} records")
         return res["mb_per_s"]
     (text,) = _run_all([_consumer_cmd(bootstrap, topic, records, timeout_s)], timeout_s + 30)
     lines = [line for line in text.splitlines() if line.strip()]
@@ -248,10 +250,12 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
             report.metric(sc.name, "consume broker CPU", "s", False),
             report.metric(sc.name, "producer JVMs' CPU" if client == "java" else "rdkperf producers' CPU", "s",
                           False),
+            report.metric(sc.name, "consumer JVM's CPU" if client == "java" else "rdkperf consumer's CPU", "s",
+                          False),
         )
     with peers.running_in_order(brokers, *(metrics[sc][0] for sc in scenarios)) as (running, order):
         for sc in scenarios:
-            p_mb, p50, p99, c_mb, p_cpu, c_cpu, tools_cpu = metrics[sc]
+            p_mb, p50, p99, c_mb, p_cpu, c_cpu, tools_cpu, consumer_cpu = metrics[sc]
             for rnd, name in alternate(order, runs):
                 peer = running[name]
                 topic = f"bench-perf-{rnd}-{uuid.uuid4().hex[:8]}"
@@ -265,8 +269,10 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
                     p_mb.add(name, pr.mb_per_s)
                     p50.add(name, pr.p50_ms)
                     p99.add(name, pr.p99_ms)
+                    tools1 = _children_cpu()
                     c_mb.add(name, consume(peer.bootstrap, topic, records * producers, timeout_s, client,
                                            sc.mode == "txn"))
+                    consumer_cpu.add(name, _children_cpu() - tools1)
                     cpu2 = _cpu(peer.pid)
                     if cpu0 is not None and cpu1 is not None and cpu2 is not None:
                         p_cpu.add(name, cpu1 - cpu0)
