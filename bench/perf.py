@@ -2,17 +2,19 @@
 
 Two clients (``--client``):
 
-- ``java`` (the default): Kafka's ``ProducerPerformance`` and ``ConsumerPerformance`` (kafka-tools
-  4.3.1, jar set ``kafka-perf``: ``maven_jars kafka-perf`` in scripts/install-test-deps.sh) as
-  separate JVMs, several producers at once. On two shared cores the producer JVMs use about
-  10 s of CPU per 200 MB whichever the broker, so they set the rate for every broker alike.
-- ``rdkafka``: bench/rdkperf (our rdkperf.c on Debian's librdkafka 2.0.2), several producers as
-  threads of one process, each with its own rd_kafka_t, and one consumer that assign()s every
-  partition from the start. It spends a tenth of the JVMs' CPU for the same records, so the
-  broker's own speed shows. Its batches are librdkafka's own default (``batch.size`` 1 000 000
-  bytes) unless ``--batch-bytes`` says otherwise: at the Java client's 16 KiB, librdkafka 2.0.2
-  burns CPU while its five in-flight requests are pending (2 s per 100 MB against kafkalite,
-  6 s against Apache Kafka) and is the ceiling again.
+- ``rdkafka`` (the default): bench/rdkperf (our rdkperf.c on librdkafka 2.16, the library
+  confluent-kafka bundles), several producers as threads of one process, each with its own
+  rd_kafka_t, and one consumer that assign()s every partition from the start. It spends about a
+  tenth of the JVMs' CPU per MB, so the broker's own speed shows; it is the default for that
+  reason. Its batches are librdkafka's own default (``batch.size`` 1 000 000 bytes) unless
+  ``--batch-bytes`` says otherwise: at the Java client's 16 KiB, librdkafka's broker threads spin
+  in poll() while their requests are in flight (2 s of CPU per 100 MB against kafkalite, 6 s
+  against Apache Kafka) and it is the ceiling again. It still spins while a full batch waits for
+  an answer, so its CPU row grows when a broker answers slowly.
+- ``java``: Kafka's ``ProducerPerformance`` and ``ConsumerPerformance`` (kafka-tools 4.3.1, jar
+  set ``kafka-perf``: ``maven_jars kafka-perf`` in scripts/install-test-deps.sh) as separate
+  JVMs, several producers at once. On two shared cores the producer JVMs use about 10 s of CPU
+  per 200 MB whichever the broker, so they set the rate for every broker alike.
 
 Each scenario, for each broker in turn (kafkalite, kafka, tansu, kafkalite, ...):
 
@@ -22,7 +24,7 @@ Each scenario, for each broker in turn (kafkalite, kafka, tansu, kafkalite, ...)
    ``txn`` scenarios also set a transactional id per producer and ``--transaction-duration-ms
    100``, a commit every 100 ms). Each tool prints its records/s, MB/s and latency percentiles
    over its own run; the figure is the sum of the producers' MB/s, and the median of their p50
-   and the largest of their p99 latencies;
+   and the largest of their p99 latencies.
    With ``rdkafka``, one rdkperf process runs the ``--producers`` producers (same settings;
    ``txn``: transactional.id per producer, a commit when the transaction is 100 ms old); the
    figure is all records' value bytes over the time from the first send to the last delivery
@@ -46,7 +48,7 @@ runs at most ``--timeout`` seconds; a failed or timed-out run is reported, never
 Scenarios (``--scenarios``, comma-separated ``pP-SIZE-MODE``): default
 ``p1-1024-idem,p6-1024-idem,p6-100-idem,p6-1024-txn``.
 
-    python -m bench.perf [--client java|rdkafka] [--brokers kafkalite,kafka,tansu] [--runs 3]
+    python -m bench.perf [--client rdkafka|java] [--brokers kafkalite,kafka,tansu] [--runs 3]
                          [--producers 2] [--records 20000] [--batch-bytes N] [--scenarios ...]
                          [--json FILE] [--profile DIR]
 
@@ -224,7 +226,7 @@ def consume(bootstrap: str, topic: str, records: int, timeout_s: float, client: 
 
 
 def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int, records: int,
-        timeout_s: float, profile_dir: str | None = None, client: str = "java",
+        timeout_s: float, profile_dir: str | None = None, client: str = "rdkafka",
         batch_bytes: int | None = None) -> Report:
     settings: dict = {
         "client": client, "runs": runs, "producers": producers, "records_per_producer": records, "linger_ms": 5,
@@ -311,8 +313,8 @@ def main(argv: list[str] | None = None) -> Report:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser, runs=3, brokers="kafkalite,kafka,tansu")
     parser.add_argument("--scenarios", default="p1-1024-idem,p6-1024-idem,p6-100-idem,p6-1024-txn")
-    parser.add_argument("--client", choices=("java", "rdkafka"), default="java",
-                        help="java: Kafka's perf tools (default); rdkafka: bench/rdkperf on librdkafka")
+    parser.add_argument("--client", choices=("rdkafka", "java"), default="rdkafka",
+                        help="rdkafka: bench/rdkperf on librdkafka (default); java: Kafka's perf tools")
     parser.add_argument("--producers", type=int, default=2,
                         help="producers at once: ProducerPerformance processes or rdkperf threads (default 2)")
     parser.add_argument("--batch-bytes", type=int, default=None,
