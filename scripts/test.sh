@@ -4,8 +4,8 @@
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
 # then the transaction, idempotence, offsets, security, share group and streams group tests of the
-# compatibility suite once more on Apache Kafka (compat_tests/reference.py), the judge of what
-# they assert.
+# compatibility suite (and bench/tests: rdkperf's idempotent and transactional runs) once more on
+# Apache Kafka (compat_tests/reference.py), the judge of what they assert.
 # Both runs spread their test files over TEST_WORKERS processes (pytest-xdist, default 3 and 2):
 # a file's tests stay together on one worker (--dist loadfile), so module fixtures are set up once,
 # and every worker has its own session broker, Spark session and Java driver. The suite mostly
