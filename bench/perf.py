@@ -8,8 +8,8 @@ Two clients (``--client``):
   tenth of the JVMs' CPU per MB, so the broker's own speed shows; it is the default for that
   reason. Its batches are librdkafka's own default (``batch.size`` 1 000 000 bytes) unless
   ``--batch-bytes`` says otherwise: at the Java client's 16 KiB, librdkafka's broker threads spin
-  in poll() while their requests are in flight (2 s of CPU per 100 MB against kafkalite, 6 s
-  against Apache Kafka) and it is the ceiling again. It still spins while a full batch waits for
+  in poll() while their requests are in flight (2.3 s of CPU per 100 MB against kafkalite, 4.3 s
+  against Tansu) and it is the ceiling again. It still spins while a full batch waits for
   an answer, so its CPU row grows when a broker answers slowly.
 - ``java``: Kafka's ``ProducerPerformance`` and ``ConsumerPerformance`` (kafka-tools 4.3.1, jar
   set ``kafka-perf``: ``maven_jars kafka-perf`` in scripts/install-test-deps.sh) as separate
