@@ -27,6 +27,13 @@ if ! command -v kcat >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
 fi
 
+# --- Debian: librdkafka's header, for bench/rdkperf (built by its first use) ---
+if [ ! -f /usr/include/librdkafka/rdkafka.h ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq librdkafka-dev >/dev/null
+fi
+
 # --- Debian: Chromium for the web console's browser tests ---
 # Playwright (a Python test dependency) drives Debian's Chromium through executable_path; it never
 # downloads a browser of its own (no `playwright install`).
