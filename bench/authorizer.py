@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from broker.authorizer import Acl, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType, allowed
+from kafkalite.broker.authorizer import Acl, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType, allowed
 
 
 def _acls(n: int) -> list[Acl]:

@@ -7,7 +7,7 @@ the base), run detached with its port 9092 published at a free loopback port and
 there. The figure is ``Popen`` of ``podman run`` until a Metadata response arrives through the
 published port (connect + ApiVersions + Metadata polled every 2 ms, as ``bench.startup`` does),
 so it includes podman creating and starting the container. The process: ``bench.startup``'s
-measurement of ``python -P -m broker``. Runs alternate (container, process, ...), after one
+measurement of ``python -P -m kafkalite``. Runs alternate (container, process, ...), after one
 unmeasured warm-up of each.
 
     python -m bench.container_start [--runs 5] [--json out.json]

@@ -19,7 +19,7 @@ import uuid
 
 import kafkalite
 from fault_tests.load import broker_figures, create_partitions, fd_soft_limit, open_connections, raise_fd_limit
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 import kio.schema.metadata.v12.request as md12
 
 

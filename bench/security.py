@@ -65,7 +65,7 @@ def login_once(address: str, mechanism: str) -> float:
     from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
     from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-    from protocol.client import WireClient
+    from kafkalite.protocol.client import WireClient
 
     t0 = time.perf_counter()
     with WireClient(address, timeout=10) as c:

@@ -32,7 +32,7 @@ TIMEOUT = 120.0
 
 
 def _wire(bootstrap: str):
-    from protocol.client import WireClient
+    from kafkalite.protocol.client import WireClient
 
     return WireClient(bootstrap, timeout=30)
 

@@ -8,7 +8,7 @@ Popen to that response, not to the broker's ready line. RSS is read from the bro
 system) the broker process has used by then: on a busy machine the wall time stretches, the
 CPU time much less, so it tells start-up cost apart from waiting for a core.
 
-kafkalite is started exactly as ``kafkalite.start()`` does (``python -P -m broker --host
+kafkalite is started exactly as ``kafkalite.start()`` does (``python -P -m kafkalite --host
 127.0.0.1 --port PORT --data-dir EMPTY_TMP_DIR``, same environment); Tansu with its in-memory
 storage engine; Apache Kafka (``kafka``) as compat_tests/reference.py runs it, its log dir formatted
 before the clock starts. Runs alternate (kafkalite, tansu, kafkalite, tansu, ...); one unmeasured

@@ -37,7 +37,7 @@ from typing import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from storage.files import write_atomic
+from kafkalite.storage.files import write_atomic
 
 
 log = logging.getLogger("kafkalite.authorizer")

@@ -1,4 +1,4 @@
-"""`kafkalite` / `python -m broker`: start a broker.
+"""`kafkalite` / `python -m kafkalite`: start a broker.
 
 Prints one line on stdout once every listener accepts connections:
 
@@ -489,7 +489,7 @@ def _import_kio_serial_without_asyncio() -> None:
 
 
 def _imports_done() -> None:
-    """`python -m broker` starts with the cyclic garbage collector off (broker/__main__.py); once
+    """`python -m kafkalite` starts with the cyclic garbage collector off (kafkalite/__main__.py); once
     the modules that answer requests are imported, their objects go to the collector's permanent
     generation (they live as long as the process) and it is turned on again, before any data is
     loaded. A broker started any other way (the `kafkalite` script, an embedding program) keeps

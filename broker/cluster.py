@@ -27,9 +27,9 @@ from typing import Any, Iterable, NamedTuple
 import trio
 from kio.schema.errors import ErrorCode
 
-from protocol.records import BatchHeader, build_control_batch, parse_control_record
-from storage import LogConfig, PartitionLog
-from storage.open_files import OPEN_FILES
+from kafkalite.protocol.records import BatchHeader, build_control_batch, parse_control_record
+from kafkalite.storage import LogConfig, PartitionLog
+from kafkalite.storage.open_files import OPEN_FILES
 
 from .clock import now_ms
 from .config import BROKER_KEYS, BrokerConfig

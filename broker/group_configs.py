@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from storage.files import write_atomic
+from kafkalite.storage.files import write_atomic
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from protocol.apis import API_TABLE, ApiRange
+from kafkalite.protocol.apis import API_TABLE, ApiRange
 
 DATA = Path(__file__).resolve().parent / "kafka_releases.json"
 PRODUCE = 0
@@ -65,7 +65,7 @@ def unsupported_group_api(ctx, request):
         return None
     from kio.schema.errors import ErrorCode
 
-    from protocol.error_responses import error_response
+    from kafkalite.protocol.error_responses import error_response
 
     return error_response(ctx.header.api_key, ctx.api_version, request, ErrorCode.unsupported_version,
                           "The version of API is not supported.")

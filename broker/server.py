@@ -39,11 +39,11 @@ from typing import Callable
 import trio
 
 from kio.schema.errors import ErrorCode
-from protocol.apis import API_TABLE, ApiRange
-from protocol.messages import (
+from kafkalite.protocol.apis import API_TABLE, ApiRange
+from kafkalite.protocol.messages import (
     MalformedRequest, encode_response, encode_response_chunks, parse_request, peek_header,
 )
-from protocol.regions import Chunk, FileRegion
+from kafkalite.protocol.regions import Chunk, FileRegion
 
 from .authorizer import Authorizer
 from .authorizer import from_config as authorizer_from_config
@@ -348,7 +348,7 @@ async def _answer_illegal_sasl_state(broker: Broker, out_stream, frame, header, 
         request = parse_request(frame, header, hsize)
     except MalformedRequest:
         return
-    from protocol.error_responses import error_response
+    from kafkalite.protocol.error_responses import error_response
 
     message = f"Unexpected Kafka request of type {_enum_name(rng.name)} during SASL authentication."
     body = error_response(header.api_key, header.api_version, request, ErrorCode.illegal_sasl_state, message)

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import pytest
 
 import kafkalite
-from broker.credentials import parse_scram_users
+from kafkalite.broker.credentials import parse_scram_users
 
 KINDS = ("kafkalite", "kafka")
 EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")

@@ -27,8 +27,8 @@ from kio.schema.errors import ErrorCode
 from compat_tests.brokers import requires_own_broker
 from compat_tests.cluster import Cluster
 from compat_tests.waiting import wait_until
-from protocol.client import WireClient
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
 
 pytestmark = [pytest.mark.admin, pytest.mark.timeout(600)]
 MS = datetime.timedelta(milliseconds=1)

@@ -32,7 +32,7 @@ from compat_tests.groups.members import Member
 from compat_tests.txn import java_txn
 from compat_tests.txn import rdkafka_txn as reader
 from compat_tests.waiting import wait_until
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 pytestmark = pytest.mark.controls
 

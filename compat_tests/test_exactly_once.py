@@ -360,7 +360,7 @@ def test_broker_killed_between_prepare_and_markers(tmp_path, commit, kill_after_
     brokers.requires_kafkalite("the marker channel is slowed by wiring kafkalite differently (broker.tests.slow_markers)")
     from confluent_kafka import Producer
     delay_ms = 3000  # the window the kill must fall in; the test waits on conditions, not on it
-    b = brokers.start(tmp_path / "data", BROKER_CONFIG, kafkalite_module="broker.tests.slow_markers",
+    b = brokers.start(tmp_path / "data", BROKER_CONFIG, kafkalite_module="kafkalite.broker.tests.slow_markers",
                       kafkalite_args=("--marker-delay-ms", str(delay_ms)))
     try:
         bs = b.bootstrap

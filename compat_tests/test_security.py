@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from broker.security import pkcs8
+from kafkalite.broker.security import pkcs8
 from compat_tests import brokers
 from compat_tests.clients.base import Msg
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 pytestmark = [pytest.mark.security]
 

@@ -25,7 +25,7 @@ from kio.schema.streams_group_heartbeat.v0 import request as hb
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 pytestmark = [pytest.mark.streams_groups]
 

@@ -22,7 +22,7 @@ import kafkalite
 from compat_tests.brokers import requires_kafkalite
 from compat_tests.clients.base import Msg
 from compat_tests.waiting import wait_until
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 pytestmark = [pytest.mark.controls, pytest.mark.timeout(240)]
 

@@ -56,7 +56,7 @@ def main(argv):
     if wait_file:
         env.update(wait_for_env_file(wait_file))
     env.setdefault("PYTHONUNBUFFERED", "1")
-    cmd = [sys.executable, "-P", "-m", "broker", *argv]
+    cmd = [sys.executable, "-P", "-m", "kafkalite", *argv]
     os.execvpe(cmd[0], cmd, env)
 
 

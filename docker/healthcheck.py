@@ -20,7 +20,7 @@ class NotReady(Exception):
 
 
 def address_from_env(environ):
-    from broker.config import Listener
+    from kafkalite.broker.config import Listener
 
     ready_file = environ.get("KAFKALITE_READY_FILE", "").strip()
     if ready_file:
@@ -48,7 +48,7 @@ def address_from_env(environ):
 def check(address, timeout=3.0):
     from kio.schema.api_versions.v0.request import ApiVersionsRequest
 
-    from protocol.client import WireClient
+    from kafkalite.protocol.client import WireClient
 
     try:
         with WireClient(address, timeout=timeout, client_id="kafkalite-healthcheck") as client:

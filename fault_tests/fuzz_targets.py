@@ -16,14 +16,14 @@ from pathlib import Path
 
 import trio
 
-from protocol.apis import API_TABLE
-from protocol.messages import request_type
-from protocol.records import (
+from kafkalite.protocol.apis import API_TABLE
+from kafkalite.protocol.messages import request_type
+from kafkalite.protocol.records import (
     InvalidRecord, Record, build_batch, decode_records, iter_batches,
     validate_produce_batches,
 )
-from protocol.records import _rewrite_crc
-from storage import LogConfig, PartitionLog
+from kafkalite.protocol.records import _rewrite_crc
+from kafkalite.storage import LogConfig, PartitionLog
 
 # ------------------------------------------------------------------------------------------------
 # frames: socket bytes -> serve_connection on an in-process broker
@@ -84,7 +84,7 @@ class InProcessBroker:
     """broker.server.serve in a trio loop on a thread of its own."""
 
     def __init__(self):
-        from broker.config import BrokerConfig, Listener
+        from kafkalite.broker.config import BrokerConfig, Listener
         self.dir = Path(tempfile.mkdtemp(prefix="fuzz-broker-"))
         self.config = BrokerConfig(data_dir=self.dir, listeners=[Listener("PLAINTEXT", "127.0.0.1", 0)])
         self.problems = ProblemLog()
@@ -100,7 +100,7 @@ class InProcessBroker:
         self.waits = 0
 
     async def _main(self):
-        from broker.server import serve
+        from kafkalite.broker.server import serve
         self.token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
             self.broker = await nursery.start(serve, self.config)
@@ -109,7 +109,7 @@ class InProcessBroker:
             await trio.sleep_forever()
 
     async def _drive(self, data: bytes, chunk: int) -> FakeStream:
-        from broker.server import serve_connection
+        from kafkalite.broker.server import serve_connection
         stream = FakeStream(data, chunk)
         with trio.move_on_after(CONNECTION_TIME) as scope:
             await serve_connection(self.broker, stream, self.listener)
@@ -174,7 +174,7 @@ def fuzz_frames(data: bytes) -> None:
 def check_length_walk_agrees_with_kio(frame: bytes) -> None:
     """The length walk in protocol.messages must never refuse what kio reads: when it refuses a
     request whose arrays are small enough for kio to try safely, kio must fail too."""
-    from protocol import messages
+    from kafkalite.protocol import messages
     header, pos = messages.peek_header(frame)
     rtype = request_type(header.api_key, header.api_version)
     try:
@@ -285,7 +285,7 @@ def fuzz_records(data: bytes) -> None:
 
 
 def _records_seeds() -> list[bytes]:
-    from protocol.records import COMPRESSION_GZIP
+    from kafkalite.protocol.records import COMPRESSION_GZIP
     seeds = [
         build_batch([Record(b"k", b"v", (), 1)], timestamp_ms=1),
         build_batch([Record(None, b"value" * 20, (("h", b"x"),), 5), Record(b"a", None, (), 6)], timestamp_ms=1),
@@ -414,7 +414,7 @@ def setup(target: str) -> None:
 
 def write_seeds(target: str, directory: Path) -> None:
     if target == "frames":
-        from broker.handlers import load_all
+        from kafkalite.broker.handlers import load_all
         load_all()
         global _API_KEYS
         _API_KEYS = sorted(API_TABLE)

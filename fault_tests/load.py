@@ -16,7 +16,7 @@ import psutil
 
 import kio.schema.api_versions.v3.request as av3
 import kio.schema.create_topics.v7.request as ct7
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 
 def raise_fd_limit(want: int) -> int:

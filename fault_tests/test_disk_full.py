@@ -15,9 +15,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 import kafkalite
-from broker.tests.test_wire import fetch, metadata, produce
-from protocol.client import WireClient
-from protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.broker.tests.test_wire import fetch, metadata, produce
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
@@ -115,7 +115,7 @@ def test_full_disk_answers_offset_commits_with_not_coordinator_and_keeps_committ
     """The group coordinator on the full disk: OffsetCommit gets NOT_COORDINATOR (Kafka's answer
     to a KAFKA_STORAGE_ERROR append), the offset committed before stays, also after a restart,
     and commits work again once space returns."""
-    from broker.tests.test_groups_wire import _commit, _fetch, topic as make_topic
+    from kafkalite.broker.tests.test_groups_wire import _commit, _fetch, topic as make_topic
 
     data_dir = small_disk / "data"
     group = f"g-{uuid.uuid4().hex[:6]}"

@@ -24,9 +24,9 @@ import kio.schema.find_coordinator.v4.request as fc4
 import kio.schema.list_offsets.v9.request as lo9
 import kio.schema.metadata.v12.request as md12
 import kafkalite
-from broker.tests.test_wire import fetch, metadata, produce, records
-from protocol.client import WireClient
-from protocol.records import build_batch
+from kafkalite.broker.tests.test_wire import fetch, metadata, produce, records
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import build_batch
 
 from .load import readable
 

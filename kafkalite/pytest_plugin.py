@@ -36,7 +36,7 @@ Options
     ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
         on its own port, over one copy of the data (``kafkalite --nodes N``).
 
-The broker runs as its own process (``python -P -m broker``) on a free port for the whole
+The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
 that test are attached to the report ("Captured kafkalite broker log").
 """

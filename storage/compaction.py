@@ -30,8 +30,8 @@ import logging
 import os
 from typing import Sequence
 
-from protocol import records as R
-from protocol.records import CorruptBatch, UnsupportedCompression
+from kafkalite.protocol import records as R
+from kafkalite.protocol.records import CorruptBatch, UnsupportedCompression
 
 from .files import unlink, write_new
 from .segment import Segment

@@ -32,9 +32,9 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Iterator
 
-from protocol import records as R
-from protocol.regions import FileRegion
-from protocol.records import (
+from kafkalite.protocol import records as R
+from kafkalite.protocol.regions import FileRegion
+from kafkalite.protocol.records import (
     INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
     set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )

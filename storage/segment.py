@@ -32,12 +32,12 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from protocol.records import (
+from kafkalite.protocol.records import (
     INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
     BatchHeader, CorruptBatch, iter_batches,
 )
 
-from protocol.regions import FileRegion
+from kafkalite.protocol.regions import FileRegion
 
 from .files import append_file, unlink, write_all, write_atomic, writev_all
 from .open_files import OPEN_FILES

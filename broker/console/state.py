@@ -20,7 +20,7 @@ import json
 from collections import deque
 from typing import Any, Iterator
 
-from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader, decode_records,
+from kafkalite.protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader, decode_records,
                               parse_control_record)
 
 # The default timeline shows the newest batches of a partition, at most this many.

@@ -229,7 +229,7 @@ def answer(ctx, request: Any, fault: Fault) -> Any:
     """What a faulted request gets instead of being handled: an error response, or the
     connection closed (close-connections, and an error for an acks=0 Produce, which has no
     response to carry it: Kafka closes the connection then)."""
-    from protocol.error_responses import error_response
+    from kafkalite.protocol.error_responses import error_response
 
     from ..handlers.common import CloseConnection
 

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import trio
 from kio.schema.errors import ErrorCode
 
-from protocol.records import Record, build_batch
+from kafkalite.protocol.records import Record, build_batch
 
 from ..clock import CLOCK, on_jump
 from ..cluster import AppendOrigin, validate_topic_name

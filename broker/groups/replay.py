@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from protocol.records import BatchHeader, decode_records, parse_control_record
+from kafkalite.protocol.records import BatchHeader, decode_records, parse_control_record
 
 from ..internal_topics import OFFSETS_TOPIC
 from . import records as rec

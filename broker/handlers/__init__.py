@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from protocol.apis import register
+from kafkalite.protocol.apis import register
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 HANDLERS: dict[int, Handler] = {}

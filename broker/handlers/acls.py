@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import (Acl, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType, allowed_cluster,
                           validate_new_acl)

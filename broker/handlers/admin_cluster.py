@@ -31,7 +31,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType, allowed_cluster, operations
 from . import api

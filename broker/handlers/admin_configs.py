@@ -42,7 +42,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..config import BROKER_KEYS
 from ..topic_configs import (

@@ -29,7 +29,7 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import AclOperation, ResourceType, allowed_cluster, allowed_names
 from . import api

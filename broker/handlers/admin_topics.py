@@ -63,7 +63,7 @@ from collections import Counter
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text

@@ -20,7 +20,7 @@ import re
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make, response_type
+from kafkalite.protocol.messages import make, response_type
 
 from . import api
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from protocol.messages import response_type
+from kafkalite.protocol.messages import response_type
 
 
 def response_module(ctx) -> ModuleType:

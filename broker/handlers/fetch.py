@@ -33,8 +33,8 @@ from __future__ import annotations
 import trio
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
-from storage import OffsetOutOfRange
+from kafkalite.protocol.messages import make
+from kafkalite.storage import OffsetOutOfRange
 
 from ..clock import now_ms
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..groups.states import ClassicGroupState
 from ..kafka_versions import unsupported_group_api

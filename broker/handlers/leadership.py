@@ -27,7 +27,7 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 UNDEFINED_EPOCH = -1
 

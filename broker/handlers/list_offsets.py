@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api

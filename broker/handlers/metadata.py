@@ -26,7 +26,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
                           operations)

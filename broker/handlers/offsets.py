@@ -30,7 +30,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from . import api

@@ -32,9 +32,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.error_responses import error_response
-from protocol.messages import EncodedBody, make, uvarint
-from protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
+from kafkalite.protocol.error_responses import error_response
+from kafkalite.protocol.messages import EncodedBody, make, uvarint
+from kafkalite.protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
                               recompress_batch, validate_produce_batches)
 
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names

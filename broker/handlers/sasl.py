@@ -22,7 +22,7 @@ import logging
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..sasl import AUTHENTICATE, COMPLETE, REAUTH_BAD_MECHANISM, SaslFailed
 from . import api

@@ -18,7 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..credentials import MAX_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES, MIN_ITERATIONS, ScramCredential
 from . import api

@@ -41,7 +41,7 @@ from __future__ import annotations
 import trio
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import AUTHORIZATION_MESSAGES, allowed, allowed_names, operations
 from ..authorizer import AclOperation as Op

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..authorizer import AclOperation as Op
 from ..authorizer import ResourceType as Res

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from protocol.messages import make
+from kafkalite.protocol.messages import make
 
 from ..clock import now_ms
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_any, allowed_cluster, allowed_names

@@ -37,8 +37,8 @@ from typing import Callable
 import trio
 from kio.schema.errors import ErrorCode
 
-from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
-from storage import OffsetOutOfRange
+from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from kafkalite.storage import OffsetOutOfRange
 
 from ..clock import CLOCK, on_jump
 from ..cluster import AppendOrigin

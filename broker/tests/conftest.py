@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 import kafkalite
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,15 @@ transport (the HTTP endpoint, the Python client, `kafkalite control`): one that 
 what it was given and what it saw of the broker, one that refuses, one that fails, one whose
 result is not JSON.
 
-    kafkalite.start(module="broker.tests.controls_program", controls=0)
+    kafkalite.start(module="kafkalite.broker.tests.controls_program", controls=0)
 """
 
 from __future__ import annotations
 
 import sys
 
-from broker.cli import main
-from broker.controls import ControlError, control
+from kafkalite.broker.cli import main
+from kafkalite.broker.controls import ControlError, control
 
 
 @control("test-echo")

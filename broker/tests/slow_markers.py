@@ -4,7 +4,7 @@ transaction completes, so that a test can kill the broker after PrepareCommit/Pr
 durable and before the markers, or between two markers. It is the broker's own CLI with one
 part of the services wired differently (broker.services.Wiring), not a switch in the product.
 
-    kafkalite.start(module="broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"])
+    kafkalite.start(module="kafkalite.broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"])
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from functools import partial
 
 import trio
 
-from broker.cli import main
-from broker.services import Wiring
-from broker.transactions.markers import MarkerChannel
+from kafkalite.broker.cli import main
+from kafkalite.broker.services import Wiring
+from kafkalite.broker.transactions.markers import MarkerChannel
 
 log = logging.getLogger("kafkalite.tests.slow_markers")
 

@@ -14,9 +14,9 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 import kafkalite
-from protocol.client import WireClient
-from protocol.messages import make
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.messages import make
+from kafkalite.protocol.records import Record, build_batch
 
 E = ErrorCode
 ZERO = uuid.UUID(int=0)

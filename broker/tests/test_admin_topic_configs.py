@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import BROKER_KEYS
-from broker.topic_configs import (
+from kafkalite.broker.config import BROKER_KEYS
+from kafkalite.broker.topic_configs import (
     TOPIC_CONFIGS,
     ConfigError,
     ConfigSource,

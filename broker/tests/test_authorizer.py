@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.authorizer import (Acl, AclFilter, Authorizer, validate_new_acl)
-from broker.authorizer import AclOperation as O
-from broker.authorizer import AclPermissionType as P
-from broker.authorizer import PatternType as PT
-from broker.authorizer import ResourceType as R
+from kafkalite.broker.authorizer import (Acl, AclFilter, Authorizer, validate_new_acl)
+from kafkalite.broker.authorizer import AclOperation as O
+from kafkalite.broker.authorizer import AclPermissionType as P
+from kafkalite.broker.authorizer import PatternType as PT
+from kafkalite.broker.authorizer import ResourceType as R
 
 ALICE, BOB, ANON = "User:alice", "User:bob", "User:ANONYMOUS"
 HOST = "127.0.0.1"

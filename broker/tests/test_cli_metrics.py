@@ -13,8 +13,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 import kafkalite
-from broker.metrics import Metrics, render
-from protocol.client import WireClient
+from kafkalite.broker.metrics import Metrics, render
+from kafkalite.protocol.client import WireClient
 
 
 def scrape(url: str) -> dict[str, float]:

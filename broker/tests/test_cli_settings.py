@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import kafkalite
-from broker.cli import list_configs, parse_args, resolve
-from broker.config import BROKER_KEYS, Listener, UnknownConfig
+from kafkalite.broker.cli import list_configs, parse_args, resolve
+from kafkalite.broker.config import BROKER_KEYS, Listener, UnknownConfig
 
 
 def settings(argv, env=None):

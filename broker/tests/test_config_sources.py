@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import (
+from kafkalite.broker.config import (
     BROKER_KEYS,
     BrokerConfig,
     Listener,

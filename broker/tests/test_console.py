@@ -126,7 +126,7 @@ def test_read_only_and_errors(broker, topic):
 
 def test_without_the_flag_the_console_libraries_are_never_imported():
     code = ("import sys, broker.cli, broker.server; "
-            "print(sorted(m for m in ('starlette', 'hypercorn', 'anyio', 'broker.console') if m in sys.modules))")
+            "print(sorted(m for m in ('starlette', 'hypercorn', 'anyio', 'kafkalite.broker.console') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=kafkalite._PACKAGE_ROOT)
     assert out.returncode == 0, out.stderr
@@ -267,7 +267,7 @@ def start_without(library: str, flags: list[str], tmp_path) -> subprocess.Comple
     """Starts a broker with `flags` in a process where `library` is not there: importing it fails
     and importlib finds no spec for it, as when it is not installed."""
     (tmp_path / "without_library.py").write_text(
-        f"import runpy, sys\nsys.modules[{library!r}] = None\nrunpy.run_module('broker', run_name='__main__', alter_sys=True)\n")
+        f"import runpy, sys\nsys.modules[{library!r}] = None\nrunpy.run_module('kafkalite', run_name='__main__', alter_sys=True)\n")
     return subprocess.run(kafkalite.broker_command(["--port", "0", *flags], module="without_library"),
                           capture_output=True, text=True, timeout=60,
                           env=kafkalite._broker_env({"PYTHONPATH": str(tmp_path)}))

@@ -18,7 +18,7 @@ import kafkalite
 from compat_tests.differ.core import request as req
 from compat_tests.share.members import ShareConsumer
 from compat_tests.waiting import wait_until
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 from . import test_console_browser as console_browser
 from .test_nodes_share_streams import streams_heartbeat

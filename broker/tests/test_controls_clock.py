@@ -13,9 +13,9 @@ from kio.schema.errors import ErrorCode
 
 import kafkalite
 from compat_tests.differ.core import request
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 from compat_tests.waiting import wait_until
-from protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
 
 from .test_groups_wire import stable_member
 

@@ -14,8 +14,8 @@ from kio.schema.errors import ErrorCode
 
 import kafkalite
 from compat_tests.differ.core import request
-from protocol.client import WireClient
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
 
 
 @pytest.fixture(scope="module")

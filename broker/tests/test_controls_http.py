@@ -20,7 +20,7 @@ from kafkalite._wire import AdminConnection
 
 from .test_console import start_without
 
-PROGRAM = "broker.tests.controls_program"
+PROGRAM = "kafkalite.broker.tests.controls_program"
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def run_cli(*args: str, url: str | None = None) -> subprocess.CompletedProcess:
     env.pop("KAFKALITE_CONTROLS_URL", None)
     if url:
         env["KAFKALITE_CONTROLS_URL"] = url
-    return subprocess.run([sys.executable, "-m", "broker", "control", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "kafkalite", "control", *args], capture_output=True,
                           text=True, timeout=30, env=env)
 
 
@@ -132,7 +132,7 @@ def test_a_broker_without_controls_has_no_endpoint_and_says_so():
         with pytest.raises(RuntimeError, match="without controls"):
             b.controls.names()
     code = ("import sys, broker.cli, broker.server; print(sorted(m for m in "
-            "('starlette', 'hypercorn', 'broker.controls.http', 'kafkalite') if m in sys.modules))")
+            "('starlette', 'hypercorn', 'kafkalite.broker.controls.http', 'kafkalite') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=kafkalite._PACKAGE_ROOT)
     assert out.returncode == 0, out.stderr

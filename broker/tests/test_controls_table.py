@@ -1,8 +1,8 @@
 import pytest
 import trio
 
-from broker import controls
-from broker.controls import ControlError, control, invoke
+from kafkalite.broker import controls
+from kafkalite.broker.controls import ControlError, control, invoke
 
 
 def test_invoke_checks_arguments_against_the_signature():

@@ -16,10 +16,10 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-import storage.log
-import storage.segment
-from protocol.client import WireClient
-from protocol.messages import make
+from kafkalite.storage import log as storage_log
+from kafkalite.storage import segment as storage_segment
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.messages import make
 
 from .test_groups_wire import _cgh, _commit, _fetch, join, mod, sync, topic
 from .test_produce_storage_errors import _with_broker
@@ -41,7 +41,7 @@ def disk(request, monkeypatch):
     kind = request.param
     state = {"bad": False, "kind": kind, "values": FAULTS[kind]}
     if kind == "enospc-write":
-        real_write_all, real_writev_all = storage.segment.write_all, storage.segment.writev_all
+        real_write_all, real_writev_all = storage_segment.write_all, storage_segment.writev_all
 
         def write_all(fd, data):
             if state["bad"]:
@@ -55,8 +55,8 @@ def disk(request, monkeypatch):
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_writev_all(fd, parts)
 
-        monkeypatch.setattr(storage.segment, "write_all", write_all)
-        monkeypatch.setattr(storage.segment, "writev_all", writev_all)
+        monkeypatch.setattr(storage_segment, "write_all", write_all)
+        monkeypatch.setattr(storage_segment, "writev_all", writev_all)
     else:
         real_fsync = os.fsync
 
@@ -65,7 +65,7 @@ def disk(request, monkeypatch):
                 raise OSError(errno.EIO, "Input/output error")
             return real_fsync(fd)
 
-        monkeypatch.setattr(storage.log.os, "fsync", fsync)
+        monkeypatch.setattr(storage_log.os, "fsync", fsync)
     return state
 
 
@@ -241,7 +241,7 @@ def test_a_producer_id_block_that_cannot_be_saved(tmp_path, monkeypatch):
     """InitProducerId when the next producer id block cannot be saved: COORDINATOR_LOAD_IN_PROGRESS
     (Kafka's answer while its producer id manager has no block), no id handed out twice, and
     ids again once the disk works."""
-    from broker.transactions.producer_ids import ProducerIdManager
+    from kafkalite.broker.transactions.producer_ids import ProducerIdManager
 
     from .test_transactions_core import make_core
 

@@ -9,10 +9,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 import kafkalite
-from broker.fetch_sessions import FetchSessionCache, SessionError
+from kafkalite.broker.fetch_sessions import FetchSessionCache, SessionError
 from compat_tests.differ.core import request
-from protocol.client import WireClient
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
 
 # ------------------------------------------------------------------ the cache
 

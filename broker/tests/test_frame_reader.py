@@ -8,8 +8,8 @@ import pytest
 import trio
 from hypothesis import given, settings, strategies as st
 
-from broker.server import ConnectionClosed, FrameReader
-from protocol.messages import MalformedRequest
+from kafkalite.broker.server import ConnectionClosed, FrameReader
+from kafkalite.protocol.messages import MalformedRequest
 
 
 class ChunkedSocket:

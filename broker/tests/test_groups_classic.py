@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.groups.classic import ClassicGroup, SyncResult
-from broker.groups.states import ClassicGroupState as S
+from kafkalite.broker.groups.classic import ClassicGroup, SyncResult
+from kafkalite.broker.groups.states import ClassicGroupState as S
 
 PROTOCOLS = [("range", b"meta-range"), ("roundrobin", b"meta-rr")]
 
@@ -289,7 +289,7 @@ def test_member_not_syncing_is_removed_after_rebalance_timeout():
 
 
 def test_persisted_value_roundtrip():
-    from broker.groups.records import decode_group_metadata_value, group_metadata_value
+    from kafkalite.broker.groups.records import decode_group_metadata_value, group_metadata_value
     g = make_group()
     a = join(g, instance="i-1").value.member_id
     sync(g, a, 1, {a: b"A"})

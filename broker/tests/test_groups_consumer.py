@@ -6,9 +6,9 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from broker.groups.assignors import range_, uniform
-from broker.groups.consumer import ConsumerGroup, TopicView
-from broker.groups.states import MemberState
+from kafkalite.broker.groups.assignors import range_, uniform
+from kafkalite.broker.groups.consumer import ConsumerGroup, TopicView
+from kafkalite.broker.groups.states import MemberState
 
 
 T1 = uuid.UUID(int=1)

@@ -10,10 +10,10 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from broker.groups import GroupCoordinator
-from broker.groups import records as rec
-from broker.cluster import Partition
-from protocol.records import BatchHeader, build_control_batch, decode_records
+from kafkalite.broker.groups import GroupCoordinator
+from kafkalite.broker.groups import records as rec
+from kafkalite.broker.cluster import Partition
+from kafkalite.protocol.records import BatchHeader, build_control_batch, decode_records
 
 
 class FakeLog:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.groups.streams import (
+from kafkalite.broker.groups.streams import (
     Status,
     StreamsGroup,
     StreamsGroupState,
@@ -15,7 +15,7 @@ from broker.groups.streams import (
     configure,
     validate_heartbeat,
 )
-from broker.groups.streams_assignor import AssignorMember, Tasks, assign
+from kafkalite.broker.groups.streams_assignor import AssignorMember, Tasks, assign
 
 
 def _active(result, m):
@@ -212,8 +212,8 @@ def test_validate_heartbeat():
 def _coordinator(cluster=None, clock=None):
     from types import SimpleNamespace
 
-    from broker.groups import GroupCoordinator
-    from broker.tests.test_groups_coordinator import CONFIG, Clock, FakeCluster
+    from kafkalite.broker.groups import GroupCoordinator
+    from kafkalite.broker.tests.test_groups_coordinator import CONFIG, Clock, FakeCluster
 
     config = {**CONFIG, "group.streams.session.timeout.ms": 1000, "group.streams.heartbeat.interval.ms": 100,
               "group.streams.num.standby.replicas": 1}
@@ -234,7 +234,7 @@ def _coord_hb(coord, member, epoch, *, active=None, instance=None, process=None)
 
 
 def test_streams_group_survives_restart():
-    from broker.groups.streams_records import decode_key
+    from kafkalite.broker.groups.streams_records import decode_key
 
     coord = _coordinator()
     coord.cluster.create_topic("orders", 2)

@@ -11,8 +11,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 import kafkalite
-from protocol.client import WireClient
-from protocol.messages import make
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.messages import make
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import struct
 
 import psutil
 
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 import kio.schema.api_versions.v0.request as av0
 

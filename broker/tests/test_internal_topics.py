@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from broker.internal_topics import INT32_MIN, java_string_hash, kafka_abs, partition_for
+from kafkalite.broker.internal_topics import INT32_MIN, java_string_hash, kafka_abs, partition_for
 
 
 def _hash_by_powers(s: str) -> int:

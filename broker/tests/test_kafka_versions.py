@@ -11,9 +11,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 import kafkalite
-from broker.kafka_versions import release, releases
+from kafkalite.broker.kafka_versions import release, releases
 from compat_tests.differ.core import request
-from protocol.client import WireClient, decode_response
+from kafkalite.protocol.client import WireClient, decode_response
 
 
 def api_versions(bootstrap, version=3):

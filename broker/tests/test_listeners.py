@@ -9,7 +9,7 @@ from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v12.request import MetadataRequest
 
 import kafkalite
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 
 def metadata_brokers(address: str, v1: bool = False):

@@ -19,12 +19,12 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from broker.config import BrokerConfig, Listener
-from broker.controls import ControlError, invoke
-from broker.placement import PlacementError, assign_replicas
-from broker.server import serve
-from protocol.client import WireClient
-from protocol.records import Record, build_batch
+from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.controls import ControlError, invoke
+from kafkalite.broker.placement import PlacementError, assign_replicas
+from kafkalite.broker.server import serve
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
 
 MS = datetime.timedelta(milliseconds=1)
 

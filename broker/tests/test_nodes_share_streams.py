@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 import kafkalite
 from compat_tests.differ.core import request as req  # requests from plain values
 
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 from .test_nodes import address, ask, cluster_of, create_request, produce_request
 
@@ -175,7 +175,7 @@ def test_a_java_share_consumer_reads_partitions_led_by_three_nodes():
 
     from compat_tests.share.members import ShareConsumer
     from compat_tests.waiting import wait_until
-    from protocol.client import WireClient as Wire
+    from kafkalite.protocol.client import WireClient as Wire
 
     with kafkalite.running(nodes=3) as broker:
         topic, group = f"t-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"

@@ -10,8 +10,8 @@ from kio.schema.errors import ErrorCode
 
 import kio.schema.fetch.v12.request as f12
 import kio.schema.produce.v9.request as p9
-from protocol.client import WireClient, decode_response
-from protocol.records import build_batch
+from kafkalite.protocol.client import WireClient, decode_response
+from kafkalite.protocol.records import build_batch
 
 from .test_wire import MS, metadata, records
 

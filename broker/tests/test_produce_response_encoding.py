@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from broker.handlers import produce
-from broker.handlers.produce import PartitionResult, encode_accepted
-from protocol.messages import EncodedBody, encode_response, make, response_type
+from kafkalite.broker.handlers import produce
+from kafkalite.broker.handlers.produce import PartitionResult, encode_accepted
+from kafkalite.protocol.messages import EncodedBody, encode_response, make, response_type
 
 VERSIONS = range(3, 14)
 _int64 = st.integers(-1, 2**63 - 1)

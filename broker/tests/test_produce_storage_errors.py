@@ -9,12 +9,12 @@ import os
 import trio
 from kio.schema.errors import ErrorCode
 
-import storage.log
-import storage.segment
-from broker.config import BrokerConfig, Listener
-from broker.server import serve
-from protocol.client import WireClient
-from protocol.records import build_batch
+from kafkalite.storage import log as storage_log
+from kafkalite.storage import segment as storage_segment
+from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.server import serve
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import build_batch
 
 from .test_wire import fetch, metadata, produce, records
 
@@ -31,7 +31,7 @@ def _with_broker(tmp_path, values, exchange):
 
 
 def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path, monkeypatch):
-    real_write_all = storage.segment.write_all
+    real_write_all = storage_segment.write_all
     full = {"on": False}
 
     def write_all(fd, data):
@@ -40,8 +40,8 @@ def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write_all(fd, data)
 
-    monkeypatch.setattr(storage.segment, "write_all", write_all)
-    real_writev_all = storage.segment.writev_all
+    monkeypatch.setattr(storage_segment, "write_all", write_all)
+    real_writev_all = storage_segment.writev_all
 
     def writev_all(fd, parts):       # produced bytes are written with writev, header stamped apart
         if full["on"]:
@@ -49,7 +49,7 @@ def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_writev_all(fd, parts)
 
-    monkeypatch.setattr(storage.segment, "writev_all", writev_all)
+    monkeypatch.setattr(storage_segment, "writev_all", writev_all)
 
     def exchange(address):
         with WireClient(address) as c:
@@ -77,7 +77,7 @@ def test_failed_fsync_with_fsync_always_is_not_acknowledged(tmp_path, monkeypatc
             raise OSError(errno.EIO, "Input/output error")
         return real_fsync(fd)
 
-    monkeypatch.setattr(storage.log.os, "fsync", fsync)
+    monkeypatch.setattr(storage_log.os, "fsync", fsync)
 
     def exchange(address):
         with WireClient(address) as c:
@@ -108,7 +108,7 @@ def test_failed_fsync_of_a_write_txn_markers_request_is_not_acknowledged(tmp_pat
             raise OSError(errno.EIO, "Input/output error")
         return real_fsync(fd)
 
-    monkeypatch.setattr(storage.log.os, "fsync", fsync)
+    monkeypatch.setattr(storage_log.os, "fsync", fsync)
 
     def abort(c, pid, epoch):
         r = c.request(wm1.WriteTxnMarkersRequest(markers=(wm1.WritableTxnMarker(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-from broker.producers import INT32_MAX, NUM_BATCHES_TO_RETAIN, ProduceError, ProducerStates
+from kafkalite.broker.producers import INT32_MAX, NUM_BATCHES_TO_RETAIN, ProduceError, ProducerStates
 
 PID = 1000
 

@@ -14,11 +14,11 @@ import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
 
 import kafkalite
-from broker.config import BrokerConfig, Listener, UnknownConfig, check_key, env_values
-from broker.credentials import ScramCredential, ScramStore, parse_scram_users
-from broker.security import (SecurityConfigError, build, parse_jaas, parse_mapping_rules, principal_from_dn,
+from kafkalite.broker.config import BrokerConfig, Listener, UnknownConfig, check_key, env_values
+from kafkalite.broker.credentials import ScramCredential, ScramStore, parse_scram_users
+from kafkalite.broker.security import (SecurityConfigError, build, parse_jaas, parse_mapping_rules, principal_from_dn,
                              split_listener_key)
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a\\"b" user_bob="pw";'
 
@@ -132,7 +132,7 @@ def test_self_signed_tls_and_mtls_principal(tmp_path):
 def test_mtls_principal_from_config_files(tmp_path):
     import trustme
 
-    from broker.security import pkcs8
+    from kafkalite.broker.security import pkcs8
 
     ca = trustme.CA()
     server = ca.issue_cert("127.0.0.1")
@@ -166,7 +166,7 @@ def test_stalled_tls_handshake_times_out(tmp_path):
 
 def test_self_signed_flag_from_the_environment():
     """The container image's way: KAFKALITE_TLS_SELF_SIGNED=true, like every flag's variable."""
-    from broker.cli import parse_args, resolve
+    from kafkalite.broker.cli import parse_args, resolve
 
     assert resolve(parse_args([]), {"KAFKALITE_TLS_SELF_SIGNED": "true"}).tls_self_signed
     assert not resolve(parse_args([]), {}).tls_self_signed

@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from broker.server import send_chunks
-from protocol.regions import FileRegion
+from kafkalite.broker.server import send_chunks
+from kafkalite.protocol.regions import FileRegion
 
 
 @pytest.fixture

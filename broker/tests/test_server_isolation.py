@@ -6,10 +6,10 @@ from __future__ import annotations
 import trio
 import kio.schema.metadata.v12.request as md12
 
-from broker import handlers
-from broker.config import BrokerConfig, Listener
-from broker.server import serve
-from protocol.client import WireClient
+from kafkalite.broker import handlers
+from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.server import serve
+from kafkalite.protocol.client import WireClient
 
 
 def test_failing_handler_and_unencodable_response_close_only_their_connection(tmp_path, monkeypatch):

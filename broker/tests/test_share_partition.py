@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from broker.share import records as rec
-from broker.share.partition import AckError, AckType, Batch, RecordState, SharePartition, StateBatch
+from kafkalite.broker.share import records as rec
+from kafkalite.broker.share.partition import AckError, AckType, Batch, RecordState, SharePartition, StateBatch
 
 LOCK = 1000
 

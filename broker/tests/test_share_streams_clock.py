@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 import kafkalite
 from compat_tests.differ.core import request as req
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 from .test_nodes_share_streams import streams_heartbeat
 from .test_share_wire import acquired, create_and_produce, earliest, fetch, join

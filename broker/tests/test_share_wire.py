@@ -9,9 +9,9 @@ from datetime import timedelta
 from kio.schema.errors import ErrorCode
 
 import kafkalite
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 from compat_tests.differ.core import request as req  # requests from plain values
-from protocol.records import Record, build_batch
+from kafkalite.protocol.records import Record, build_batch
 
 
 def create_and_produce(w: WireClient, topic: str, n: int) -> uuid.UUID:

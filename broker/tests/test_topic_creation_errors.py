@@ -14,9 +14,9 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-import broker.cluster
-from protocol.client import WireClient
-from protocol.messages import make
+from kafkalite.broker import cluster as broker_cluster
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.messages import make
 
 from .test_admin import create_one
 from .test_groups_wire import join, mod
@@ -31,7 +31,7 @@ def disk(request, monkeypatch):
     saved."""
     state = {"bad": False, "spared": 2}
     if request.param == "partition":
-        real_open = broker.cluster.PartitionLog.open
+        real_open = broker_cluster.PartitionLog.open
 
         def open_log(directory, config, **kw):
             if state["bad"]:
@@ -40,16 +40,16 @@ def disk(request, monkeypatch):
                 state["spared"] -= 1
             return real_open(directory, config, **kw)
 
-        monkeypatch.setattr(broker.cluster.PartitionLog, "open", staticmethod(open_log))
+        monkeypatch.setattr(broker_cluster.PartitionLog, "open", staticmethod(open_log))
     else:
-        real_save = broker.cluster.Cluster.save
+        real_save = broker_cluster.Cluster.save
 
         def save(self):
             if state["bad"]:
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_save(self)
 
-        monkeypatch.setattr(broker.cluster.Cluster, "save", save)
+        monkeypatch.setattr(broker_cluster.Cluster, "save", save)
     return state
 
 

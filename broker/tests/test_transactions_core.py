@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-from broker.transactions.core import TxnCoordinatorCore
-from broker.internal_topics import partition_for
-from broker.transactions.log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
-from broker.transactions.producer_ids import ProducerIdManager
-from broker.transactions.state import TxnState as S
+from kafkalite.broker.transactions.core import TxnCoordinatorCore
+from kafkalite.broker.internal_topics import partition_for
+from kafkalite.broker.transactions.log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
+from kafkalite.broker.transactions.producer_ids import ProducerIdManager
+from kafkalite.broker.transactions.state import TxnState as S
 
 
 class Clock:

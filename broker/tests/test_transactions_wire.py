@@ -24,8 +24,8 @@ import kio.schema.produce.v9.request as p9
 import kio.schema.produce.v11.request as p11
 import kio.schema.produce.v12.request as p12
 import kio.schema.write_txn_markers.v1.request as wm1
-from protocol.client import WireClient
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
 
 MS = datetime.timedelta(milliseconds=1)
 
@@ -65,7 +65,7 @@ def _lso(wire, topic):
 @pytest.fixture(scope="module")
 def slow_markers():
     """A broker whose marker channel waits 400 ms per partition (broker.tests.slow_markers)."""
-    with kafkalite.running(module="broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"]) as b:
+    with kafkalite.running(module="kafkalite.broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"]) as b:
         yield b
 
 

@@ -15,8 +15,8 @@ import kio.schema.fetch.v12.request as f12
 import kio.schema.list_offsets.v9.request as lo9
 import kio.schema.metadata.v12.request as md12
 import kio.schema.produce.v9.request as p9
-from protocol.client import WireClient, decode_response
-from protocol.records import Record, build_batch, build_control_batch
+from kafkalite.protocol.client import WireClient, decode_response
+from kafkalite.protocol.records import Record, build_batch, build_control_batch
 
 MS = datetime.timedelta(milliseconds=1)
 
@@ -218,6 +218,6 @@ def test_frames_larger_than_the_receive_buffer(wire):
     value = bytes(range(256)) * (8 << 10)
     r = produce(wire, name, build_batch([Record(key=b"k", value=value, headers=(), timestamp_ms=1)]))
     assert r.error_code == ErrorCode.none and r.base_offset == 0
-    from protocol.records import decode_records
+    from kafkalite.protocol.records import decode_records
     p = fetch(wire, name, 0)
     assert decode_records(p.records)[0].value == value

@@ -24,7 +24,7 @@ from collections import deque
 import trio
 from kio.schema.errors import ErrorCode
 
-from protocol.records import BatchHeader, Record, build_batch, decode_records
+from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records
 
 from ..clock import CLOCK, JumpTimer, now_ms
 from ..cluster import AppendOrigin

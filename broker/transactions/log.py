@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from protocol.messages import uvarint
+from kafkalite.protocol.messages import uvarint
 
 from .state import TxnState
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from storage.files import write_atomic
+from kafkalite.storage.files import write_atomic
 
 BLOCK_SIZE = 1000
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
-from protocol.records import COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_ZSTD, Record, build_batch
+from kafkalite.protocol.records import COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_ZSTD, Record, build_batch
 
 from .core import Conversation
 

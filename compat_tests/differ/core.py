@@ -27,9 +27,9 @@ from typing import Any, Callable
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
-from protocol.client import WireClient, decode_response
-from protocol.messages import _converter
-from protocol.records import decode_records, iter_batches
+from kafkalite.protocol.client import WireClient, decode_response
+from kafkalite.protocol.messages import _converter
+from kafkalite.protocol.records import decode_records, iter_batches
 
 MS = datetime.timedelta(milliseconds=1)
 _MISSING = dataclasses.MISSING

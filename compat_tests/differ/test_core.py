@@ -8,7 +8,7 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-from protocol.records import Record, build_batch
+from kafkalite.protocol.records import Record, build_batch
 
 from .core import Normaliser, compare, plain, request
 

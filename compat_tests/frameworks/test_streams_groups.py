@@ -32,7 +32,7 @@ from compat_tests import brokers
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin
 from compat_tests.frameworks import streams_app as sa
 from compat_tests.frameworks.test_streams_eos import _assert_output, _totals_count
-from protocol.client import WireClient
+from kafkalite.protocol.client import WireClient
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.streams, pytest.mark.streams_groups]
 

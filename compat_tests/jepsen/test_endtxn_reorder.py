@@ -24,8 +24,8 @@ import kio.schema.init_producer_id.v5.request as ip5
 import kio.schema.list_offsets.v7.request as lo7
 import kio.schema.metadata.v12.request as md12
 import kio.schema.produce.v12.request as p12
-from protocol.client import WireClient
-from protocol.records import Record, build_batch
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
 
 pytestmark = [pytest.mark.jepsen, pytest.mark.transactions]
 

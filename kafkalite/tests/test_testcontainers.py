@@ -17,7 +17,7 @@ from kafkalite.tests.test_docker import Entrypoint, image_env  # noqa: E402
 
 from kio.schema.metadata.v12.request import MetadataRequest  # noqa: E402
 
-from protocol.client import WireClient  # noqa: E402
+from kafkalite.protocol.client import WireClient  # noqa: E402
 
 
 class FakeDockerClient:

@@ -7,10 +7,10 @@ import importlib
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.handlers import load_all
-from protocol.apis import API_TABLE
-from protocol.error_responses import error_response
-from protocol.messages import encode_response
+from kafkalite.broker.handlers import load_all
+from kafkalite.protocol.apis import API_TABLE
+from kafkalite.protocol.error_responses import error_response
+from kafkalite.protocol.messages import encode_response
 
 load_all()
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import records as R
-from protocol.records import (
+from kafkalite.protocol import records as R
+from kafkalite.protocol.records import (
     BATCH_HEADER_SIZE, BatchHeader, CorruptBatch, InvalidRecord, Record, build_batch, build_control_batch,
     decode_records, iter_batches, parse_control_record, set_base_offset, set_max_timestamp_and_log_append_time,
     set_partition_leader_epoch, validate_produce_batches,

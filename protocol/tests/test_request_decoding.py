@@ -11,7 +11,7 @@ import kio.schema.find_coordinator.v4.request as fc4
 import kio.schema.produce.v9.request as pr9
 from kio.serial import entity_writer
 
-from protocol.messages import MalformedRequest, parse_request, peek_header
+from kafkalite.protocol.messages import MalformedRequest, parse_request, peek_header
 
 
 def _frame(api_key: int, version: int, body: bytes, flexible: bool) -> bytes:

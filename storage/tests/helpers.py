@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protocol.records import Record, build_batch, decode_records, iter_batches
-from storage import LogConfig, PartitionLog
+from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.storage import LogConfig, PartitionLog
 
 
 def batch(n: int = 1, *, tag: str = "", ts: int = 1000, key: bytes | None = None, size: int = 10,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from protocol.records import BatchHeader, iter_batches
-from storage import PartitionLog
-from storage.files import writev_all
+from kafkalite.protocol.records import BatchHeader, iter_batches
+from kafkalite.storage import PartitionLog
+from kafkalite.storage.files import writev_all
 
 from .helpers import batch, read_all, small_config, values
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.records import BatchHeader, Record, build_batch, build_control_batch, decode_records
-from storage import LogConfig, PartitionLog
+from kafkalite.protocol.records import BatchHeader, Record, build_batch, build_control_batch, decode_records
+from kafkalite.storage import LogConfig, PartitionLog
 
 _put = st.tuples(st.just("put"), st.integers(0, 5), st.one_of(st.none(), st.binary(min_size=1, max_size=30)))
 _txn = st.tuples(st.just("txn"), st.integers(1, 3), st.lists(st.integers(0, 5), min_size=1, max_size=3),

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import (
+from kafkalite.protocol.records import (
     BatchHeader, Record, build_batch, build_control_batch, decode_records, iter_batches,
 )
-from storage import AbortedTxn, LogConfig, OffsetOutOfRange, PartitionLog
+from kafkalite.storage import AbortedTxn, LogConfig, OffsetOutOfRange, PartitionLog
 
 from .helpers import batch, crash, last_log_file, read_all, small_config, values
 
@@ -206,8 +206,8 @@ def test_kill9_keeps_every_acknowledged_append(pdir):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-        from storage import PartitionLog, LogConfig
-        from protocol.records import Record, build_batch
+        from kafkalite.storage import PartitionLog, LogConfig
+        from kafkalite.protocol.records import Record, build_batch
         plog = PartitionLog.open({str(pdir)!r}, LogConfig(segment_bytes=2000, index_interval_bytes=100), now_ms=0)
         for i in range(200):
             plog.append(build_batch([Record(b"k", b"v%d" % i, (), i)]), now_ms=i)
@@ -262,7 +262,7 @@ def test_torn_tail_is_truncated(pdir, tail, caplog):
 def test_recovery_walks_batches_larger_than_its_read_chunk(pdir, torn):
     """Recovery reads segments in SCAN_CHUNK pieces: a batch larger than a piece is read whole,
     and one cut short at the end of the file is still a torn tail."""
-    from storage.segment import SCAN_CHUNK
+    from kafkalite.storage.segment import SCAN_CHUNK
 
     plog = open_log(pdir, small_config(segment_bytes=16 << 20))
     plog.append(batch(2, tag="small"), now_ms=0)

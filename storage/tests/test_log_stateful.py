@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
-from storage import LogConfig, PartitionLog
+from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from kafkalite.storage import LogConfig, PartitionLog
 
 from .helpers import crash, last_log_file
 

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from storage import PartitionLog
-from storage.open_files import OPEN_FILES, OpenFiles
+from kafkalite.storage import PartitionLog
+from kafkalite.storage.open_files import OPEN_FILES, OpenFiles
 
 from .helpers import batch, crash, read_all, small_config
 

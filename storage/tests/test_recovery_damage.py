@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from protocol.records import Record, build_batch
-from storage import LogConfig, PartitionLog
+from kafkalite.protocol.records import Record, build_batch
+from kafkalite.storage import LogConfig, PartitionLog
 
 from .helpers import read_all
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from storage import PartitionLog
-from storage.open_files import OPEN_FILES
+from kafkalite.storage import PartitionLog
+from kafkalite.storage.open_files import OPEN_FILES
 
 from .helpers import batch, small_config
 
