@@ -181,7 +181,7 @@ def start_tansu(timeout: float = 30.0) -> Peer:
         wire.wait_for_metadata(HOST, port, timeout, alive=lambda: proc.poll() is None)
     except wire.WireError as exc:
         stop()
-        raise PeerUnavailable(f"tansu did not answer: {exc}\n{log.read_text(errors='replace')[-1500:]}")
+        raise PeerUnavailable(f"tansu did not answer: {exc}\n{log.read_text(errors='replace')[-1500:]}") from exc
     return Peer("tansu", f"{HOST}:{port}", proc.pid, stop, log)
 
 

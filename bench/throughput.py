@@ -102,7 +102,7 @@ def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms
             except BufferError:
                 producer.poll(0.01)
                 if time.monotonic() > deadline:
-                    raise TimeoutError("producer queue full until timeout")
+                    raise TimeoutError("producer queue full until timeout") from None
         if i % 1000 == 0:
             producer.poll(0)
     left = producer.flush(max(1.0, deadline - time.monotonic()))

@@ -65,7 +65,7 @@ def produce_transactional(bootstrap: str, topic: str, records: int, value_size: 
             except BufferError:
                 producer.poll(0.01)
                 if time.monotonic() > deadline:
-                    raise TimeoutError("producer queue full until timeout")
+                    raise TimeoutError("producer queue full until timeout") from None
         if i % 256 == 0:
             producer.poll(0)
             now = time.perf_counter()

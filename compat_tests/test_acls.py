@@ -289,7 +289,7 @@ def test_idempotent_producer_needs_idempotent_write_or_write_on_some_topic(secur
                          "error_cb": errors.append})
     producer.produce(topic, value=b"refused")
 
-    def failed():
+    def failed(producer=producer):
         try:
             producer.poll(0.2)
         except KafkaException as e:  # librdkafka raises the fatal error from poll

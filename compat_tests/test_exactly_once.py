@@ -247,7 +247,7 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
     for _ in range(kills):
         reached = [False]
 
-        def at_min_progress():  # committed offsets, polled at most every 50 ms
+        def at_min_progress(reached=reached):  # committed offsets, polled at most every 50 ms
             if not reached[0] and time.monotonic() - at_min_progress.last >= 0.05:
                 at_min_progress.last = time.monotonic()
                 reached[0] = progress() >= MIN_PROGRESS
@@ -256,7 +256,7 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
         if not run_until(at_min_progress):
             break
         target = commits() + rnd.randint(1, per_kill)
-        if not run_until(lambda: commits() >= target):
+        if not run_until(lambda target=target: commits() >= target):
             break  # the copy is over
         time.sleep(rnd.uniform(0, 0.02))
         if progress() >= 1.0:

@@ -280,7 +280,7 @@ def fuzz_records(data: bytes) -> None:
     back = bytes(plog.read(info.base_offset, len(buf) + 1))
     if back[16:] != buf[16:] or back[8:12] != buf[8:12] or len(back) != len(buf):
         raise AssertionError(f"appended {buf[:64]!r}... read back {back[:64]!r}...")
-    for _pos, h in iter_batches(back, check_crc=True):
+    for _pos, _h in iter_batches(back, check_crc=True):
         pass
 
 

@@ -166,7 +166,7 @@ def test_a_client_that_never_reads_does_not_block_others():
         with WireClient(broker.bootstrap) as c:
             metadata(c, topic)
             big = b"x" * (60 * 1024)
-            for i in range(16):       # about 1 MiB to fetch, again and again
+            for _i in range(16):       # about 1 MiB to fetch, again and again
                 assert produce(c, topic, build_batch([Record(b"k", big, (), None)])).error_code == ErrorCode.none
         base_fds = broker_figures(broker.pid)["fds"]
         slow = WireClient(broker.bootstrap)

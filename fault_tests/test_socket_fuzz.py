@@ -138,7 +138,7 @@ def test_mutated_frames_on_many_connections_leave_the_broker_serving_and_data_in
         host, port = broker.bootstrap.rsplit(":", 1)
         total_answered = total_closed = 0
         stuck_frames = []
-        for start in range(0, CONNECTIONS, AT_ONCE):
+        for _start in range(0, CONNECTIONS, AT_ONCE):
             batch = [[mutate(rng, seeds) for _ in range(rng.randint(1, 3))] for _ in range(AT_ONCE)]
             answered, closed, stuck = drive((host, int(port)), batch)
             total_answered += answered

@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
 export PATH="$PWD/.deps/bin:$PATH"
-python3 -m ruff check broker storage protocol kafkalite
+python3 -m ruff check .
 python3 -m mypy
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     exec python3 -m pytest "$@"

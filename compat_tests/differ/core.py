@@ -394,7 +394,7 @@ class Conversation:
         found = self.wait_for_leaders(*labels)
         # Kafka's metadata cache knows the leader a moment before its replica manager serves the
         # partition (NOT_LEADER_OR_FOLLOWER meanwhile): wait until every partition answers
-        for lb, t in found.items():
+        for _lb, t in found.items():
             self.until(2, 7, lambda r: all(p.error_code == ErrorCode.none for tt in r.topics for p in tt.partitions),
                        record=False, replica_id=-1, isolation_level=0, timeout=1000, topics=[
                            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "timestamp": -1,
