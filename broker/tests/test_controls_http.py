@@ -131,8 +131,9 @@ def test_a_broker_without_controls_has_no_endpoint_and_says_so():
         assert b.controls_url is None
         with pytest.raises(RuntimeError, match="without controls"):
             b.controls.names()
-    code = ("import sys, broker.cli, broker.server; print(sorted(m for m in "
-            "('starlette', 'hypercorn', 'kafkalite.broker.controls.http', 'kafkalite') if m in sys.modules))")
+    code = ("import sys, kafkalite.broker.cli, kafkalite.broker.server; print(sorted(m for m in "
+            "('starlette', 'hypercorn', 'kafkalite.broker.controls.http', 'kafkalite.launcher', 'kafkalite.controls') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=kafkalite._PACKAGE_ROOT)
     assert out.returncode == 0, out.stderr
