@@ -11,7 +11,9 @@ from typing import Any, Awaitable, Callable
 
 from kafkalite.protocol.apis import register
 
-Handler = Callable[[Any, Any], Awaitable[Any]]
+from ..context import RequestContext
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 HANDLERS: dict[int, Handler] = {}
 
 # Modules imported (and so registered) when the broker starts.
@@ -36,7 +38,7 @@ FAMILIES = [
 ]
 
 
-def api(api_key: int, lo: int, hi: int, *, advertised_min: int | None = None):
+def api(api_key: int, lo: int, hi: int, *, advertised_min: int | None = None) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
         register(api_key, lo, hi, advertised_min=advertised_min)
         HANDLERS[api_key] = fn

@@ -31,11 +31,13 @@ existence; a v13+ unknown topic id stays UNKNOWN_TOPIC_ID).
 from __future__ import annotations
 
 import trio
+from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 from kafkalite.storage import OffsetOutOfRange
 
+from ..context import RequestContext
 from ..clock import now_ms
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
 from ..authorizer import AclOperation, ResourceType, allowed_names
@@ -71,7 +73,7 @@ def _forgotten(request, by_id: bool) -> list[tuple]:
             for t in getattr(request, "forgotten_topics_data", ()) for p in t.partitions]
 
 
-def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
+def _resolve(ctx: RequestContext, partitions, by_id: bool) -> list[_Slot]:
     cluster = ctx.cluster
     # KIP-392: a consumer's fetch with client metadata (v11+) may read from a follower
     follower_reads = ctx.api_version >= 11
@@ -101,7 +103,7 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     return slots
 
 
-def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
+def _read_all(ctx: RequestContext, slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
     """Fill every slot with what is readable now; returns the number of bytes gathered. The
     file regions read go on ctx.regions, which the connection releases after sending."""
     regions = ctx.regions
@@ -135,7 +137,7 @@ def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> 
 
 
 @api(1, 4, 18)
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     version = ctx.api_version
     by_id = version >= 13
@@ -204,7 +206,7 @@ def _offsets(part, error) -> tuple[int, int, int]:
 _LEADER_HINTED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 
 
-def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION_ID):
+def _response(ctx: RequestContext, mod, slots, read_committed, by_id, session_id=INVALID_SESSION_ID):
     topics: dict = {}
     endpoints: dict = {}
     for s in slots:

@@ -27,11 +27,13 @@ answers leave the others out); OffsetDelete DELETE on the group and READ on each
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from . import api
 from .common import response_module
@@ -40,11 +42,11 @@ from .leadership import group_coordinator_error
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def _coordinator(ctx):
+def _coordinator(ctx: RequestContext):
     return ctx.broker.services.groups
 
 
-def _topic_name(ctx, t, by_id: bool):
+def _topic_name(ctx: RequestContext, t, by_id: bool):
     if by_id:
         topic = ctx.cluster.topics_by_id.get(t.topic_id)
         return topic.name if topic is not None else None
@@ -52,7 +54,7 @@ def _topic_name(ctx, t, by_id: bool):
 
 
 @api(8, 2, 10)
-async def offset_commit(ctx, request):
+async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     by_id = ctx.api_version >= 10
@@ -103,7 +105,7 @@ async def offset_commit(ctx, request):
         for t, name, parts in results))
 
 
-def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
+def _fetch_group(ctx: RequestContext, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
     """(group error, [(topic key, name, [(partition, offset, epoch, metadata, error)])])"""
     if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, []
@@ -148,7 +150,7 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
 
 
 @api(9, 1, 10)
-async def offset_fetch(ctx, request):
+async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     v = ctx.api_version
@@ -180,7 +182,7 @@ async def offset_fetch(ctx, request):
 
 
 @api(47, 0, 0)
-async def offset_delete(ctx, request):
+async def offset_delete(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not allowed(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return make(mod.OffsetDeleteResponse, error_code=ErrorCode.group_authorization_failed, throttle_time=0,

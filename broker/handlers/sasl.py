@@ -19,11 +19,13 @@ re-authenticating) both answer ILLEGAL_SASL_STATE, as Kafka's KafkaApis.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..sasl import AUTHENTICATE, COMPLETE, REAUTH_BAD_MECHANISM, SaslFailed
 from . import api
 from .common import response_module
@@ -32,7 +34,7 @@ log = logging.getLogger("kafkalite.sasl")
 
 
 @api(17, 0, 1)
-async def sasl_handshake(ctx, request):
+async def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     sasl = ctx.conn.sasl if ctx.conn is not None else None
     if sasl is None or sasl.state == COMPLETE:
@@ -46,7 +48,7 @@ async def sasl_handshake(ctx, request):
 
 
 @api(36, 0, 2)
-async def sasl_authenticate(ctx, request):
+async def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     sasl = ctx.conn.sasl if ctx.conn is not None else None
     if sasl is None or sasl.state not in (AUTHENTICATE, REAUTH_BAD_MECHANISM):
