@@ -15,7 +15,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -140,13 +140,13 @@ async def send_chunks(stream: trio.abc.SendStream, chunks: list[Chunk]) -> int:
         if type(c) is FileRegion:
             await _sendfile(sock, out, c)
         else:
-            await _write(sock, out, c)
+            await _write(sock, out, cast(bytes, c))
         total += len(c)
     await trio.lowlevel.cancel_shielded_checkpoint()
     return total
 
 
-async def _write(sock: Any, out: int, data: bytes | memoryview) -> None:
+async def _write(sock: Any, out: int, data: bytes) -> None:
     """os.write to the socket's descriptor until all of `data` is sent (the few header bytes
     between regions: trio's send_all costs more than the write itself)."""
     view = memoryview(data)

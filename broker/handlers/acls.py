@@ -1,4 +1,4 @@
-"""DescribeAcls (key 29), CreateAcls (30) and DeleteAcls (31), v1-v3 each (Kafka 4 serves no v0).
+"""DescribeAcls (key 29) v1-v3, CreateAcls (30) v1-v3 and DeleteAcls (31) v1-v3 (Kafka 4 serves no v0).
 
 - Without an authorizer (`authorizer.class.name` unset) each answers SECURITY_DISABLED: the
   whole-response error of DescribeAcls, every creation's and every filter's error otherwise,
@@ -78,6 +78,7 @@ async def describe_acls(ctx: RequestContext, request: Any) -> Any:
     refused = _refused(ctx, AclOperation.DESCRIBE, NO_AUTHORIZER)
     if refused is not None:
         return error(*refused)
+    assert auth is not None  # _refused answered a broker without an authorizer
     flt = _filter(request, request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter)
     groups: dict[tuple[int, str, int], list[Acl]] = {}
     for acl in auth.acls(flt):

@@ -94,12 +94,14 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
                     results=())
     cluster = ctx.cluster
     data_dir = Path(cluster.data_dir).resolve()
+    wanted: dict[str, set[int] | None]
     if request.topics is None:
         wanted = {name: None for name in cluster.topics}
     else:
-        wanted = {}
+        asked: dict[str, set[int]] = {}
         for t in request.topics:
-            wanted.setdefault(t.topic, set()).update(t.partitions)
+            asked.setdefault(t.topic, set()).update(t.partitions)
+        wanted = dict(asked)
     topics = []
     for name in sorted(wanted):
         topic = cluster.topics.get(name)

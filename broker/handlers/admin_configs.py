@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from typing import Any, Mapping, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -48,6 +48,7 @@ from kafkalite.protocol.messages import make
 from ..context import RequestContext
 from ..config import BROKER_KEYS
 from ..topic_configs import (
+    BrokerKeyLike,
     ConfigError,
     ConfigSource,
     ConfigType,
@@ -179,7 +180,9 @@ def _describe_entries(ctx: RequestContext, resource):
         if node != ctx.node_id:
             raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.node_id} "
                              f"or empty string, but received {name}")
-        return describe_broker_configs(ctx.broker.config.values, BROKER_KEYS, names=keys)
+        # BrokerKey's fields are read-only (a frozen dataclass), which the protocol does not say
+        keys_table = cast("Mapping[str, BrokerKeyLike]", BROKER_KEYS)
+        return describe_broker_configs(ctx.broker.config.values, keys_table, names=keys)
     if rtype == BROKER_LOGGER:
         if name == "":
             raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")

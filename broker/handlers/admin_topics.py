@@ -66,6 +66,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..cluster import Topic
 from ..context import RequestContext
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
@@ -328,7 +329,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             result(name, topic_id, ErrorCode.invalid_request, "You may not specify both topic name and topic id.")
         elif name is not None:
             names.append(name)
-        else:
+        elif topic_id is not None:
             ids.append(topic_id)
     name_counts, id_counts = Counter(names), Counter(ids)
     # DELETE on the cluster allows every topic; else DESCRIBE and DELETE on each topic
@@ -340,7 +341,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
         if name_counts[name] > 1:
             result(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
     duplicate_ids = {i for i, c in id_counts.items() if c > 1}
-    to_delete: dict[uuid.UUID, object] = {}
+    to_delete: dict[uuid.UUID, Topic] = {}
     for topic_id in id_counts:
         if topic_id in duplicate_ids:
             continue

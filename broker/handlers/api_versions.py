@@ -7,7 +7,7 @@ v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890
 use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
 finalized level is 2. A request with a version we do not know is answered in the v0 format
 with UNSUPPORTED_VERSION and, as Kafka does since KIP-511, only the ApiVersions key with our
-range (see broker.server): the client retries with a version we serve and so learns the
+range (see broker.connection): the client retries with a version we serve and so learns the
 features too (franz-go takes a full key list as the final answer, and with it no features).
 From v3 the client's software name and version must match Kafka's pattern (letters, digits,
 '-' and '.', starting and ending with a letter or digit); otherwise the answer is

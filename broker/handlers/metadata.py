@@ -32,7 +32,7 @@ from kafkalite.protocol.messages import make
 from ..context import RequestContext
 from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
                           operations)
-from ..cluster import validate_topic_name
+from ..cluster import Topic, validate_topic_name
 from ..placement import PlacementError
 from . import api
 from .common import response_module
@@ -84,6 +84,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     auth = ctx.broker.authorizer
     topics_out = []
+    topic: Topic | None
     if request.topics is None or (version == 0 and not request.topics):
         # v0 had no null: an empty list meant every topic; topics the principal may not
         # DESCRIBE are left out without a word

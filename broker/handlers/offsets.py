@@ -67,12 +67,12 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
             request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
             getattr(request, "group_instance_id", None), ctx.api_version)
-    results: list[tuple[object, str | None, list[tuple[int, ErrorCode]]]] = []
+    results: list[tuple[object, str | None, list[tuple[int, ErrorCode | None]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
         name = _topic_name(ctx, t, by_id)
         topic = ctx.cluster.topics.get(name) if name is not None else None
-        parts = []
+        parts: list[tuple[int, ErrorCode | None]] = []
         for p in t.partitions:
             if group_err == ErrorCode.group_authorization_failed:
                 parts.append((p.partition_index, group_err))
@@ -113,6 +113,7 @@ def _fetch_group(ctx: RequestContext, coord, group_id, topics, require_stable, m
         return not_coordinator, []
     unknown: list = []
     refused: list = []
+    tps: list[tuple[str, int]] | None
     if topics is None:
         tps = None
     else:
@@ -136,7 +137,7 @@ def _fetch_group(ctx: RequestContext, coord, group_id, topics, require_stable, m
     grouped: dict[str, list] = {}
     for topic, p, off, epoch, meta, perr in rows:
         grouped.setdefault(topic, []).append((p, off, epoch, meta, perr))
-    out = []
+    out: list[tuple[uuid.UUID | None, str | None, list[Any]]] = []
     for name, parts in grouped.items():
         key = ctx.cluster.topics[name].topic_id if by_id and name in ctx.cluster.topics else None
         out.append((key, name, parts))

@@ -195,7 +195,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         topic = cluster.topics_by_id.get(tdata.topic_id) if by_id else cluster.topics.get(tdata.name)
         # an unknown topic id stays UNKNOWN_TOPIC_ID
         denied = writable is not None and (topic is not None or not by_id) \
-            and (topic.name if by_id else tdata.name) not in writable
+            and (topic.name if by_id and topic is not None else tdata.name) not in writable
         presults = []
         for pdata in tdata.partition_data:
             if acks not in (0, 1, -1):

@@ -445,13 +445,13 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0], error_message=busy[1],
                     responses=())
     topics = []
-    refused = []
+    denied = []
     readable = allowed_names(ctx, Op.READ, Res.TOPIC, (t.topic_name for t in request.topics))
     for t in request.topics:
         topic = ctx.cluster.topics.get(t.topic_name)
         parts = []
         if readable is not None and t.topic_name not in readable:
-            refused.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+            denied.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                                 topic_id=topic.topic_id if topic else None, partitions=tuple(
                                     make(mod.AlterShareGroupOffsetsResponsePartition,
                                          partition_index=p.partition_index, error_code=TOPIC_DENIED,
@@ -470,7 +470,7 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         topics.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                            topic_id=topic.topic_id if topic else None, partitions=tuple(parts)))
     return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none,
-                error_message=None, responses=tuple(refused + topics))
+                error_message=None, responses=tuple(denied + topics))
 
 
 @api(92, 0, 0)
@@ -492,12 +492,12 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0],
                     error_message=busy[1], responses=())
     topics = []
-    refused = []
+    denied = []
     readable = allowed_names(ctx, Op.READ, Res.TOPIC, (t.topic_name for t in request.topics))
     for t in request.topics:
         topic = ctx.cluster.topics.get(t.topic_name)
         if readable is not None and t.topic_name not in readable:
-            refused.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name, topic_id=None,
+            denied.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name, topic_id=None,
                                 error_code=TOPIC_DENIED, error_message=AUTHORIZATION_MESSAGES[TOPIC_DENIED]))
             continue
         if topic is None:
@@ -509,4 +509,4 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         topics.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                            topic_id=topic.topic_id, error_code=ErrorCode.none, error_message=None))
     return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
-                responses=tuple(refused + topics))
+                responses=tuple(denied + topics))

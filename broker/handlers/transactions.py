@@ -273,6 +273,8 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     groups = ctx.broker.services.groups
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     readable = None
+    err: E
+    errors: dict[tuple[str, int], E]
     if not _may_write_tid(ctx, request.transactional_id):
         err = E.transactional_id_authorization_failed
     elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -280,7 +282,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     else:
         readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
         err = E.none
-    refused = {} if readable is None else {
+    refused: dict[tuple[str, int], E] = {} if readable is None else {
         (t.name, p.partition_index): E.topic_authorization_failed
         for t in request.topics if t.name not in readable for p in t.partitions}
     if err == E.none and not (refused and len(refused) == len(wanted)):
@@ -325,7 +327,7 @@ async def describe_producers(ctx: RequestContext, request: Any) -> Any:
             # any replica answers with its producer state (Kafka's Partition.activeProducerState)
             refused = (E.unknown_topic_or_partition if part is None
                        else partition_error(ctx, part, follower_reads=True))
-            if refused is not None:
+            if refused is not None or part is None:
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
                                   error_message=None, active_producers=()))
                 continue
