@@ -9,6 +9,7 @@ the same module (kafkalite/broker is a link to ../broker)."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +89,7 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
     return targets
 
 
+@lru_cache(maxsize=1)
 def import_graph() -> dict[str, set[str]]:
     modules = product_modules()
     known = set(modules)
