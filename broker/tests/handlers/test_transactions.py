@@ -33,6 +33,17 @@ async def end_txn(b: InProcessBroker, tid: str, pid: int, epoch: int, commit: bo
                          committed=commit)).error_code
 
 
+async def write_in_transaction(b: InProcessBroker, tid: str, topic: str, values: list[bytes]) -> tuple[int, int]:
+    """A transaction of `tid` begun with `values` written to partition 0 of `topic`; its (id, epoch)."""
+    r = await init(b, tid)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert await add_partitions(b, tid, pid, epoch, {topic: [0]}) == {(topic, 0): E.none}
+    written = await produce(b, topic, values, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                            base_sequence=0, transactional=True)
+    assert written.error_code == E.none
+    return pid, epoch
+
+
 async def until(predicate: Any, what: str) -> None:
     """Wait (at most 5 s) for what the coordinator does after answering (markers, offsets)."""
     with trio.move_on_after(5):
@@ -81,15 +92,15 @@ def test_end_txn_commits_what_the_transaction_wrote(tmp_path: Path) -> None:
     async def main() -> None:
         async with in_process_broker(tmp_path) as b:
             await create_topic(b, "t")
+            # Kafka's TransactionCoordinator.endTransaction: no metadata for the id
             assert await end_txn(b, "unknown", 1, 0, True) == E.invalid_producer_id_mapping
             r = await init(b, "tx")
             pid, epoch = r.producer_id, r.producer_epoch
-            # no transaction begun: nothing to commit
+            # ...and state Empty (no transaction begun): INVALID_TXN_STATE
             assert await end_txn(b, "tx", pid, epoch, True) == E.invalid_txn_state
-            assert await add_partitions(b, "tx", pid, epoch, {"t": [0]}) == {("t", 0): E.none}
-            written = await produce(b, "t", [b"a", b"b"], transactional_id="tx", producer_id=pid,
-                                    producer_epoch=epoch, base_sequence=0, transactional=True)
-            assert written.error_code == E.none
+            # its InitProducerId bumps the epoch
+            assert await write_in_transaction(b, "tx", "t", [b"a", b"b"]) == (pid, epoch + 1)
+            epoch += 1
             # open: read_committed sees nothing yet, the last stable offset stays before it
             open_part = await fetch(b, "t", 0, read_committed=True)
             assert (open_part.high_watermark, open_part.last_stable_offset) == (2, 0)
@@ -108,12 +119,7 @@ def test_write_txn_markers_completes_a_producers_transaction_per_partition(tmp_p
     async def main() -> None:
         async with in_process_broker(tmp_path) as b:
             await create_topic(b, "t")
-            r = await init(b, "tx")
-            pid, epoch = r.producer_id, r.producer_epoch
-            assert await add_partitions(b, "tx", pid, epoch, {"t": [0]}) == {("t", 0): E.none}
-            written = await produce(b, "t", [b"a"], transactional_id="tx", producer_id=pid, producer_epoch=epoch,
-                                    base_sequence=0, transactional=True)
-            assert written.error_code == E.none
+            pid, epoch = await write_in_transaction(b, "tx", "t", [b"a"])
             assert (await fetch(b, "t", 0)).last_stable_offset == 0
             m = await b.call(27, 1, markers=[{
                 "producer_id": pid, "producer_epoch": epoch, "transaction_result": True, "coordinator_epoch": 0,
