@@ -109,7 +109,7 @@ class InProcessBroker:
             await trio.sleep_forever()
 
     async def _drive(self, data: bytes, chunk: int) -> FakeStream:
-        from kafkalite.broker.server import serve_connection
+        from kafkalite.broker.connection import serve_connection
         stream = FakeStream(data, chunk)
         with trio.move_on_after(CONNECTION_TIME) as scope:
             await serve_connection(self.broker, stream, self.listener)

@@ -18,7 +18,7 @@ from . import ControlError, control, is_int
 
 if TYPE_CHECKING:
     from ..cluster import Cluster, Partition
-    from ..server import Broker
+    from ..state import Broker
 
 
 def describe(part: "Partition") -> dict[str, Any]:
