@@ -27,7 +27,8 @@ from typing import Any, Iterable, NamedTuple
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, build_control_batch, parse_control_record
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.control_records import build_control_batch, parse_control_record
 from kafkalite.storage import LogConfig, PartitionLog
 from kafkalite.storage.open_files import OPEN_FILES
 

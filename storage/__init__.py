@@ -2,7 +2,8 @@
 
 Synchronous code with no sockets and no trio; the broker calls the slow parts (flush,
 large recoveries, compaction) through a worker thread. The record-batch header view comes
-from kafkalite.protocol.records, the only thing this package imports from outside itself.
+from kafkalite.protocol (batch, batch_patches, records), the only thing this package imports
+from outside itself.
 """
 
 from .config import LogConfig

@@ -32,11 +32,13 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Iterator
 
-from kafkalite.protocol import records as R
+from kafkalite.protocol import batch as _batch
 from kafkalite.protocol.regions import FileRegion
-from kafkalite.protocol.records import (
-    INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
-    set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
+from kafkalite.protocol.batch import (BASE_OFFSET_OFFSET, INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET,
+                                      PARTITION_LEADER_EPOCH_OFFSET, iter_batches)
+from kafkalite.protocol.records import decode_records
+from kafkalite.protocol.batch_patches import (
+    set_base_offset, set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
 
 from .config import LogConfig
@@ -56,7 +58,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 # baseOffset, batchLength, partitionLeaderEpoch: the head of a batch the log stamps
 _STAMP = struct.Struct(">qii")
-assert (R.BASE_OFFSET_OFFSET, R.LENGTH_OFFSET, R.PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, R.MAGIC_OFFSET)
+assert (BASE_OFFSET_OFFSET, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, MAGIC_OFFSET)
 _base = attrgetter("base_offset")
 
 
@@ -340,7 +342,7 @@ class PartitionLog:
                 f = h.fields()
                 if f.base_offset + f.last_offset_delta < start or f.max_timestamp < timestamp_ms:
                     continue
-                for rec in R.decode_records(h.buf, h.pos):
+                for rec in decode_records(h.buf, h.pos):
                     if rec.timestamp >= timestamp_ms and rec.offset >= start:
                         return rec.offset, rec.timestamp
         return None
@@ -360,7 +362,7 @@ class PartitionLog:
                 pos = seg.index_position(seg.max_timestamp_offset)
                 for _bpos, h in seg.iter_batches(pos, seg.size):
                     if h.max_timestamp == target:
-                        rec = next((r for r in R.decode_records(h.buf, h.pos) if r.timestamp == target), None)
+                        rec = next((r for r in decode_records(h.buf, h.pos) if r.timestamp == target), None)
                         if rec is not None:
                             best_ts, best_off = target, rec.offset
                             break
@@ -372,7 +374,7 @@ class PartitionLog:
                 for _bpos, h in seg.iter_batches(found[0], seg.size):
                     if h.max_timestamp <= best_ts:
                         continue
-                    for r in R.decode_records(h.buf, h.pos):
+                    for r in decode_records(h.buf, h.pos):
                         if r.offset >= start and r.timestamp > best_ts:
                             best_ts, best_off = r.timestamp, r.offset
         return None if best_off is None else (best_off, best_ts)
@@ -557,7 +559,7 @@ class PartitionLog:
 
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
-        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, R.crc32c(blob)) + bytes(blob)
+        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, _batch.crc32c(blob)) + bytes(blob)
         write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
         self._dir_dirty = True
         offs = self._snapshot_offsets()
@@ -577,7 +579,7 @@ class PartitionLog:
                 continue
             magic, _version, crc = _SNAPSHOT_HEADER.unpack_from(data)
             blob = data[_SNAPSHOT_HEADER.size:]
-            if magic != SNAPSHOT_MAGIC or R.crc32c(blob) != crc:
+            if magic != SNAPSHOT_MAGIC or _batch.crc32c(blob) != crc:
                 log.warning("%s: ignoring a damaged producer snapshot", self._snapshot_path(off))
                 continue
             return off, blob

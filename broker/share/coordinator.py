@@ -37,7 +37,8 @@ from typing import Callable
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import BatchHeader, iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import OffsetOutOfRange
 
 from ..clock import CLOCK, on_jump

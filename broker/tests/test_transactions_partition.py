@@ -86,7 +86,7 @@ def test_replay_rebuilds_a_missing_abort_entry(tmp_path):
     adds the entry, so read_committed readers still skip the aborted records."""
     part = _partition(tmp_path / "t-0")
     _append(part, 7, 2, 0, n=2)
-    from kafkalite.protocol.records import build_control_batch
+    from kafkalite.protocol.control_records import build_control_batch
     part.log.append(build_control_batch(False, producer_id=7, producer_epoch=2, coordinator_epoch=0,
                                         timestamp_ms=NOW), leader_epoch=0, now_ms=NOW)
     part.log.close()

@@ -24,7 +24,8 @@ from collections import deque
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.records import Record, build_batch, decode_records
 
 from ..clock import CLOCK, JumpTimer, now_ms
 from ..cluster import AppendOrigin
