@@ -8,18 +8,23 @@ Rules:
 - A refusal is `InvalidRecord` naming Kafka's error code (CORRUPT_MESSAGE or INVALID_RECORD) and
   Kafka's message; the Produce handler answers the partition with it.
 - Headers only: one unpack per batch and one CRC over it; records are not decoded.
+- The topic configs Produce checks (timestamps, keys of compacted topics, compression.type,
+  min.insync.replicas) are parsed once per config change into a `ProducePolicy`.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Mapping, NamedTuple
 
 from kafkalite.protocol import batch as _batch
 from kafkalite.protocol.batch import (ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_MASK, CONTROL_MASK,
                                       HEADER_STRUCT, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET,
                                       MIN_BATCH_LENGTH, NO_SEQUENCE, NO_TIMESTAMP, TRANSACTIONAL_MASK,
                                       ReadableBuffer, increment_sequence)
+
+from .settings.topic_keys import topic_config_default
 
 _I8 = struct.Struct(">b")
 _I32 = struct.Struct(">i")
@@ -138,3 +143,54 @@ def validate_produce_batches(buf: ReadableBuffer, *, single_batch: bool = True,
         base_sequence=first[11], last_sequence=last_seq, first_timestamp=first[7], max_timestamp=max_ts,
         compression=first[5] & COMPRESSION_MASK, last_offset_delta=last[6],
     )
+
+
+# --- the topic configs Produce checks ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProducePolicy:
+    """The topic configs Produce checks on every batch, parsed once per config change."""
+
+    compacted: bool = False
+    timestamp_before_max_ms: int = 2**63 - 1  # message.timestamp.before.max.ms
+    timestamp_after_max_ms: int = 3_600_000   # message.timestamp.after.max.ms
+    log_append_time: bool = False
+    # compression.type as a codec id (protocol.batch.COMPRESSION_*); None for "producer"
+    compression: int | None = None
+    # that codec's compression.<codec>.level (KIP-390); None: the codec's default
+    compression_level: int | None = None
+    # acks=all needs at least this many in-sync replicas (NOT_ENOUGH_REPLICAS otherwise)
+    min_insync_replicas: int = 1
+
+    @classmethod
+    def from_configs(cls, eff: Mapping[str, Any]) -> ProducePolicy:
+        """The policy of a topic from its effective configs (its overrides over the broker's
+        topic defaults)."""
+
+        def number(key: str) -> int:
+            return int(eff.get(key) or str(topic_config_default(key)))
+
+        codec = TOPIC_CODECS.get(str(eff.get("compression.type") or "producer").lower())
+        return cls(
+            compacted="compact" in str(eff["cleanup.policy"]),
+            timestamp_before_max_ms=number("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
+            log_append_time=str(eff["message.timestamp.type"]) == "LogAppendTime",
+            compression=codec,
+            compression_level=_level(eff, codec),
+            min_insync_replicas=number("min.insync.replicas"),
+        )
+
+
+# compression.type values -> codec ids
+TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+_LEVEL_KEYS = {1: "compression.gzip.level", 3: "compression.lz4.level", 4: "compression.zstd.level"}
+
+
+def _level(configs: Mapping[str, Any], codec: int | None) -> int | None:
+    key = _LEVEL_KEYS.get(codec) if codec is not None else None
+    value = configs.get(key) if key is not None else None
+    return None if value in (None, "") else int(value)
+

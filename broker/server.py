@@ -49,7 +49,8 @@ from .authorizer import Authorizer
 from .authorizer import from_config as authorizer_from_config
 from .clock import CLOCK, JumpTimer, now_ms
 from .cluster import Cluster
-from .config import BrokerConfig, Listener
+from .settings.broker_config import BrokerConfig
+from .settings.listeners import Listener
 from .credentials import ScramStore
 from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslFailed, SaslSession
 from .security import ANONYMOUS, ListenerSecurity, build as build_security, certificate_subject, principal_from_dn

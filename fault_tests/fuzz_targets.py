@@ -83,7 +83,8 @@ class InProcessBroker:
     """broker.server.serve in a trio loop on a thread of its own."""
 
     def __init__(self):
-        from kafkalite.broker.config import BrokerConfig, Listener
+        from kafkalite.broker.settings.broker_config import BrokerConfig
+        from kafkalite.broker.settings.listeners import Listener
         self.dir = Path(tempfile.mkdtemp(prefix="fuzz-broker-"))
         self.config = BrokerConfig(data_dir=self.dir, listeners=[Listener("PLAINTEXT", "127.0.0.1", 0)])
         self.problems = ProblemLog()

@@ -39,7 +39,7 @@ from kafkalite.protocol.records import decode_records, recompress_batch
 
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from ..clock import now_ms
-from ..cluster import flush_appended
+from ..partition import flush_appended
 from ..produce_validation import InvalidRecord, validate_produce_batches
 from ..producers import ProduceError
 from . import api

@@ -42,7 +42,7 @@ from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import OffsetOutOfRange
 
 from ..clock import CLOCK, on_jump
-from ..cluster import AppendOrigin
+from ..partition import AppendOrigin
 from ..group_configs import GroupConfigs
 from ..internal_topics import SHARE_GROUP_STATE_TOPIC, partition_for
 from . import records as rec

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 from kio.schema.errors import ErrorCode as E
 
-from kafkalite.broker.cluster import Partition, replay_producer_state
+from kafkalite.broker.partition import Partition
+from kafkalite.broker.producer_replay import replay_producer_state
 from kafkalite.broker.transactions.markers import write_marker
 from kafkalite.protocol.records import Record, build_batch
 from kafkalite.storage import LogConfig, PartitionLog
