@@ -38,7 +38,7 @@ from kafkalite.protocol.messages import (
 )
 from kafkalite.protocol.regions import Chunk
 
-from .config import Listener
+from .settings.listeners import Listener
 from .context import Connection, RequestContext
 from .dispatch import dispatch
 from .framing import ConnectionClosed, FrameReader, StreamSource, send_chunks

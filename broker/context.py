@@ -17,7 +17,7 @@ from kafkalite.protocol.messages import RequestHeader
 from kafkalite.protocol.regions import FileRegion
 
 from .cluster import Cluster
-from .config import Listener
+from .settings.listeners import Listener
 from .sasl import SaslSession
 from .security import ANONYMOUS, ListenerSecurity
 from .state import Broker

@@ -17,7 +17,7 @@ from typing import Iterable
 import trio
 
 from .clock import CLOCK, JumpTimer, now_ms
-from .cluster import Partition
+from .partition import Partition
 from .state import Broker
 
 log = logging.getLogger("kafkalite.server")

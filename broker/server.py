@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 import trio
 
-from .config import BrokerConfig, Listener
+from .settings.broker_config import BrokerConfig
+from .settings.listeners import Listener
 from .connection import serve_connection
 from .handlers import load_all
 from .housekeeping import housekeeping

@@ -27,7 +27,8 @@ from .authorizer import Authorizer
 from .authorizer import from_config as authorizer_from_config
 from .clock import now_ms
 from .cluster import Cluster
-from .config import BrokerConfig, Listener
+from .settings.broker_config import BrokerConfig
+from .settings.listeners import Listener
 from .credentials import ScramStore
 from .fetch_sessions import FetchSessionCache
 from .hooks import DispatchHooks

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from . import ControlError, control, is_int
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster, Partition
+    from ..cluster import Cluster
+    from ..partition import Partition
     from ..state import Broker
 
 

@@ -31,9 +31,11 @@ from kio.schema.errors import ErrorCode
 from kafkalite.protocol.records import Record, build_batch
 
 from ..clock import CLOCK, on_jump
-from ..cluster import AppendOrigin, validate_topic_name
+from ..cluster import validate_topic_name
+from ..partition import AppendOrigin
 from ..internal_topics import OFFSETS_TOPIC, partition_for
-from ..topic_configs import ConfigError, validate_topic_configs
+from ..settings.topic_keys import validate_topic_configs
+from ..settings.values import ConfigError
 from . import records as rec
 from .classic import ClassicGroup, GroupError, JoinResult, SyncResult
 from .consumer import ConsumerGroup, HeartbeatResult, TopicView

@@ -10,7 +10,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from kafkalite.protocol.records import BatchHeader, decode_records, parse_control_record
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.control_records import parse_control_record
+from kafkalite.protocol.records import decode_records
 
 from ..internal_topics import OFFSETS_TOPIC
 from . import records as rec

@@ -46,18 +46,10 @@ from kio.schema.errors import ErrorCode
 from kafkalite.protocol.messages import make
 
 from ..context import RequestContext
-from ..config import BROKER_KEYS
-from ..topic_configs import (
-    BrokerKeyLike,
-    ConfigError,
-    ConfigSource,
-    ConfigType,
-    describe_broker_configs,
-    describe_topic_configs,
-    is_list_config,
-    topic_config_default,
-    validate_topic_configs,
-)
+from ..settings.broker_keys import BROKER_KEYS
+from ..settings.describe import BrokerKeyLike, describe_broker_configs, describe_topic_configs
+from ..settings.topic_keys import is_list_config, topic_config_default, validate_topic_configs
+from ..settings.values import ConfigError, ConfigSource, ConfigType
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
 from . import api
 from .admin_topics import AdminError, topic_name_error
@@ -193,7 +185,7 @@ def _describe_entries(ctx: RequestContext, resource):
         if node != ctx.node_id:
             raise AdminError(ErrorCode.invalid_request,
                              f"Unexpected broker id, expected {ctx.node_id} but received {name}")
-        from ..topic_configs import ConfigEntry
+        from ..settings.describe import ConfigEntry
         wanted = None if keys is None else set(keys)
         return [ConfigEntry(n, _kafka_level(lg.getEffectiveLevel()), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
                             ConfigType.UNKNOWN, None)
@@ -206,8 +198,8 @@ def _describe_entries(ctx: RequestContext, resource):
 
 def _describe_group(ctx: RequestContext, name: str, keys):
     """GROUP resources: the group configs broker.group_configs serves."""
-    from ..group_configs import GROUP_KEYS
-    from ..topic_configs import ConfigEntry
+    from ..settings.group_keys import GROUP_KEYS
+    from ..settings.describe import ConfigEntry
 
     if not name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
@@ -217,7 +209,7 @@ def _describe_group(ctx: RequestContext, name: str, keys):
 
 
 def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> None:
-    from ..group_configs import GroupConfigError
+    from ..settings.group_keys import GroupConfigError
 
     if not resource.resource_name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")

@@ -70,7 +70,9 @@ from ..cluster import Topic
 from ..context import RequestContext
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
-from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
+from ..settings.describe import describe_topic_configs
+from ..settings.topic_keys import validate_topic_configs
+from ..settings.values import ConfigError
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_cluster, allowed_names, operations
 from . import api
 from .common import response_module

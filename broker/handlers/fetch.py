@@ -41,7 +41,7 @@ from kafkalite.storage import OffsetOutOfRange
 
 from ..context import RequestContext
 from ..clock import now_ms
-from ..cluster import Partition
+from ..partition import Partition
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
 from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api

@@ -34,13 +34,14 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.error_responses import error_response
 from kafkalite.protocol.messages import EncodedBody, make, uvarint
-from kafkalite.protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
-                              recompress_batch, validate_produce_batches)
+from kafkalite.protocol.batch import BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader
+from kafkalite.protocol.records import decode_records, recompress_batch
 
 from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from ..clock import now_ms
-from ..cluster import flush_appended
+from ..partition import flush_appended
+from ..produce_validation import InvalidRecord, validate_produce_batches
 from ..producers import ProduceError
 from . import api
 from .common import CloseConnection, response_module

@@ -37,11 +37,12 @@ from typing import Callable
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import BatchHeader, iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import OffsetOutOfRange
 
 from ..clock import CLOCK, on_jump
-from ..cluster import AppendOrigin
+from ..partition import AppendOrigin
 from ..group_configs import GroupConfigs
 from ..internal_topics import SHARE_GROUP_STATE_TOPIC, partition_for
 from . import records as rec

@@ -24,10 +24,11 @@ from collections import deque
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.records import Record, build_batch, decode_records
 
 from ..clock import CLOCK, JumpTimer, now_ms
-from ..cluster import AppendOrigin
+from ..partition import AppendOrigin
 from .core import TxnCoordinatorCore
 from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
 from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value

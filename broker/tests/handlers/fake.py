@@ -19,7 +19,8 @@ import trio
 from kio.schema.errors import ErrorCode as E
 
 from compat_tests.differ.core import request as build_request
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.settings.broker_config import BrokerConfig
+from kafkalite.broker.settings.listeners import Listener
 from kafkalite.broker.context import Connection, RequestContext
 from kafkalite.broker.handlers import HANDLERS, load_all
 from kafkalite.broker.security import ListenerSecurity
