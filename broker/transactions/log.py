@@ -1,4 +1,4 @@
-"""The records of `__transaction_state`, in Kafka's format.
+"""The records of `__transaction_state`, in Kafka's format, and their store (`TxnLogStore`).
 
 Key: `TransactionLogKey` v0, version-prefixed: int16 version (0) + string TransactionalId.
 Value: `TransactionLogValue`, version-prefixed; v0 is non-flexible, v1 (written when the
@@ -7,16 +7,30 @@ PreviousProducerId (tag 0), NextProducerId (tag 1), ClientTransactionVersion (ta
 A null value is the tombstone of an expired transactional id. TransactionStatus bytes are
 TransactionState ids: Empty 0, Ongoing 1, PrepareCommit 2, PrepareAbort 3, CompleteCommit 4,
 CompleteAbort 5, Dead 6, PrepareEpochFence 7. Partitions are null for Empty.
+
+Rules of the store: the topic is created when the transaction coordinator is built (compacted,
+100 MiB segments, transaction.state.log.num.partitions partitions), one record per state
+change, keyed by transactional id on partition `Utils.abs(id.hashCode()) % partitions`, durable
+before the change is applied (broker.internal_store: a failed write raises
+CoordinatorWriteError, which the core answers NOT_COORDINATOR). Replay keeps the last value of
+each id; a record of a key version we do not know is skipped.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.messages import uvarint
 
-from .state import TxnState
+from ..clock import now_ms
+from ..internal_store import InternalTopicStore, StoredRecord
+from ..internal_topics import TRANSACTION_STATE_TOPIC
+from .state import TxnState, TxnTransit
+
+if TYPE_CHECKING:
+    from ..cluster import Partition
 
 KEY_VERSION = 0
 
@@ -190,3 +204,46 @@ def _skip_tags(r: _Reader) -> None:
     for _ in range(r.uvarint()):
         r.uvarint()
         r.take(r.uvarint())
+
+
+# --- the store ----------------------------------------------------------------------------
+
+class TxnLogStore:
+    """Appends and replays the records of __transaction_state (the core's TxnStore)."""
+
+    def __init__(self, broker: Any) -> None:
+        config = broker.config
+        self.topic_store = InternalTopicStore(
+            broker.cluster, TRANSACTION_STATE_TOPIC, clock=now_ms,
+            num_partitions=lambda: config["transaction.state.log.num.partitions"],
+            configs={"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+        self.topic_store.topic()  # OSError when it cannot be created: no transaction coordinator then
+        self.version = 1 if config["transaction.version"] >= 1 else 0
+
+    def partition_of(self, transactional_id: str) -> Partition:
+        return self.topic_store.partition_of(transactional_id)
+
+    def append(self, transactional_id: str, transit: TxnTransit | None) -> None:
+        """The transit's state (None: the id's tombstone), durable when this returns; raises
+        CoordinatorWriteError when the write fails."""
+        value = None
+        if transit is not None:
+            value = encode_value(TxnLogValue(
+                producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
+                timeout_ms=transit.timeout_ms, state=int(transit.state), partitions=set(transit.partitions),
+                last_update_ms=transit.last_update_ms, start_ms=transit.start_ms,
+                prev_producer_id=transit.prev_producer_id, next_producer_id=transit.next_producer_id,
+                client_tv=transit.client_tv), self.version)
+        self.topic_store.append(transactional_id, [(encode_key(transactional_id), value)])
+
+    def load(self) -> dict[str, TxnLogValue | None]:
+        """The last value of every transactional id in the topic (None: deleted)."""
+        values: dict[str, TxnLogValue | None] = {}
+
+        def on_record(record: StoredRecord) -> None:
+            tid = decode_key(record.key)
+            if tid is not None:
+                values[tid] = decode_value(record.value)
+
+        self.topic_store.replay(on_record)
+        return values
