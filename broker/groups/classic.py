@@ -35,6 +35,7 @@ from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
+from .records import GroupMetadataValue, MemberMetadata
 from .states import ClassicGroupState
 
 log = logging.getLogger("kafkalite.groups")
@@ -69,6 +70,9 @@ class SyncResult:
 
 
 Waiter = Callable[[object], None]
+# what a JoinGroup says of its member: client id, client host, session and rebalance timeouts,
+# protocol type, protocols (name, metadata)
+JoinArgs = tuple[str, str, int, int, str, list[tuple[str, bytes]]]
 
 
 @dataclass
@@ -241,22 +245,25 @@ class ClassicGroup:
             rebalance_timeout_ms = session_timeout_ms
         if not self._supports(protocol_type, protocols):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
-        args = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols)
+        args: JoinArgs = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols)
         if not member_id:
             new_id = self._new_member_id(client_id, group_instance_id)
             if group_instance_id is not None:
                 old_id = self.static_members.get(group_instance_id)
                 if old_id is not None and old_id in self.members:
                     return self._static_rejoin(old_id, new_id, args, supports_skip_assignment, waiter, now)
-                return self._add_member_and_rebalance(new_id, group_instance_id, args, waiter, now)
+                self._add_member_and_rebalance(new_id, group_instance_id, args, waiter, now)
+                return None
             self.last_arrival = now
             if require_known_member_id:
                 self.pending_members[new_id] = now + session_timeout_ms
                 return JoinResult(ErrorCode.member_id_required, member_id=new_id)
-            return self._add_member_and_rebalance(new_id, None, args, waiter, now)
+            self._add_member_and_rebalance(new_id, None, args, waiter, now)
+            return None
         if member_id in self.pending_members:
             del self.pending_members[member_id]
-            return self._add_member_and_rebalance(member_id, group_instance_id, args, waiter, now)
+            self._add_member_and_rebalance(member_id, group_instance_id, args, waiter, now)
+            return None
         try:
             self._check_static(member_id, group_instance_id)
         except GroupError as exc:
@@ -284,7 +291,7 @@ class ClassicGroup:
             return self._current_result(member, with_members=False)
         return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
 
-    def _update_member(self, member: ClassicMember, args, waiter: Waiter | None) -> None:
+    def _update_member(self, member: ClassicMember, args: JoinArgs, waiter: Waiter | None) -> None:
         (member.client_id, member.client_host, member.session_timeout_ms, member.rebalance_timeout_ms,
          member.protocol_type, member.protocols) = args
         if member.join_waiter is not None and member.join_waiter is not waiter:
@@ -292,7 +299,8 @@ class ClassicGroup:
             member.join_waiter(JoinResult(ErrorCode.unknown_member_id, member_id=member.member_id))
         member.join_waiter = waiter
 
-    def _add_member_and_rebalance(self, member_id: str, instance_id: str | None, args, waiter: Waiter, now: int):
+    def _add_member_and_rebalance(self, member_id: str, instance_id: str | None, args: JoinArgs, waiter: Waiter,
+                                  now: int) -> None:
         client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols = args
         self.last_arrival = now
         member = ClassicMember(member_id, instance_id, client_id, client_host, session_timeout_ms,
@@ -304,14 +312,16 @@ class ClassicGroup:
         if instance_id is not None:
             self.static_members[instance_id] = member_id
         if self.state == S.PREPARING_REBALANCE and self.initial_delay_deadline is not None:
+            assert self.initial_delay_limit is not None  # the deadline and its limit are set together
             # KIP-134: each new member extends the initial delay, up to the rebalance timeout
             self.initial_delay_deadline = min(now + self.initial_rebalance_delay_ms, self.initial_delay_limit)
         self._maybe_prepare_rebalance(now)
-        return None
 
-    def _static_rejoin(self, old_id: str, new_id: str, args, supports_skip: bool, waiter: Waiter, now: int):
+    def _static_rejoin(self, old_id: str, new_id: str, args: JoinArgs, supports_skip: bool, waiter: Waiter,
+                       now: int) -> JoinResult | None:
         old = self.members.pop(old_id)
         instance_id = old.group_instance_id
+        assert instance_id is not None  # a static member is known by its instance id
         current_leader = self.leader_id
         for w, result in ((old.join_waiter, JoinResult(ErrorCode.fenced_instance_id, member_id=old_id)),
                           (old.sync_waiter, SyncResult(ErrorCode.fenced_instance_id))):
@@ -568,8 +578,7 @@ class ClassicGroup:
             self._prepare_rebalance(now, "members did not sync within the rebalance timeout")
 
     # --- persistence -----------------------------------------------------------------------
-    def to_record_value(self):
-        from .records import GroupMetadataValue, MemberMetadata
+    def to_record_value(self) -> GroupMetadataValue:
         members = []
         if self.state in (S.STABLE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE):
             members = [MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -578,7 +587,7 @@ class ClassicGroup:
         return GroupMetadataValue(self.protocol_type or "", self.generation_id, self.protocol_name,
                                   self.leader_id, self.current_state_timestamp, members)
 
-    def load_record_value(self, v, now: int) -> None:
+    def load_record_value(self, v: GroupMetadataValue, now: int) -> None:
         """Restore from a GroupMetadataValue (startup): Stable with its members, or Empty."""
         self.protocol_type = v.protocol_type or None
         self.generation_id = v.generation

@@ -97,7 +97,7 @@ class ClassicRequests(GroupPersistence):
         box: list[Any] = []
         event = trio.Event()
 
-        def waiter(result) -> None:
+        def waiter(result: Any) -> None:
             box.append(result)
             event.set()
 

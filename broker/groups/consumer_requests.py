@@ -70,8 +70,10 @@ class ConsumerRequests(GroupPersistence):
 
 
 
-def _validate_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
-                        subscribed_topic_names, subscribed_topic_regex, owned, api_version) -> str | None:
+def _validate_heartbeat(group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+                        rack_id: str | None, rebalance_timeout_ms: int | None, subscribed_topic_names: list[str] | None,
+                        subscribed_topic_regex: str | None, owned: dict[uuid.UUID, set[int]] | None,
+                        api_version: int) -> str | None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid: a message, or None when valid."""
     if not group_id:
         return "GroupId can't be empty."

@@ -19,11 +19,12 @@ from .states import ClassicGroupState
 
 
 class GroupListing(GroupPersistence):
-    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None):
+    def list_groups(self, states: list[str] | None = None,
+                    types: list[str] | None = None) -> list[tuple[str, str, str, str]]:
         """[(group id, protocol type, state, group type)]"""
         states_l = {s.lower() for s in states} if states else None
         types_l = {t.lower() for t in types} if types else None
-        out = []
+        out: list[tuple[str, str, str, str]] = []
         for gid, group in self.groups.items():
             gtype = "classic" if isinstance(group, ClassicGroup) else group.protocol_type
             state = group.state

@@ -110,7 +110,8 @@ class OffsetRequests(GroupPersistence):
         return errors
 
     def fetch_offsets(self, group_id: str, tps: list[tuple[str, int]] | None, *, require_stable: bool,
-                      member_id: str | None = None, member_epoch: int = -1):
+                      member_id: str | None = None,
+                      member_epoch: int = -1) -> tuple[ErrorCode, list[tuple[str, int, int, int, str, ErrorCode]]]:
         """(group error, [(topic, partition, offset, leader epoch, metadata, error)])."""
         group = self.groups.get(group_id)
         if isinstance(group, MemberEpochGroup):
@@ -134,7 +135,8 @@ class OffsetRequests(GroupPersistence):
                 out.append((tp[0], tp[1], v.offset, v.leader_epoch, v.metadata, ErrorCode.none))
         return ErrorCode.none, out
 
-    def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]):
+    def delete_offsets(self, group_id: str,
+                       tps: list[tuple[str, int]]) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """OffsetDelete: (group error, {tp: error})."""
         group = self.groups.get(group_id)
         if group is None:

@@ -35,7 +35,7 @@ _I64 = struct.Struct(">q")
 
 
 class Writer:
-    def __init__(self):
+    def __init__(self) -> None:
         self.buf = bytearray()
 
     def i8(self, v: int) -> "Writer":
@@ -108,6 +108,12 @@ class Writer:
         return bytes(self.buf)
 
 
+def _not_null(value: str | None) -> str:
+    if value is None:
+        raise ValueError("a null string where the record's schema has none")
+    return value
+
+
 class Reader:
     def __init__(self, data: bytes | memoryview):
         self.data = bytes(data)
@@ -148,6 +154,14 @@ class Reader:
     def cstring(self) -> str | None:
         n = self.uvarint()
         return None if n == 0 else self._take(n - 1).decode()
+
+    def string_not_null(self) -> str:
+        """A STRING field Kafka's schema makes non-nullable; a null one is a damaged record."""
+        return _not_null(self.string())
+
+    def cstring_not_null(self) -> str:
+        """A COMPACT_STRING field Kafka's schema makes non-nullable; a null one is a damaged record."""
+        return _not_null(self.cstring())
 
     def bytes_(self) -> bytes | None:
         n = self.i32()
@@ -254,16 +268,17 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     version = r.i16()
     flexible = version >= 4
     s = r.cstring if flexible else r.string
+    text = r.cstring_not_null if flexible else r.string_not_null
     b = r.cbytes if flexible else r.bytes_
     v = GroupMetadataValue(protocol_type=s() or "", generation=r.i32(), protocol=s(), leader=s())
     if version >= 2:
         v.current_state_timestamp = r.i64()
     n = r.carray_len() if flexible else r.i32()
     for _ in range(n or 0):
-        member_id = s()
+        member_id = text()
         instance_id = s() if version >= 3 else None
-        client_id = s()
-        client_host = s()
+        client_id = text()
+        client_host = text()
         rebalance_timeout = r.i32() if version >= 1 else -1
         session_timeout = r.i32()
         subscription = b() or b""
@@ -321,7 +336,7 @@ def decode_consumer_member_metadata_value(data: bytes) -> ConsumerMemberMetadata
     r = Reader(data)
     r.i16()
     instance_id, rack_id, client_id, client_host = r.cstring(), r.cstring(), r.cstring() or "", r.cstring() or ""
-    topics = [r.cstring() for _ in range(r.carray_len() or 0)]
+    topics = [r.cstring_not_null() for _ in range(r.carray_len() or 0)]
     regex = r.cstring()
     rebalance_timeout = r.i32()
     assignor = r.cstring()

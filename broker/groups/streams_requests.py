@@ -26,7 +26,7 @@ from ..topic_configs import ConfigError, validate_topic_configs
 from .classic import ClassicGroup
 from .persistence import GroupPersistence
 from .streams import HeartbeatResult as StreamsResult
-from .streams import StreamsGroup
+from .streams import StreamsGroup, TopicInfo
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -60,7 +60,7 @@ class StreamsRequests(GroupPersistence):
             topic = self.cluster.topics.get(name)
             return len(topic.partitions) if topic is not None and topic.partitions else None
 
-        def create(missing, partitions) -> None:
+        def create(missing: dict[str, TopicInfo], partitions: dict[str, int]) -> None:
             # the broker's part of KIP-1071: internal topics as the topology describes them, within
             # the partition budget CreateTopics allows one request (a topology is client input)
             if sum(partitions.get(n, 0) for n in missing) > INTERNAL_TOPIC_PARTITIONS_MAX:

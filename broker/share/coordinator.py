@@ -40,7 +40,7 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -118,7 +118,7 @@ def heartbeat_error(group_id: str, member_id: str, member_epoch: int,
 
 
 class ShareCoordinator:
-    def __init__(self, broker, *, clock: Callable[[], int] = CLOCK):
+    def __init__(self, broker: Any, *, clock: Callable[[], int] = CLOCK) -> None:
         self.broker = broker
         self.config = broker.config
         self.clock = clock
@@ -138,11 +138,11 @@ class ShareCoordinator:
             ev.set()
 
     @property
-    def cluster(self):
+    def cluster(self) -> Any:
         return self.broker.cluster
 
     # --- service ---------------------------------------------------------------------------
-    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Session and lock deadlines. The state on disk is read by `load`, which the broker's
         services call first (broker.services)."""
         self._wake = trio.Event()

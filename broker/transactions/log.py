@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from kafkalite.protocol.messages import uvarint
 
@@ -50,7 +50,7 @@ class TxnLogValue:
     producer_epoch: int
     timeout_ms: int
     state: int
-    partitions: set = field(default_factory=set)  # {(topic, partition)}
+    partitions: set[tuple[str, int]] = field(default_factory=set)  # {(topic, partition)}
     last_update_ms: int = -1
     start_ms: int = -1
     prev_producer_id: int = -1
@@ -65,7 +65,7 @@ def encode_key(transactional_id: str) -> bytes:
     return _I16.pack(KEY_VERSION) + _I16.pack(len(raw)) + raw
 
 
-def _grouped(partitions) -> list[tuple[str, list[int]]]:
+def _grouped(partitions: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
     by_topic: dict[str, list[int]] = {}
     for topic, index in partitions:
         by_topic.setdefault(topic, []).append(index)
@@ -125,7 +125,7 @@ def encode_value(v: TxnLogValue | None, version: int = 1) -> bytes | None:
 class _Reader:
     __slots__ = ("buf", "pos")
 
-    def __init__(self, buf):
+    def __init__(self, buf: bytes | memoryview) -> None:
         self.buf = memoryview(buf)
         self.pos = 0
 
@@ -151,7 +151,7 @@ class _Reader:
                 raise CorruptTxnRecord("varint too long")
 
 
-def decode_key(buf) -> str | None:
+def decode_key(buf: bytes | memoryview) -> str | None:
     """The transactional id, or None for a key of a version we do not know."""
     r = _Reader(buf)
     version = r.fixed(_I16)
@@ -161,7 +161,7 @@ def decode_key(buf) -> str | None:
     return bytes(r.take(n)).decode("utf-8")
 
 
-def decode_value(buf) -> TxnLogValue | None:
+def decode_value(buf: bytes | memoryview | None) -> TxnLogValue | None:
     if buf is None:
         return None
     r = _Reader(buf)
