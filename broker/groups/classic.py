@@ -30,75 +30,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
 from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
+from .classic_members import ClassicMember, JoinArgs, JoinResult, SyncResult, Waiter
 from .records import GroupMetadataValue, MemberMetadata
-from .states import ClassicGroupState
+from .states import ClassicGroupState, GroupError
 
 log = logging.getLogger("kafkalite.groups")
 
 S = ClassicGroupState
-
-
-class GroupError(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None):
-        super().__init__(message or code.name)
-        self.code = code
-
-
-@dataclass
-class JoinResult:
-    error: ErrorCode = ErrorCode.none
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    member_id: str = ""
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    skip_assignment: bool = False
-
-
-@dataclass
-class SyncResult:
-    error: ErrorCode = ErrorCode.none
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-Waiter = Callable[[object], None]
-# what a JoinGroup says of its member: client id, client host, session and rebalance timeouts,
-# protocol type, protocols (name, metadata)
-JoinArgs = tuple[str, str, int, int, str, list[tuple[str, bytes]]]
-
-
-@dataclass
-class ClassicMember:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    assignment: bytes = b""
-    join_waiter: Waiter | None = None
-    sync_waiter: Waiter | None = None
-    heartbeat_deadline: int = 0
-    is_new: bool = False
-
-    def metadata(self, protocol: str | None) -> bytes:
-        for name, meta in self.protocols:
-            if name == protocol:
-                return meta
-        return b""
-
-    def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
 
 
 class ClassicGroup:
@@ -506,17 +448,40 @@ class ClassicGroup:
     def heartbeat(self, *, member_id: str, group_instance_id: str | None, generation_id: int, now: int) -> ErrorCode:
         if self.state == S.DEAD:
             return ErrorCode.coordinator_not_available
-        try:
-            self._check_static(member_id, group_instance_id)
-        except GroupError as exc:
-            return exc.code
-        if generation_id != self.generation_id:
-            return ErrorCode.illegal_generation
+        if (refused := self._check_generation(member_id, group_instance_id, generation_id)) is not None:
+            return refused
         if self.state == S.EMPTY:
             return ErrorCode.unknown_member_id
         member = self.members[member_id]
         member.heartbeat_deadline = now + member.session_timeout_ms
         if self.state == S.PREPARING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    def _check_generation(self, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode | None:
+        """The member and generation checks a Heartbeat and an offset commit share; None when they pass."""
+        try:
+            self._check_static(member_id, instance_id)
+        except GroupError as exc:
+            return exc.code
+        return ErrorCode.illegal_generation if generation_id != self.generation_id else None
+
+    # --- OffsetCommit / TxnOffsetCommit ----------------------------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int, *,
+                               transactional: bool) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit / validateTxnOffsetCommit: a commit with no
+        generation (-1) to an Empty group is a "simple" one; otherwise the member and generation
+        must be current, and a plain commit waits out CompletingRebalance."""
+        if self.state == S.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation_id < 0 and self.state == S.EMPTY:
+            return ErrorCode.none
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if (refused := self._check_generation(member_id, instance_id, generation_id)) is not None:
+                return refused
+        elif not transactional and self.state != S.EMPTY:
+            return ErrorCode.unknown_member_id
+        if not transactional and self.state == S.COMPLETING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 

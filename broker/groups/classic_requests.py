@@ -24,7 +24,8 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from ..internal_store import CoordinatorWriteError
-from .classic import ClassicGroup, JoinResult, SyncResult
+from .classic import ClassicGroup
+from .classic_members import JoinResult, SyncResult
 from .persistence import GroupPersistence
 
 log = logging.getLogger("kafkalite.groups")

@@ -26,10 +26,10 @@ from kio.schema.errors import ErrorCode
 
 from ..internal_store import CoordinatorWriteError
 from . import records as rec
-from .classic import ClassicGroup, GroupError
+from .classic import ClassicGroup
 from .member_epochs import MemberEpochGroup
 from .persistence import GroupPersistence
-from .states import ClassicGroupState
+from .states import ClassicGroupState, GroupError
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -59,22 +59,7 @@ class OffsetRequests(GroupPersistence):
                     return ErrorCode.illegal_generation
                 return exc.code
             return ErrorCode.none
-        if group.state == ClassicGroupState.DEAD:
-            return ErrorCode.coordinator_not_available
-        if generation_id < 0 and group.state == ClassicGroupState.EMPTY:
-            return ErrorCode.none
-        if generation_id >= 0 or member_id or instance_id is not None:
-            try:
-                group._check_static(member_id, instance_id)
-            except GroupError as exc:
-                return exc.code
-            if generation_id != group.generation_id:
-                return ErrorCode.illegal_generation
-        elif not transactional and group.state != ClassicGroupState.EMPTY:
-            return ErrorCode.unknown_member_id
-        if not transactional and group.state == ClassicGroupState.COMPLETING_REBALANCE:
-            return ErrorCode.rebalance_in_progress
-        return ErrorCode.none
+        return group.validate_offset_commit(member_id, instance_id, generation_id, transactional=transactional)
 
     def commit_offsets(self, group_id: str, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
                        *, retention_ms: int = -1) -> dict[tuple[str, int], ErrorCode]:
