@@ -464,9 +464,9 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
                                   error_code=ErrorCode.unknown_topic_or_partition,
                                   error_message="This server does not host this topic-partition."))
                 continue
-            share.alter_offset(gid, topic.topic_id, p.partition_index, p.start_offset)
+            altered = share.alter_offset(gid, topic.topic_id, p.partition_index, p.start_offset)
             parts.append(make(mod.AlterShareGroupOffsetsResponsePartition, partition_index=p.partition_index,
-                              error_code=ErrorCode.none, error_message=None))
+                              error_code=altered, error_message=None))
         topics.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                            topic_id=topic.topic_id if topic else None, partitions=tuple(parts)))
     return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none,
@@ -505,8 +505,8 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
                                error_code=ErrorCode.unknown_topic_or_partition,
                                error_message="This server does not host this topic-partition."))
             continue
-        share.delete_offsets(gid, topic.topic_id)
+        deleted = share.delete_offsets(gid, topic.topic_id)
         topics.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
-                           topic_id=topic.topic_id, error_code=ErrorCode.none, error_message=None))
+                           topic_id=topic.topic_id, error_code=deleted, error_message=None))
     return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
                 responses=tuple(denied + topics))
