@@ -55,6 +55,7 @@ COALESCE_MAX = 8
 
 
 def unsupported_api_versions(broker: Broker, correlation_id: int) -> bytes:
+    """The v0 ApiVersions answer with UNSUPPORTED_VERSION to an ApiVersions version we do not know."""
     from .handlers.api_versions import build
 
     body = build(0, broker, ErrorCode.unsupported_version)
@@ -113,6 +114,8 @@ async def _tls_handshake(broker: Broker, stream: trio.SocketStream, security: Li
 
 async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: Listener,
                            node_id: int | None = None) -> None:
+    """Serve one accepted connection until it closes (the rules at the top of this module);
+    `node_id` is the node whose port accepted it."""
     try:
         peer = "%s:%s" % stream.socket.getpeername()[:2]
     except OSError:
