@@ -14,7 +14,8 @@
     DELETE /subjects/{s}?permanent           [versions]
     GET  /subjects/{s}/versions?deleted&deletedOnly
     POST /subjects/{s}/versions?normalize    register: {"id"}
-    GET  /subjects/{s}/versions/{v}?deleted  {"subject","version","id","schema"[, "schemaType", "references"]}
+    GET  /subjects/{s}/versions/{v}?deleted&format  {"subject","version","id","schema"[, "schemaType",
+                                             "references"]} (format=serialized as for ids)
     GET  /subjects/{s}/versions/{v}/schema   the schema text alone
     GET  /subjects/{s}/versions/{v}/referencedby   [ids]
     DELETE /subjects/{s}/versions/{v}?permanent    version
@@ -48,11 +49,23 @@ ACCEPTED_TYPES = ("application/vnd.schemaregistry.v1+json", "application/vnd.sch
 
 
 def _flag(query: Any, name: str) -> bool:
-    return str(query.get(name, "false")).strip().lower() == "true"
+    """A boolean query parameter; Python clients send True/False, and deleted_only for deletedOnly."""
+    value = query.get(name, query.get("deleted_only") if name == "deletedOnly" else None)
+    return str(value).strip().lower() == "true"
 
 
-def _version_json(v: SchemaValue) -> dict[str, Any]:
-    out: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id, "schema": v.schema}
+def _schema_text(registry: Registry, schema_id: int, text: str, schema_type: str, query: Any) -> str:
+    """The schema as asked: with `format=serialized`, Protobuf as a base64 FileDescriptorProto."""
+    if query.get("format") == "serialized" and schema_type == "PROTOBUF":
+        from .protobuf_descriptors import encode_serialized
+
+        return encode_serialized(registry.parsed(schema_id).model)
+    return text
+
+
+def _version_json(v: SchemaValue, registry: Registry, query: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id,
+                           "schema": _schema_text(registry, v.id, v.schema, v.schema_type, query)}
     if v.schema_type != "AVRO":
         out["schemaType"] = v.schema_type
     if v.references:
@@ -126,17 +139,12 @@ def make_app(registry: Registry):
         out = []
         for name in registry.subjects(q.get("subjectPrefix", ""), _flag(q, "deleted")):
             versions = registry.store.versions(name, _flag(q, "deleted"))
-            out += [_version_json(v) for v in (versions[-1:] if _flag(q, "latestOnly") else versions)]
+            out += [_version_json(v, registry, q) for v in (versions[-1:] if _flag(q, "latestOnly") else versions)]
         return answer(out)
 
     async def by_id(r, _p, q):
         stored = registry.schema(schema_id(r))
-        text = stored.schema
-        if q.get("format") == "serialized" and stored.schema_type == "PROTOBUF":
-            from .protobuf_descriptors import encode_serialized
-
-            text = encode_serialized(registry.parsed(stored.id).model)
-        out: dict[str, Any] = {"schema": text}
+        out: dict[str, Any] = {"schema": _schema_text(registry, stored.id, stored.schema, stored.schema_type, q)}
         if stored.schema_type != "AVRO":
             out["schemaType"] = stored.schema_type
         if stored.references:
@@ -162,7 +170,7 @@ def make_app(registry: Registry):
 
     async def lookup(r, p, q):
         _body, parsed = await candidate(r, p["subject"])
-        return answer(_version_json(registry.lookup(p["subject"], parsed, _flag(q, "deleted"))))
+        return answer(_version_json(registry.lookup(p["subject"], parsed, _flag(q, "deleted")), registry, q))
 
     async def delete_subject(_r, p, q):
         return answer(registry.delete_subject(p["subject"], _flag(q, "permanent")))
@@ -179,7 +187,7 @@ def make_app(registry: Registry):
         return answer({"id": registry.register(p["subject"], parsed, wanted_id, wanted_version)})
 
     async def version(_r, p, q):
-        return answer(_version_json(registry.version(p["subject"], p["version"], _flag(q, "deleted"))))
+        return answer(_version_json(registry.version(p["subject"], p["version"], _flag(q, "deleted")), registry, q))
 
     async def version_text(_r, p, q):
         found = registry.version(p["subject"], p["version"], _flag(q, "deleted"))
