@@ -8,6 +8,7 @@ Confluent's record format, with Confluent's compatibility rules for Avro, JSON S
     schemas.py        the three types behind one parse / compatibility entry
     avro_schemas.py, json_schemas.py, protobuf_schemas.py (+ protobuf_descriptors.py)   each type's rules
     api.py            the HTTP routes (Starlette), errors as Confluent answers them
+    auth.py           HTTP basic auth against the broker's SASL users, when a listener requires SASL
     errors.py         Confluent's error codes and messages
 
 Like the console, the API is Starlette on hypercorn's trio worker on the broker's own loop
@@ -68,7 +69,8 @@ async def serve_schema_registry(broker: Any, host: str, port: int, task_status=t
 
     def make_app():
         from .api import make_app
+        from .auth import BasicAuth
 
-        return make_app(registry)
+        return make_app(registry, BasicAuth(broker))
 
     await serve_app(make_app, host, port, "kafkalite.schema_registry.http", task_status=task_status)

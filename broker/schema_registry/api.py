@@ -26,7 +26,8 @@
 
 Answers are `application/vnd.schemaregistry.v1+json`; request bodies may be that,
 `application/vnd.schemaregistry+json`, `application/json` or untyped (other types: 415). Errors
-are `{"error_code", "message"}` with Confluent's codes (errors.py); a body that is not JSON is 400,
+are `{"error_code", "message"}` with Confluent's codes (errors.py); when a listener requires SASL,
+requests need HTTP basic auth with a SASL user's name and password (auth.py, else 401); a body that is not JSON is 400,
 an unknown path 404, a wrong method 405; anything unforeseen is logged and answered 500 50001.
 `normalize` is accepted and changes nothing: stored texts are already compact (Avro, JSON) or
 printed from the descriptor (Protobuf sent as a descriptor)."""
@@ -39,6 +40,7 @@ from typing import Any
 
 from . import errors
 from .records import SCHEMA_TYPES, SchemaValue, references_from_json
+from .auth import BasicAuth
 from .registry import Registry
 
 log = logging.getLogger("kafkalite.schema_registry")
@@ -73,7 +75,7 @@ def _version_json(v: SchemaValue, registry: Registry, query: Any) -> dict[str, A
     return out
 
 
-def make_app(registry: Registry):
+def make_app(registry: Registry, auth: BasicAuth | None = None):
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import PlainTextResponse, Response
@@ -120,6 +122,10 @@ def make_app(registry: Registry):
 
     def endpoint(fn):
         async def handle(request: Request) -> Response:
+            if auth is not None and not auth.allows(request.headers.get("authorization")):
+                response = answer({"error_code": 401, "message": "Unauthorized"}, 401)
+                response.headers["WWW-Authenticate"] = 'Basic realm="kafkalite"'
+                return response
             try:
                 return await fn(request, request.path_params, request.query_params)
             except errors.RegistryError as exc:
