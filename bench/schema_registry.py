@@ -27,7 +27,7 @@ import time
 import uuid
 
 from bench.stats import OURS, Report, emit
-from bench.throughput import producer_config
+from bench.throughput import producer_config, send
 
 AVRO = "kafkalite+AvroSerializer"
 
@@ -78,14 +78,9 @@ def _produce(bootstrap: str, records: int, value_of) -> float:
     producer.list_topics(topic, timeout=30)
     value_of(0)  # the serializer registers its schema before the clock starts
     t0 = time.perf_counter()
+    deadline = time.monotonic() + 600
     for i in range(records):
-        value = value_of(i)
-        while True:
-            try:
-                producer.produce(topic, value, partition=0)
-                break
-            except BufferError:
-                producer.poll(0.01)
+        send(producer, topic, value_of(i), deadline)
         if i % 1000 == 0:
             producer.poll(0)
     left = producer.flush(120)
