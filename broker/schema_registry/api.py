@@ -94,8 +94,8 @@ def make_app(registry: Registry, auth: BasicAuth | None = None):
         raw = await request.body()
         try:
             body = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise errors.bad_request(f"the body is not JSON: {exc}") from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise errors.bad_request(f"the body is not JSON: {type(exc).__name__}: {exc}") from None
         if not isinstance(body, dict):
             raise errors.bad_request("the body must be a JSON object")
         return body

@@ -95,8 +95,11 @@ def incompatibilities(new: Parsed, old: Parsed, level: str) -> list[str]:
     """Why `new` may not follow `old` under `level` (empty: it may)."""
     base = level.removesuffix("_TRANSITIVE")
     out: list[str] = []
-    if base in ("BACKWARD", "FULL"):
-        out += _cannot_read(new, old)
-    if base in ("FORWARD", "FULL"):
-        out += _cannot_read(old, new)
+    try:
+        if base in ("BACKWARD", "FULL"):
+            out += _cannot_read(new, old)
+        if base in ("FORWARD", "FULL"):
+            out += _cannot_read(old, new)
+    except RecursionError:
+        raise errors.invalid_schema("the schema is nested too deeply to compare") from None
     return out

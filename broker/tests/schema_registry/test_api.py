@@ -130,6 +130,22 @@ def test_bad_input_is_never_a_500(registry, raw):
         assert status < 500, (method, path, status, body)
 
 
+def test_deeply_nested_input_is_refused_not_a_500(registry):
+    deep_body = b'{"schema": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    status, body, _ = registry.call("POST", f"/subjects/{subject()}/versions", raw=deep_body)
+    assert status == 400 and body["error_code"] == 400
+    depth = 3000  # deeper than Python's recursion limit
+    nested = '{"type": "array", "items": ' * depth + '{"type": "string"}' + "}" * depth
+    for schema_type in ("JSON", "AVRO"):
+        s = subject()
+        status, body = registry.register(s, nested, schema_type)
+        assert status < 500, body
+        if status == 200:
+            status, body = registry.post(f"/compatibility/subjects/{s}/versions/latest",
+                                         {"schema": nested, "schemaType": schema_type})
+            assert status < 500, body
+
+
 def test_soft_and_permanent_deletes(registry):
     s = subject()
     registry.register(s, RECORD)
