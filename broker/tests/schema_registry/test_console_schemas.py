@@ -113,7 +113,7 @@ def test_schemas_page_in_a_browser(broker):
         try:
             page = chromium.new_page()
             page.goto(broker.console_url)
-            page.get_by_role("link", name="Schemas").click()
+            page.get_by_role("link", name="Schemas", exact=True).click()
             row = page.locator("[data-testid=subject][data-subject='browser-t-value']")
             row.wait_for()
             row.get_by_role("button").first.click()
