@@ -3,6 +3,7 @@
 
     GET  /                                   {}
     GET  /schemas/types                      ["JSON","PROTOBUF","AVRO"]
+    GET  /contexts                           ["."]: the default context is the only one
     GET  /schemas?subjectPrefix&deleted&latestOnly   every version as a schema object
     GET  /schemas/ids/{id}?format=serialized {"schema"[, "schemaType", "references"]}; Protobuf as a
                                              base64 FileDescriptorProto with format=serialized
@@ -138,6 +139,9 @@ def make_app(registry: Registry, auth: BasicAuth | None = None):
     async def root(_r, _p, _q):
         return answer({})
 
+    async def contexts(_r, _p, _q):
+        return answer(["."])  # the default context only: subjects named ":.ctx:..." are plain names here
+
     async def types(_r, _p, _q):
         return answer(["JSON", "PROTOBUF", "AVRO"])
 
@@ -249,6 +253,7 @@ def make_app(registry: Registry, auth: BasicAuth | None = None):
 
     routes = [
         route("/", root, ["GET"]),
+        route("/contexts", contexts, ["GET"]),
         route("/schemas", all_schemas, ["GET"]),
         route("/schemas/types", types, ["GET"]),
         route("/schemas/ids/{id}", by_id, ["GET"]),

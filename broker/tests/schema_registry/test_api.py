@@ -24,6 +24,7 @@ def test_types_root_and_content_type(registry):
     assert (status, sorted(body)) == (200, ["AVRO", "JSON", "PROTOBUF"])
     assert ctype.startswith(CONTENT_TYPE)
     assert registry.get("/") == (200, {})
+    assert registry.get("/contexts") == (200, ["."])
 
 
 @pytest.mark.parametrize("ctype", ["application/vnd.schemaregistry.v1+json", "application/vnd.schemaregistry+json",
