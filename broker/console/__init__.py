@@ -20,7 +20,8 @@ Endpoints (all GET, all JSON unless said):
   and only while connected.
 - with the schema registry on too (`--schema-registry`): `/api/schemas` lists its subjects, levels
   and versions (the "Schemas" page), and `/api/records/...` adds `value_schema` to a record whose
-  value is in Confluent's wire format with a registered id (broker.schema_registry.decoding);
+  value is in Confluent's wire format with a registered id (`broker.schema_registry`, the
+  registry's RegistryView);
   without it `/api/schemas` answers `{"enabled": false}`.
 - with the controls endpoint on too (`--controls`): `/api/controls` lists the test controls and
   `POST /api/controls/NAME` runs one (broker.controls.http.run); the page shows them as forms

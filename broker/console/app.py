@@ -148,21 +148,17 @@ def make_app(broker) -> Starlette:
 
     # every endpoint is a coroutine: Starlette would run a plain function in a worker thread,
     # and broker state may only be read on the trio loop
+    # the schema registry's view (broker.schema_registry.decoding.RegistryView) when it is served;
+    # read through its methods, so the console imports nothing of the registry's package
     def schema_decoder():
-        registry = getattr(broker, "schema_registry", None)
-        if registry is None:
-            return None
-        from ..schema_registry.decoding import decode
-
-        return lambda data: decode(registry, data)
+        view = getattr(broker, "schema_registry", None)
+        return None if view is None else view.decode
 
     async def schemas(_request: Request) -> Response:
-        registry = getattr(broker, "schema_registry", None)
-        if registry is None:
+        view = getattr(broker, "schema_registry", None)
+        if view is None:
             return JSONResponse({"enabled": False, "subjects": []})
-        from ..schema_registry.decoding import summary
-
-        return JSONResponse(summary(registry))
+        return JSONResponse(view.summary())
 
     async def overview(_request: Request) -> Response:
         return JSONResponse(state.overview(broker))

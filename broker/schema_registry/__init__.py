@@ -57,7 +57,8 @@ def open_registry(broker: Any):
 
 async def serve_schema_registry(broker: Any, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Serve the REST API until cancelled; reports (host, bound port) through task_status. The
-    registry is reachable from the broker as `broker.schema_registry` (the console reads it)."""
+    registry is readable from the broker as `broker.schema_registry` (a decoding.RegistryView: the
+console's Schemas page and decoded records)."""
     from ..console import serve_app
 
     missing = missing_libraries()
@@ -65,7 +66,9 @@ async def serve_schema_registry(broker: Any, host: str, port: int, task_status=t
         log.error("the schema registry needs %s (pip install 'kafkalite[schema-registry]')", ", ".join(missing))
         raise SystemExit(2)
     registry = open_registry(broker)
-    broker.schema_registry = registry
+    from .decoding import RegistryView
+
+    broker.schema_registry = RegistryView(registry)
 
     def make_app():
         from .api import make_app

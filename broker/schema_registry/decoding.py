@@ -8,7 +8,10 @@ schema id as a big-endian int32, then the payload, decoded with the registered s
   class built from the registered descriptor and its references, shown as JSON.
 
 `decode` never raises: a value that is not framed or names an unknown id gives None, one that
-does not decode gives the id with the reason. `summary` is the console's Schemas page."""
+does not decode gives the id with the reason. `summary` is the console's Schemas page.
+`RegistryView` is what the rest of the broker may read of the registry (`broker.schema_registry`,
+set when the registry is served): the console calls its methods and imports nothing of this
+package, so neither package imports the other's modules in a circle."""
 
 from __future__ import annotations
 
@@ -120,3 +123,16 @@ def summary(registry: Registry) -> dict[str, Any]:
         })
     return {"enabled": True, "compatibility": registry.level(None), "mode": registry.mode(None),
             "subjects": subjects}
+
+
+class RegistryView:
+    """The registry as the console reads it."""
+
+    def __init__(self, registry: Registry):
+        self._registry = registry
+
+    def decode(self, data: bytes | None) -> dict[str, Any] | None:
+        return decode(self._registry, data)
+
+    def summary(self) -> dict[str, Any]:
+        return summary(self._registry)
