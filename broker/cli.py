@@ -44,18 +44,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
-from .config import (
-    BROKER_KEYS,
-    ENV_PREFIX,
-    BrokerConfig,
-    Listener,
-    UnknownConfig,
-    parse_bool,
-    check_key,
-    env_name,
-    env_values,
-    load_properties,
-)
+from .settings.broker_config import BrokerConfig
+from .settings.broker_keys import BROKER_KEYS, UnknownConfig, check_key
+from .settings.listeners import Listener
+from .settings.sources import ENV_PREFIX, env_name, env_values, load_properties
+from .settings.values import parse_bool
 
 if TYPE_CHECKING:  # the services import kio, which must wait for _hide_hypothesis
     from .services import Wiring
@@ -432,7 +425,7 @@ def _shown_value(config: BrokerConfig, key: str) -> Any:
     """A setting's value for the startup log; a secret's is hidden."""
     if _secret(key):
         return "[hidden]"
-    from .security import split_listener_key
+    from .settings.listeners import split_listener_key
 
     prefixed = split_listener_key(key)
     if prefixed is None:
@@ -443,7 +436,7 @@ def _shown_value(config: BrokerConfig, key: str) -> Any:
 
 def _secret(key: str) -> bool:
     """Passwords, private keys, JAAS configs (with users' passwords) and SCRAM users never reach a log line."""
-    from .security import SENSITIVE
+    from .settings.listeners import SENSITIVE
 
     info = BROKER_KEYS.get(key)
     if info is not None:

@@ -1,4 +1,5 @@
-"""Broker metrics and the optional Prometheus endpoint (`--metrics-port`).
+"""Broker metrics and the optional Prometheus endpoint (`--metrics-port`, served as an ASGI app
+by broker.http_endpoint, like the console and the controls).
 
 The request path pays one `record()` per request: a few list-slot increments and one
 monotonic clock read (the start time is read by the caller). Everything else (topics,
@@ -25,6 +26,8 @@ import time
 from typing import Any
 
 import trio
+
+from .http_endpoint import AsgiApp, lifespan, send_text, serve_app
 
 log = logging.getLogger("kafkalite.metrics")
 
@@ -118,49 +121,28 @@ def render(broker: Any) -> str:
     return "\n".join(out) + "\n"
 
 
-_MAX_HEADER = 16384
+def make_app(broker: Any) -> AsgiApp:
+    """The metrics endpoint as an ASGI app: GET (or HEAD) /metrics, a pointer at /."""
 
-
-async def _handle_http(stream: trio.SocketStream, broker: Any) -> None:
-    try:
-        buf = b""
-        with trio.move_on_after(10):
-            while b"\r\n\r\n" not in buf and b"\n\n" not in buf and len(buf) < _MAX_HEADER:
-                chunk = await stream.receive_some(4096)
-                if not chunk:
-                    break
-                buf += chunk
-        request_line = buf.split(b"\n", 1)[0].decode("latin-1").strip()
-        parts = request_line.split()
-        if len(parts) < 2:
-            status, body, ctype = "400 Bad Request", "bad request\n", "text/plain"
-        elif parts[0] not in ("GET", "HEAD"):
-            status, body, ctype = "405 Method Not Allowed", "only GET\n", "text/plain"
-        elif parts[1].split("?", 1)[0] in ("/metrics", "/metrics/"):
-            status, body, ctype = "200 OK", render(broker), "text/plain; version=0.0.4; charset=utf-8"
-        elif parts[1] == "/":
-            status, body, ctype = "200 OK", "kafkalite: metrics at /metrics\n", "text/plain"
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        head = method == "HEAD"
+        if method not in ("GET", "HEAD"):
+            await send_text(send, 405, "only GET\n")
+        elif path in ("/metrics", "/metrics/"):
+            await send_text(send, 200, render(broker), "text/plain; version=0.0.4; charset=utf-8", head=head)
+        elif path == "/":
+            await send_text(send, 200, "kafkalite: metrics at /metrics\n", head=head)
         else:
-            status, body, ctype = "404 Not Found", "not found; metrics are at /metrics\n", "text/plain"
-        data = body.encode()
-        head = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
-                f"Connection: close\r\n\r\n").encode()
-        await stream.send_all(head if parts[:1] == ["HEAD"] else head + data)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-        pass
-    finally:
-        with trio.move_on_after(0):
-            await stream.aclose()
+            await send_text(send, 404, "not found; metrics are at /metrics\n", head=head)
+
+    return app
 
 
-async def serve_metrics(broker: Any, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def serve_metrics(broker: Any, host: str, port: int, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Serve GET /metrics until cancelled; reports (host, bound port) through task_status."""
-    listeners = await trio.open_tcp_listeners(port, host=host or None)
-    bound = listeners[0].socket.getsockname()[1]
-
-    async def handler(stream: trio.SocketStream) -> None:
-        await _handle_http(stream, broker)
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(trio.serve_listeners, handler, listeners)
-        task_status.started((host, bound))
+    await serve_app(lambda: make_app(broker), host or "0.0.0.0", port, "kafkalite.metrics.http",
+                    task_status=task_status)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import INT32_MAX
+from kafkalite.protocol.batch import INT32_MAX
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_EPOCH = -1

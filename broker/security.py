@@ -29,54 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .settings.listeners import MECHANISMS, PROTOCOLS, SecurityConfigError, SelfSigned
+
 if TYPE_CHECKING:
-    from .config import BrokerConfig
+    from .settings.broker_config import BrokerConfig
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 ANONYMOUS = "User:ANONYMOUS"
-
-# Keys Kafka lets `listener.name.<listener>.` override (those kafkalite reads).
-LISTENER_KEYS = frozenset({
-    "sasl.enabled.mechanisms", "connections.max.reauth.ms",
-    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-    "ssl.keystore.certificate.chain", "ssl.keystore.key",
-    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
-    "ssl.client.auth", "ssl.principal.mapping.rules", "ssl.endpoint.identification.algorithm",
-    "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
-})
-# Per listener and mechanism: `listener.name.<listener>.<mechanism>.<key>`.
-MECHANISM_KEYS = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
-SENSITIVE = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.keystore.key",
-                       "ssl.truststore.password", "ssl.truststore.certificates", "sasl.jaas.config"})
-
-_PREFIXED = re.compile(r"listener\.name\.([a-z0-9_-]+)\.(.+)")
-
-
-class SecurityConfigError(ValueError):
-    pass
-
-
-def split_listener_key(key: str) -> tuple[str, str] | None:
-    """`listener.name.sasl_ssl.plain.sasl.jaas.config` -> ("SASL_SSL", "plain.sasl.jaas.config");
-    None when `key` has no listener prefix. Raises for a prefixed key Kafka does not define."""
-    m = _PREFIXED.fullmatch(key)
-    if m is None:
-        return None
-    listener, sub = m.group(1).upper(), m.group(2)
-    if sub in LISTENER_KEYS:
-        return listener, sub
-    mech, _, rest = sub.partition(".")
-    if rest in MECHANISM_KEYS and mech.upper() in MECHANISMS:
-        return listener, sub
-    raise SecurityConfigError(
-        f"unknown listener setting {key!r}: after listener.name.<listener>. kafkalite takes "
-        f"{', '.join(sorted(LISTENER_KEYS))} and <mechanism>.sasl.jaas.config")
-
-
-def listener_env_keys() -> list[str]:
-    """The settings a `KAFKALITE_LISTENER_NAME_<LISTENER>_<KEY>` variable may end with."""
-    return sorted(LISTENER_KEYS) + [f"{m.lower()}.{k}" for m in MECHANISMS for k in MECHANISM_KEYS]
 
 
 # --- JAAS -------------------------------------------------------------------------------------
@@ -166,12 +124,6 @@ def pkcs8(key_pem: bytes) -> bytes:
 
 
 # --- throwaway CA -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SelfSigned:
-    ca_path: Path
-    keystore_path: Path  # private key and certificate chain, one PEM file
-
 
 def make_self_signed(directory: Path, hosts: list[str]) -> SelfSigned:
     """A new CA and a server certificate for `hosts` (plus the loopback names), written under

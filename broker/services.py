@@ -25,15 +25,15 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from .cluster import Cluster
 from .internal_topics import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     import trio
 
     from .groups.coordinator import GroupCoordinator
-    from .server import Broker
     from .share.coordinator import ShareCoordinator
     from .transactions.coordinator import TransactionCoordinator
     from .transactions.producer_ids import ProducerIdManager
@@ -42,7 +42,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.services")
 
 
-def _marker_channel(broker: "Broker") -> "MarkerChannel":
+class ServiceOwner(Protocol):
+    """What the services need of the broker they serve (broker.state.Broker): its cluster. The
+    coordinators get the whole broker; this module does not import the state that holds it."""
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+
+def _marker_channel(broker: ServiceOwner) -> "MarkerChannel":
     from .transactions.markers import MarkerChannel
 
     return MarkerChannel(broker)
@@ -51,10 +59,10 @@ def _marker_channel(broker: "Broker") -> "MarkerChannel":
 @dataclass(frozen=True)
 class Wiring:
     # builds the object that writes (and with fsync=always fsyncs) a transaction's markers
-    marker_channel: Callable[["Broker"], "MarkerChannel"] = _marker_channel
+    marker_channel: Callable[[ServiceOwner], "MarkerChannel"] = _marker_channel
 
 
-def _build_groups(broker: "Broker", wiring: Wiring) -> "GroupCoordinator":
+def _build_groups(broker: ServiceOwner, wiring: Wiring) -> "GroupCoordinator":
     from .groups.coordinator import GroupCoordinator
 
     groups = GroupCoordinator(broker)
@@ -65,14 +73,14 @@ def _build_groups(broker: "Broker", wiring: Wiring) -> "GroupCoordinator":
     return groups
 
 
-def _build_transactions(broker: "Broker", wiring: Wiring) -> "TransactionCoordinator":
+def _build_transactions(broker: ServiceOwner, wiring: Wiring) -> "TransactionCoordinator":
     from .transactions.coordinator import TransactionCoordinator
 
     # creates __transaction_state if it does not exist, and reads it back (in __init__)
     return TransactionCoordinator(broker, marker_channel=wiring.marker_channel(broker))
 
 
-def _build_share(broker: "Broker", wiring: Wiring) -> "ShareCoordinator":
+def _build_share(broker: ServiceOwner, wiring: Wiring) -> "ShareCoordinator":
     from .share.coordinator import ShareCoordinator
 
     share = ShareCoordinator(broker)
@@ -81,7 +89,7 @@ def _build_share(broker: "Broker", wiring: Wiring) -> "ShareCoordinator":
 
 
 # name -> (builder, the internal topic whose presence means state to recover), in start order
-_SERVICES: dict[str, tuple[Callable[["Broker", Wiring], Any], str]] = {
+_SERVICES: dict[str, tuple[Callable[[ServiceOwner, Wiring], Any], str]] = {
     "groups": (_build_groups, OFFSETS_TOPIC),
     "transactions": (_build_transactions, TRANSACTION_STATE_TOPIC),
     "share": (_build_share, SHARE_GROUP_STATE_TOPIC),
@@ -91,7 +99,7 @@ _SERVICES: dict[str, tuple[Callable[["Broker", Wiring], Any], str]] = {
 class Services:
     """The coordinators, each built once: at start when it has state on disk, else on first use."""
 
-    def __init__(self, broker: "Broker", wiring: Wiring | None = None):
+    def __init__(self, broker: ServiceOwner, wiring: Wiring | None = None):
         self._broker = broker
         self._wiring = wiring or Wiring()
         self._built: dict[str, Any] = {}

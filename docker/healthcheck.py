@@ -20,7 +20,7 @@ class NotReady(Exception):
 
 
 def address_from_env(environ):
-    from kafkalite.broker.config import Listener
+    from kafkalite.broker.settings.listeners import Listener
 
     ready_file = environ.get("KAFKALITE_READY_FILE", "").strip()
     if ready_file:

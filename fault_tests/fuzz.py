@@ -5,7 +5,7 @@
 Targets:
   frames    bytes from a client socket through FrameReader, the request header parser,
             request decoding and dispatch to the handler of every API key and version in
-            protocol.apis.API_TABLE, exactly as broker.server.serve_connection does (it is the
+            protocol.apis.API_TABLE, exactly as broker.connection.serve_connection does (it is the
             code under test), on an in-process broker with its coordinators running.
   records   one partition's records from a Produce request: the produce-path validator, then
             (when accepted) append to a partition log and read back.

@@ -18,11 +18,10 @@ import trio
 
 from kafkalite.protocol.apis import API_TABLE
 from kafkalite.protocol.messages import request_type
-from kafkalite.protocol.records import (
-    InvalidRecord, Record, build_batch, decode_records, iter_batches,
-    validate_produce_batches,
-)
-from kafkalite.protocol.records import _rewrite_crc
+from kafkalite.broker.produce_validation import InvalidRecord, validate_produce_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
+from kafkalite.protocol.batch_patches import rewrite_crc
 from kafkalite.storage import LogConfig, PartitionLog
 
 # ------------------------------------------------------------------------------------------------
@@ -84,7 +83,8 @@ class InProcessBroker:
     """broker.server.serve in a trio loop on a thread of its own."""
 
     def __init__(self):
-        from kafkalite.broker.config import BrokerConfig, Listener
+        from kafkalite.broker.settings.broker_config import BrokerConfig
+        from kafkalite.broker.settings.listeners import Listener
         self.dir = Path(tempfile.mkdtemp(prefix="fuzz-broker-"))
         self.config = BrokerConfig(data_dir=self.dir, listeners=[Listener("PLAINTEXT", "127.0.0.1", 0)])
         self.problems = ProblemLog()
@@ -109,7 +109,7 @@ class InProcessBroker:
             await trio.sleep_forever()
 
     async def _drive(self, data: bytes, chunk: int) -> FakeStream:
-        from kafkalite.broker.server import serve_connection
+        from kafkalite.broker.connection import serve_connection
         stream = FakeStream(data, chunk)
         with trio.move_on_after(CONNECTION_TIME) as scope:
             await serve_connection(self.broker, stream, self.listener)
@@ -263,7 +263,7 @@ def fuzz_records(data: bytes) -> None:
         return
     buf = bytearray(data[1:])
     if data[0] & 1 and len(buf) >= 61:
-        _rewrite_crc(buf, 0)
+        rewrite_crc(buf, 0)
     buf = bytes(buf)
     try:
         validate_produce_batches(buf)
@@ -285,7 +285,7 @@ def fuzz_records(data: bytes) -> None:
 
 
 def _records_seeds() -> list[bytes]:
-    from kafkalite.protocol.records import COMPRESSION_GZIP
+    from kafkalite.protocol.batch import COMPRESSION_GZIP
     seeds = [
         build_batch([Record(b"k", b"v", (), 1)], timestamp_ms=1),
         build_batch([Record(None, b"value" * 20, (("h", b"x"),), 5), Record(b"a", None, (), 6)], timestamp_ms=1),

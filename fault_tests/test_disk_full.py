@@ -17,7 +17,8 @@ from kio.schema.errors import ErrorCode
 import kafkalite
 from kafkalite.broker.tests.test_wire import fetch, metadata, produce
 from kafkalite.protocol.client import WireClient
-from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 

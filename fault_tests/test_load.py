@@ -17,7 +17,8 @@ import kafkalite
 import kio.schema.metadata.v12.request as md12
 from kafkalite.broker.tests.test_wire import fetch, metadata, produce, records
 from kafkalite.protocol.client import WireClient
-from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 
 from .load import (
     api_versions_frame, broker_figures, create_partitions, fd_soft_limit, open_connections, raise_fd_limit,

@@ -30,8 +30,10 @@ import logging
 import os
 from typing import Sequence
 
-from kafkalite.protocol import records as R
-from kafkalite.protocol.records import CorruptBatch, UnsupportedCompression
+from kafkalite.protocol.batch import (COMPRESSION_MASK, CONTROL_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK,
+                                      TRANSACTIONAL_MASK, CorruptBatch, HeaderFields)
+from kafkalite.protocol.records import DecodedRecord, decode_records, encode_batch
+from kafkalite.protocol.codecs import UnsupportedCompression
 
 from .files import unlink, write_new
 from .segment import Segment
@@ -70,14 +72,14 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
     for seg in eligible:
         for _pos, h in seg.iter_batches():
             f = h.fields()
-            if f.attributes & R.CONTROL_MASK:
+            if f.attributes & CONTROL_MASK:
                 continue
             if f.producer_id >= 0:
                 last_batch_of[f.producer_id] = f.base_offset
-            if f.attributes & R.TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
+            if f.attributes & TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
                 continue
             try:
-                recs = R.decode_records(h.buf, h.pos)
+                recs = decode_records(h.buf, h.pos)
             except (CorruptBatch, UnsupportedCompression) as e:
                 log.warning("%s: cannot decode the batch at offset %d (%s); keeping it as is",
                             seg.log_path, f.base_offset, e)
@@ -92,16 +94,16 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
         changed = False
         for _pos, h in seg.iter_batches():
             f = h.fields()
-            total = f.batch_length + R.LOG_OVERHEAD
+            total = f.batch_length + LOG_OVERHEAD
             raw = memoryview(h.buf)[h.pos:h.pos + total]
-            if f.attributes & R.CONTROL_MASK:
+            if f.attributes & CONTROL_MASK:
                 out += raw
                 continue
-            if f.attributes & R.TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
+            if f.attributes & TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
                 kept = []
             else:
                 try:
-                    recs = R.decode_records(h.buf, h.pos)
+                    recs = decode_records(h.buf, h.pos)
                 except (CorruptBatch, UnsupportedCompression):
                     out += raw
                     continue
@@ -119,13 +121,13 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
     return replaced
 
 
-def _rebuild_batch(f: R.HeaderFields, kept: list[R.DecodedRecord]) -> bytearray:
-    log_append = f.max_timestamp if f.attributes & R.TIMESTAMP_TYPE_MASK else None
-    return R.encode_batch(
+def _rebuild_batch(f: HeaderFields, kept: list[DecodedRecord]) -> bytearray:
+    log_append = f.max_timestamp if f.attributes & TIMESTAMP_TYPE_MASK else None
+    return encode_batch(
         [(r.offset - f.base_offset, r.timestamp, r.key, r.value, r.headers) for r in kept],
         base_offset=f.base_offset, producer_id=f.producer_id, producer_epoch=f.producer_epoch,
-        base_sequence=f.base_sequence, transactional=bool(f.attributes & R.TRANSACTIONAL_MASK),
-        partition_leader_epoch=f.partition_leader_epoch, compression=f.attributes & R.COMPRESSION_MASK,
+        base_sequence=f.base_sequence, transactional=bool(f.attributes & TRANSACTIONAL_MASK),
+        partition_leader_epoch=f.partition_leader_epoch, compression=f.attributes & COMPRESSION_MASK,
         last_offset_delta=f.last_offset_delta, log_append_time_ms=log_append, base_timestamp=f.base_timestamp,
     )
 

@@ -1,4 +1,15 @@
-"""PartitionLog: one partition's log on disk, a directory of segments as Kafka lays it out.
+"""PartitionLog: one partition's log on disk, a directory of segments as Kafka lays it out;
+the storage engine behind storage.interface.PartitionStorage.
+
+Rules:
+- The append and read paths touch batch headers only, copy no batch they need not copy, and
+  take no lock; everything that replaces segments serialises on the log's lock.
+- Segments are replaced as a list, never mutated in place, so a reader holding the old list
+  stays consistent.
+- The jobs around the log live beside it: segment files and indexes (storage.segment),
+  recovery of a segment (storage.segment), compaction (storage.compaction), retention
+  (storage.retention), timestamp lookups (storage.timestamps), producer snapshots
+  (storage.snapshots).
 
 Offsets: `log_start_offset` is the first readable offset (persisted in
 `log-start-offset.checkpoint` when DeleteRecords or retention moves it);
@@ -32,31 +43,30 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Iterator
 
-from kafkalite.protocol import records as R
 from kafkalite.protocol.regions import FileRegion
-from kafkalite.protocol.records import (
-    INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, iter_batches, set_base_offset,
-    set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
+from kafkalite.protocol.batch import (BASE_OFFSET_OFFSET, INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET,
+                                      PARTITION_LEADER_EPOCH_OFFSET, iter_batches)
+from kafkalite.protocol.batch_patches import (
+    set_base_offset, set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
 
 from .config import LogConfig
 from .compaction import compact_segments
 from .files import unlink, write_atomic
 from .segment import AbortedTxn, Segment, segment_name
+from .retention import segments_past_retention
+from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
+from .timestamps import max_timestamp_offset, offset_for_timestamp
 
 log = logging.getLogger("kafkalite.storage")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOG_START_CHECKPOINT = "log-start-offset.checkpoint"
-SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_MAGIC = b"KLPS"
-_SNAPSHOT_HEADER = struct.Struct(">4shI")      # magic, version, crc32c of the blob
-SNAPSHOTS_KEPT = 2
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 # baseOffset, batchLength, partitionLeaderEpoch: the head of a batch the log stamps
 _STAMP = struct.Struct(">qii")
-assert (R.BASE_OFFSET_OFFSET, R.LENGTH_OFFSET, R.PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, R.MAGIC_OFFSET)
+assert (BASE_OFFSET_OFFSET, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, MAGIC_OFFSET)
 _base = attrgetter("base_offset")
 
 
@@ -134,9 +144,7 @@ class PartitionLog:
             self._truncate_fully_and_start_at(self.log_start_offset, now)
         if clean:
             unlink(marker)
-        for off in self._snapshot_offsets():
-            if off > self.log_end_offset:
-                unlink(self._snapshot_path(off))
+        remove_snapshots_after(d, self.log_end_offset)
         return self
 
     def update_config(self, config: LogConfig) -> None:
@@ -145,7 +153,7 @@ class PartitionLog:
     # ======================================================================================
     # append
     # ======================================================================================
-    def append(self, batches, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
+    def append(self, batches: bytes | bytearray | memoryview, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
         """Append already-validated v2 batches: assign offsets from log_end_offset, stamp the
         leader epoch, apply LogAppendTime if configured, and write them with os.write before
         returning. A bytearray is stamped in place; immutable bytes are not copied: each
@@ -326,56 +334,17 @@ class PartitionLog:
                 yield f_base, h.bytes()
 
     # ======================================================================================
-    # timestamps
+    # timestamps (storage.timestamps)
     # ======================================================================================
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after log_start_offset whose
         timestamp is >= timestamp_ms, or None."""
-        start = self.log_start_offset
-        for seg in list(self.segments):
-            if seg.max_timestamp < timestamp_ms or seg.next_offset <= start or seg.size == 0:
-                continue
-            pos = seg.time_lookup_position(timestamp_ms)
-            for _bpos, h in seg.iter_batches(pos, seg.size):
-                f = h.fields()
-                if f.base_offset + f.last_offset_delta < start or f.max_timestamp < timestamp_ms:
-                    continue
-                for rec in R.decode_records(h.buf, h.pos):
-                    if rec.timestamp >= timestamp_ms and rec.offset >= start:
-                        return rec.offset, rec.timestamp
-        return None
+        return offset_for_timestamp(list(self.segments), self.log_start_offset, timestamp_ms)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the first record at or after
         log_start_offset carrying the largest timestamp, or None for an empty log."""
-        start = self.log_start_offset
-        best_ts = -1
-        best_off = None
-        for seg in list(self.segments):
-            if seg.size == 0 or seg.next_offset <= start or seg.max_timestamp <= best_ts:
-                continue
-            if seg.base_offset >= start:
-                # the segment's max is a candidate; find its first record
-                target = seg.max_timestamp
-                pos = seg.index_position(seg.max_timestamp_offset)
-                for _bpos, h in seg.iter_batches(pos, seg.size):
-                    if h.max_timestamp == target:
-                        rec = next((r for r in R.decode_records(h.buf, h.pos) if r.timestamp == target), None)
-                        if rec is not None:
-                            best_ts, best_off = target, rec.offset
-                            break
-            else:
-                # log start inside this segment: only records from it count
-                found = seg.locate(start)
-                if found is None:
-                    continue
-                for _bpos, h in seg.iter_batches(found[0], seg.size):
-                    if h.max_timestamp <= best_ts:
-                        continue
-                    for r in R.decode_records(h.buf, h.pos):
-                        if r.offset >= start and r.timestamp > best_ts:
-                            best_ts, best_off = r.timestamp, r.offset
-        return None if best_off is None else (best_off, best_ts)
+        return max_timestamp_offset(list(self.segments), self.log_start_offset)
 
     # ======================================================================================
     # moving the start, truncating, retention
@@ -440,9 +409,7 @@ class PartitionLog:
             active = self.segments[-1]
             active.truncate_to(offset, self.config.index_interval_bytes)
             self.log_end_offset = offset
-            for off in self._snapshot_offsets():
-                if off > offset:
-                    unlink(self._snapshot_path(off))
+            remove_snapshots_after(self.directory, offset)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         gone = self.segments
@@ -454,9 +421,7 @@ class PartitionLog:
         self.log_start_offset = offset
         self.log_end_offset = offset
         self._write_log_start_checkpoint()
-        for off in self._snapshot_offsets():
-            if off > offset:
-                unlink(self._snapshot_path(off))
+        remove_snapshots_after(self.directory, offset)
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole old segments by retention.ms and retention.bytes (cleanup.policy
@@ -469,26 +434,7 @@ class PartitionLog:
             cfg = self.config
             if not cfg.delete_enabled:
                 return deleted
-            segs = self.segments
-            floor = self.retention_floor
-            k = 0
-            total = sum(s.size for s in segs)
-            excess = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
-            while k < len(segs) - 1:
-                seg = segs[k]
-                nxt = segs[k + 1].base_offset
-                if floor is not None and nxt > floor:
-                    break
-                by_time = False
-                if cfg.retention_ms >= 0:
-                    largest = seg.max_timestamp if seg.max_timestamp >= 0 else _mtime_ms(seg)
-                    by_time = now_ms - largest > cfg.retention_ms
-                by_size = excess >= 0 and excess - seg.size >= 0
-                if not (by_time or by_size):
-                    break
-                if by_size:
-                    excess -= seg.size
-                k += 1
+            k = segments_past_retention(self.segments, cfg, now_ms, self.retention_floor)
             if k:
                 self._drop_segments(k)
             return deleted + k
@@ -543,45 +489,16 @@ class PartitionLog:
         return out
 
     # ======================================================================================
-    # producer state snapshots
+    # producer state snapshots (storage.snapshots)
     # ======================================================================================
-    def _snapshot_path(self, offset: int) -> Path:
-        return self.directory / f"{segment_name(offset)}{SNAPSHOT_SUFFIX}"
-
-    def _snapshot_offsets(self) -> list[int]:
-        out = []
-        for p in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-            if p.stem.isdigit() and len(p.stem) == 20:
-                out.append(int(p.stem))
-        return sorted(out)
-
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
-        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, R.crc32c(blob)) + bytes(blob)
-        write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
+        write_snapshot(self.directory, offset, blob, fsync=self.config.fsync != "never")
         self._dir_dirty = True
-        offs = self._snapshot_offsets()
-        for off in offs[:-SNAPSHOTS_KEPT]:
-            unlink(self._snapshot_path(off))
 
     def latest_producer_snapshot(self) -> tuple[int, bytes] | None:
         """(offset, blob) of the newest intact snapshot at or below log_end_offset."""
-        for off in reversed(self._snapshot_offsets()):
-            if off > self.log_end_offset:
-                continue
-            try:
-                data = self._snapshot_path(off).read_bytes()
-            except FileNotFoundError:
-                continue
-            if len(data) < _SNAPSHOT_HEADER.size:
-                continue
-            magic, _version, crc = _SNAPSHOT_HEADER.unpack_from(data)
-            blob = data[_SNAPSHOT_HEADER.size:]
-            if magic != SNAPSHOT_MAGIC or R.crc32c(blob) != crc:
-                log.warning("%s: ignoring a damaged producer snapshot", self._snapshot_path(off))
-                continue
-            return off, blob
-        return None
+        return latest_snapshot(self.directory, self.log_end_offset)
 
     # ======================================================================================
     # checkpoint
@@ -665,13 +582,6 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.directory}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self.segments)})")
-
-
-def _mtime_ms(seg: Segment) -> int:
-    try:
-        return int(os.stat(seg.log_path).st_mtime * 1000)
-    except FileNotFoundError:
-        return 0
 
 
 def _fsync_path(path: Path) -> None:

@@ -32,7 +32,7 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from kafkalite.protocol.records import (
+from kafkalite.protocol.batch import (
     INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
     BatchHeader, CorruptBatch, iter_batches,
 )

@@ -32,51 +32,19 @@ Endpoints (all GET, all JSON unless said):
 from __future__ import annotations
 
 import logging
-import socket
-from typing import Any, Callable
+from typing import Any
 
 import trio
+
+from ..http_endpoint import serve_app
 
 log = logging.getLogger("kafkalite.console")
 
 
-async def serve_app(make_app: Callable[[], Any], host: str, port: int, errorlog: str,
-                    task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the ASGI app `make_app()` with hypercorn's trio worker on the broker's own trio loop
-    until cancelled; reports (host, bound port) through task_status. The console and the controls
-    endpoint (broker.controls.http) both run this way.
-
-    The listening socket is bound at once, so the address is known and connections wait in its
-    backlog; hypercorn and the app (Starlette) are imported when the first connection arrives.
-    The pytest plugin starts every broker with the controls endpoint on, and most tests never
-    call it: they would pay those imports (~0.13 s of CPU, ~9 MB) at every start."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(100)  # hypercorn's backlog
-        task_status.started((host, sock.getsockname()[1]))
-        await trio.lowlevel.wait_readable(sock)
-        from hypercorn.config import Config
-        from hypercorn.trio import serve
-
-        app = make_app()
-        config = Config()
-        config.accesslog = None
-        config.errorlog = logging.getLogger(errorlog)
-        # server-sent event streams stay open; a stop must not wait for them
-        config.graceful_timeout = 0.5
-        # hypercorn takes the socket over (its fd:// bind neither binds nor closes it first)
-        config.bind = [f"fd://{sock.detach()}"]
-    finally:
-        if sock.fileno() != -1:
-            sock.close()
-    await serve(app, config)
-
-
-async def serve_console(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the console until cancelled; reports (host, bound port) through task_status."""
-    def make_app():
+async def serve_console(broker: Any, host: str, port: int, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the console until cancelled (broker.http_endpoint); reports (host, bound port) through
+    task_status."""
+    def make_app() -> Any:
         from .app import make_app
 
         return make_app(broker)

@@ -20,8 +20,9 @@ import json
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from kafkalite.protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader, decode_records,
-                              parse_control_record)
+from kafkalite.protocol.batch import BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader
+from kafkalite.protocol.control_records import parse_control_record
+from kafkalite.protocol.records import decode_records
 
 # The default timeline shows the newest batches of a partition, at most this many.
 TIMELINE_BATCHES = 400

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:
-    from ..server import Broker
+    from ..state import Broker
 
 ControlFn = Callable[..., Awaitable[Any]]
 

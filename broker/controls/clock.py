@@ -13,14 +13,19 @@ tasks hand to a worker thread (retention) may still be running then.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import trio
 import trio.testing
 
 from ..clock import CLOCK, MODES
 from . import ControlError, control, is_int
 
+if TYPE_CHECKING:
+    from ..state import Broker
 
-def _state() -> dict:
+
+def _state() -> dict[str, Any]:
     return {"now_ms": CLOCK(), "mode": CLOCK.mode, "offset_ms": CLOCK.offset_ms}
 
 
@@ -31,13 +36,13 @@ async def _settle() -> None:
 
 
 @control("clock")
-async def clock(broker):
+async def clock(broker: "Broker"):
     """The broker's time (ms since the epoch), its mode and how far it was advanced."""
     return _state()
 
 
 @control("advance-clock")
-async def advance_clock(broker, *, ms):
+async def advance_clock(broker: "Broker", *, ms):
     """Move the broker's time forward by `ms` milliseconds; timers due by then fire at once."""
     if not is_int(ms) or ms < 0:
         raise ControlError(f"ms must be a non-negative integer (time never goes backwards), not {ms!r}")
@@ -47,7 +52,7 @@ async def advance_clock(broker, *, ms):
 
 
 @control("set-clock")
-async def set_clock(broker, *, mode):
+async def set_clock(broker: "Broker", *, mode):
     """Switch the clock to `manual` (time stands still until advanced) or back to `system`."""
     if mode not in MODES:
         raise ControlError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")

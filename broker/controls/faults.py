@@ -23,8 +23,9 @@ or topic id), come from `client_id` and carry `transactional_id` (in the request
 a transaction-coordinator FindCoordinator), whichever of those are given. Faults are matched in
 the order they were armed; an ApiVersions request is never faulted (a client could not connect).
 
-The server's dispatch looks faults up by API key in `broker.faults` (an empty dict when nothing
-is armed, so an unarmed broker pays one dict lookup per request).
+An armed fault is a dispatch hook (broker.hooks) registered on its API key in `broker.hooks`:
+dispatch asks it before the handler, and it removes itself once its count has run out. Nothing
+else holds the armed faults, so an unarmed broker pays one dict lookup per request.
 """
 
 from __future__ import annotations
@@ -34,12 +35,19 @@ import itertools
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.index import api_key_map
 from kio.schema.errors import ErrorCode
 
+from kafkalite.protocol.apis import ApiRange
+
+from ..handlers.common import CloseConnection
+from ..hooks import HookContext, Interception
 from . import ControlError, control, is_int
+
+if TYPE_CHECKING:
+    from ..state import Broker
 
 log = logging.getLogger("kafkalite.faults")
 
@@ -47,8 +55,11 @@ ACTIONS = ("error", "drop", "close", "delay")
 _ids = itertools.count(1)
 
 
-@dataclass
+@dataclass(eq=False)
 class Fault:
+    """One armed fault: a dispatch hook on its API key until its count runs out or it is cleared."""
+
+    broker: "Broker"
     id: int
     api_key: int
     action: str
@@ -67,6 +78,46 @@ class Fault:
                 "remaining": self.remaining, "hits": self.hits, "topic": self.topic,
                 "client_id": self.client_id, "transactional_id": self.transactional_id}
 
+    def __call__(self, ctx: HookContext, request: Any) -> Interception | None:
+        """The dispatch hook: intercept the request when it matches, taking one of the count."""
+        if not self.matches(ctx, request):
+            return None
+        self.hits += 1
+        if self.remaining is not None:
+            self.remaining -= 1
+            if self.remaining <= 0:
+                self.broker.hooks.remove(self.api_key, self)
+        log.info("fault %d (%s) hits %s v%d from %s (client %r)", self.id, self.action,
+                 api_key_map[self.api_key], ctx.api_version, ctx.peer, ctx.client_id)
+        if self.action == "drop":
+            return Interception(drop=True)
+        if self.action == "delay":
+            return Interception(delay_ms=self.delay_ms)
+        return Interception(answer=lambda: self.answer(ctx, request))
+
+    def matches(self, ctx: HookContext, request: Any) -> bool:
+        if self.client_id is not None and ctx.client_id != self.client_id:
+            return False
+        if self.transactional_id is not None and self.transactional_id not in _transactional_id(request):
+            return False
+        return self.topic is None or self.topic in _topics_named(self.broker, request)
+
+    def answer(self, ctx: HookContext, request: Any) -> Any:
+        """What a faulted request gets instead of being handled: an error response, or the
+        connection closed (close-connections, and an error for an acks=0 Produce, which has no
+        response to carry it: Kafka closes the connection then)."""
+        from kafkalite.protocol.error_responses import error_response  # kio's schemas, on first use
+
+        if self.action == "close" or (ctx.header.api_key == 0 and getattr(request, "acks", -1) == 0):
+            raise CloseConnection(f"fault {self.id} ({self.action}) on {api_key_map[self.api_key]}")
+        assert self.error is not None
+        return error_response(ctx.header.api_key, ctx.header.api_version, request, self.error)
+
+
+def armed(broker: "Broker") -> list[Fault]:
+    """The armed faults, in the order they match."""
+    return [hook for _key, hook in broker.hooks.registered() if isinstance(hook, Fault)]
+
 
 def _snake(name: str) -> str:
     out = []
@@ -77,7 +128,7 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-def api_key_of(api: Any, served: dict) -> int:
+def api_key_of(api: Any, served: dict[int, ApiRange]) -> int:
     """An API key from its number or Kafka's name (Produce, EndTxn, end_txn, END_TXN)."""
     if isinstance(api, bool):
         raise ControlError(f"api must be an API key or name, not {api!r}")
@@ -115,7 +166,7 @@ def error_of(error: Any) -> ErrorCode:
     return code
 
 
-def _arm(broker, api: Any, action: str, count: int | None, topic: str | None, client_id: str | None,
+def _arm(broker: "Broker", api: Any, action: str, count: int | None, topic: str | None, client_id: str | None,
          transactional_id: str | None, error: ErrorCode | None = None, delay_ms: int = 0) -> dict[str, Any]:
     key = api_key_of(api, broker.api_ranges)
     if count is not None and (not is_int(count) or count < 1):
@@ -123,34 +174,34 @@ def _arm(broker, api: Any, action: str, count: int | None, topic: str | None, cl
     for what, value in (("topic", topic), ("client_id", client_id), ("transactional_id", transactional_id)):
         if value is not None and not isinstance(value, str):
             raise ControlError(f"{what} must be a string, not {value!r}")
-    fault = Fault(next(_ids), key, action, count, error, delay_ms, topic, client_id, transactional_id)
-    broker.faults.setdefault(key, []).append(fault)
+    fault = Fault(broker, next(_ids), key, action, count, error, delay_ms, topic, client_id, transactional_id)
+    broker.hooks.add(key, fault)
     log.info("armed fault %d: %s", fault.id, fault.describe())
     return fault.describe()
 
 
 @control("fail-requests")
-async def fail_requests(broker, *, api, error, count=1, topic=None, client_id=None, transactional_id=None):
+async def fail_requests(broker: "Broker", *, api, error, count=1, topic=None, client_id=None, transactional_id=None):
     """Answer the next `count` requests of `api` with `error` in the API's response shape (every
     entry carrying it), without applying them. Optional filters: topic, client_id, transactional_id."""
     return _arm(broker, api, "error", count, topic, client_id, transactional_id, error=error_of(error))
 
 
 @control("drop-responses")
-async def drop_responses(broker, *, api, count=1, topic=None, client_id=None, transactional_id=None):
+async def drop_responses(broker: "Broker", *, api, count=1, topic=None, client_id=None, transactional_id=None):
     """Apply the next `count` requests of `api` and send no response; that connection then reads and
     discards everything until the client closes it (its request times out and is retried)."""
     return _arm(broker, api, "drop", count, topic, client_id, transactional_id)
 
 
 @control("close-connections")
-async def close_connections(broker, *, api, count=1, topic=None, client_id=None, transactional_id=None):
+async def close_connections(broker: "Broker", *, api, count=1, topic=None, client_id=None, transactional_id=None):
     """Close the connection of the next `count` requests of `api` without applying them."""
     return _arm(broker, api, "close", count, topic, client_id, transactional_id)
 
 
 @control("delay-responses")
-async def delay_responses(broker, *, api, ms, count=1, topic=None, client_id=None, transactional_id=None):
+async def delay_responses(broker: "Broker", *, api, ms, count=1, topic=None, client_id=None, transactional_id=None):
     """Apply the next `count` requests of `api` and hold each response `ms` milliseconds."""
     if not is_int(ms) or ms < 0:
         raise ControlError(f"ms must be a non-negative integer, not {ms!r}")
@@ -158,35 +209,28 @@ async def delay_responses(broker, *, api, ms, count=1, topic=None, client_id=Non
 
 
 @control("list-faults")
-async def list_faults(broker):
+async def list_faults(broker: "Broker"):
     """The armed faults, in the order they match."""
-    return [f.describe() for faults in broker.faults.values() for f in faults]
+    return [f.describe() for f in armed(broker)]
 
 
 @control("clear-faults")
-async def clear_faults(broker, *, id=None):  # noqa: A002 - the fault's id, as list-faults names it
+async def clear_faults(broker: "Broker", *, id=None):  # noqa: A002 - the fault's id, as list-faults names it
     """Disarm every fault, or only the one with `id`; returns how many were disarmed."""
-    if id is None:
-        n = sum(len(f) for f in broker.faults.values())
-        broker.faults.clear()
-        return n
-    for key, faults in list(broker.faults.items()):
-        kept = [f for f in faults if f.id != id]
-        if len(kept) != len(faults):
-            if kept:
-                broker.faults[key] = kept
-            else:
-                del broker.faults[key]
-            return 1
-    raise ControlError(f"no armed fault with id {id!r}")
+    faults = [f for f in armed(broker) if id is None or f.id == id]
+    if id is not None and not faults:
+        raise ControlError(f"no armed fault with id {id!r}")
+    for fault in faults:
+        broker.hooks.remove(fault.api_key, fault)
+    return len(faults)
 
 
-# --- matching, called by the server's dispatch -----------------------------------------------
+# --- matching -----------------------------------------------------------------------------------
 
 _TOPIC_FIELDS = ("topic", "topic_name")
 
 
-def _topics_named(broker, request: Any) -> set[str]:
+def _topics_named(broker: "Broker", request: Any) -> set[str]:
     """The topics a request names, by name or id."""
     names: set[str] = set()
 
@@ -223,39 +267,3 @@ def _transactional_id(request: Any) -> set[str]:
             if isinstance(key, str):
                 found.add(key)
     return found
-
-
-def answer(ctx, request: Any, fault: Fault) -> Any:
-    """What a faulted request gets instead of being handled: an error response, or the
-    connection closed (close-connections, and an error for an acks=0 Produce, which has no
-    response to carry it: Kafka closes the connection then)."""
-    from kafkalite.protocol.error_responses import error_response
-
-    from ..handlers.common import CloseConnection
-
-    if fault.action == "close" or (ctx.header.api_key == 0 and getattr(request, "acks", -1) == 0):
-        raise CloseConnection(f"fault {fault.id} ({fault.action}) on {api_key_map[fault.api_key]}")
-    assert fault.error is not None
-    return error_response(ctx.header.api_key, ctx.header.api_version, request, fault.error)
-
-
-def take(broker, faults: list[Fault], ctx, request: Any) -> Fault | None:
-    """The first armed fault that matches this request, its count taken; None if none does."""
-    for fault in faults:
-        if fault.client_id is not None and ctx.client_id != fault.client_id:
-            continue
-        if fault.transactional_id is not None and fault.transactional_id not in _transactional_id(request):
-            continue
-        if fault.topic is not None and fault.topic not in _topics_named(broker, request):
-            continue
-        fault.hits += 1
-        if fault.remaining is not None:
-            fault.remaining -= 1
-            if fault.remaining <= 0:
-                faults.remove(fault)
-                if not faults:
-                    broker.faults.pop(fault.api_key, None)
-        log.info("fault %d (%s) hits %s v%d from %s (client %r)", fault.id, fault.action,
-                 api_key_map[fault.api_key], ctx.api_version, ctx.peer, ctx.client_id)
-        return fault
-    return None

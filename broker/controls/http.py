@@ -8,9 +8,9 @@ process (`kafkalite --controls [HOST:]PORT`), so that tests in any language can 
                             or refuses its arguments; 500 {"error": text} (and a log line with the
                             traceback) when the control itself fails.
 
-Like the console, this is Starlette on hypercorn's trio worker, on the broker's own trio loop, so
-a control runs among the broker's tasks with no locking. It has its own server even when the
-console is on: the console is read-only and may be published to people who browse it, while a
+Like the console, this is Starlette on hypercorn's trio worker (broker.http_endpoint), on the
+broker's own trio loop, so a control runs among the broker's tasks with no locking. It has its
+own server even when the console is on: the console is read-only and may be published to people who browse it, while a
 control changes what the broker does; separate addresses let a deployment expose one without the
 other. This module is imported only when the endpoint is asked for.
 """
@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from ..http_endpoint import serve_app
 from . import ControlError, invoke, load_all
 
 log = logging.getLogger("kafkalite.controls")
@@ -102,7 +103,5 @@ def make_app(broker):
 
 async def serve_controls(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Serve the endpoint until cancelled; reports (host, bound port) through task_status."""
-    from ..console import serve_app
-
     load_all()  # a control module that fails to import stops the start, not the first call
     await serve_app(lambda: make_app(broker), host, port, "kafkalite.controls.http", task_status=task_status)

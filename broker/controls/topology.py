@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from . import ControlError, control, is_int
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster, Partition
-    from ..server import Broker
+    from ..cluster import Cluster
+    from ..partition import Partition
+    from ..state import Broker
 
 
 def describe(part: "Partition") -> dict[str, Any]:

@@ -84,7 +84,7 @@ def uniform(members: Mapping[str, set[str]], topics: Mapping[str, tuple[uuid.UUI
     rank = {m: i for i, m in enumerate(order)}
     for name in sorted(eligible):
         tid, n = topics[name]
-        cands = sorted(eligible[name], key=rank.get)
+        cands = sorted(eligible[name], key=rank.__getitem__)
         for p in range(n):
             if (tid, p) not in owner:
                 mid = min(cands, key=lambda m: (counts[m], rank[m]))

@@ -30,71 +30,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
 from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
-from .states import ClassicGroupState
+from .classic_members import ClassicMember, JoinArgs, JoinResult, SyncResult, Waiter
+from .records import GroupMetadataValue, MemberMetadata
+from .states import ClassicGroupState, GroupError
 
 log = logging.getLogger("kafkalite.groups")
 
 S = ClassicGroupState
-
-
-class GroupError(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None):
-        super().__init__(message or code.name)
-        self.code = code
-
-
-@dataclass
-class JoinResult:
-    error: ErrorCode = ErrorCode.none
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    member_id: str = ""
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    skip_assignment: bool = False
-
-
-@dataclass
-class SyncResult:
-    error: ErrorCode = ErrorCode.none
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-Waiter = Callable[[object], None]
-
-
-@dataclass
-class ClassicMember:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    assignment: bytes = b""
-    join_waiter: Waiter | None = None
-    sync_waiter: Waiter | None = None
-    heartbeat_deadline: int = 0
-    is_new: bool = False
-
-    def metadata(self, protocol: str | None) -> bytes:
-        for name, meta in self.protocols:
-            if name == protocol:
-                return meta
-        return b""
-
-    def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
 
 
 class ClassicGroup:
@@ -241,22 +187,25 @@ class ClassicGroup:
             rebalance_timeout_ms = session_timeout_ms
         if not self._supports(protocol_type, protocols):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
-        args = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols)
+        args: JoinArgs = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols)
         if not member_id:
             new_id = self._new_member_id(client_id, group_instance_id)
             if group_instance_id is not None:
                 old_id = self.static_members.get(group_instance_id)
                 if old_id is not None and old_id in self.members:
                     return self._static_rejoin(old_id, new_id, args, supports_skip_assignment, waiter, now)
-                return self._add_member_and_rebalance(new_id, group_instance_id, args, waiter, now)
+                self._add_member_and_rebalance(new_id, group_instance_id, args, waiter, now)
+                return None
             self.last_arrival = now
             if require_known_member_id:
                 self.pending_members[new_id] = now + session_timeout_ms
                 return JoinResult(ErrorCode.member_id_required, member_id=new_id)
-            return self._add_member_and_rebalance(new_id, None, args, waiter, now)
+            self._add_member_and_rebalance(new_id, None, args, waiter, now)
+            return None
         if member_id in self.pending_members:
             del self.pending_members[member_id]
-            return self._add_member_and_rebalance(member_id, group_instance_id, args, waiter, now)
+            self._add_member_and_rebalance(member_id, group_instance_id, args, waiter, now)
+            return None
         try:
             self._check_static(member_id, group_instance_id)
         except GroupError as exc:
@@ -284,7 +233,7 @@ class ClassicGroup:
             return self._current_result(member, with_members=False)
         return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
 
-    def _update_member(self, member: ClassicMember, args, waiter: Waiter | None) -> None:
+    def _update_member(self, member: ClassicMember, args: JoinArgs, waiter: Waiter | None) -> None:
         (member.client_id, member.client_host, member.session_timeout_ms, member.rebalance_timeout_ms,
          member.protocol_type, member.protocols) = args
         if member.join_waiter is not None and member.join_waiter is not waiter:
@@ -292,7 +241,8 @@ class ClassicGroup:
             member.join_waiter(JoinResult(ErrorCode.unknown_member_id, member_id=member.member_id))
         member.join_waiter = waiter
 
-    def _add_member_and_rebalance(self, member_id: str, instance_id: str | None, args, waiter: Waiter, now: int):
+    def _add_member_and_rebalance(self, member_id: str, instance_id: str | None, args: JoinArgs, waiter: Waiter,
+                                  now: int) -> None:
         client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols = args
         self.last_arrival = now
         member = ClassicMember(member_id, instance_id, client_id, client_host, session_timeout_ms,
@@ -304,14 +254,16 @@ class ClassicGroup:
         if instance_id is not None:
             self.static_members[instance_id] = member_id
         if self.state == S.PREPARING_REBALANCE and self.initial_delay_deadline is not None:
+            assert self.initial_delay_limit is not None  # the deadline and its limit are set together
             # KIP-134: each new member extends the initial delay, up to the rebalance timeout
             self.initial_delay_deadline = min(now + self.initial_rebalance_delay_ms, self.initial_delay_limit)
         self._maybe_prepare_rebalance(now)
-        return None
 
-    def _static_rejoin(self, old_id: str, new_id: str, args, supports_skip: bool, waiter: Waiter, now: int):
+    def _static_rejoin(self, old_id: str, new_id: str, args: JoinArgs, supports_skip: bool, waiter: Waiter,
+                       now: int) -> JoinResult | None:
         old = self.members.pop(old_id)
         instance_id = old.group_instance_id
+        assert instance_id is not None  # a static member is known by its instance id
         current_leader = self.leader_id
         for w, result in ((old.join_waiter, JoinResult(ErrorCode.fenced_instance_id, member_id=old_id)),
                           (old.sync_waiter, SyncResult(ErrorCode.fenced_instance_id))):
@@ -496,17 +448,40 @@ class ClassicGroup:
     def heartbeat(self, *, member_id: str, group_instance_id: str | None, generation_id: int, now: int) -> ErrorCode:
         if self.state == S.DEAD:
             return ErrorCode.coordinator_not_available
-        try:
-            self._check_static(member_id, group_instance_id)
-        except GroupError as exc:
-            return exc.code
-        if generation_id != self.generation_id:
-            return ErrorCode.illegal_generation
+        if (refused := self._check_generation(member_id, group_instance_id, generation_id)) is not None:
+            return refused
         if self.state == S.EMPTY:
             return ErrorCode.unknown_member_id
         member = self.members[member_id]
         member.heartbeat_deadline = now + member.session_timeout_ms
         if self.state == S.PREPARING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    def _check_generation(self, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode | None:
+        """The member and generation checks a Heartbeat and an offset commit share; None when they pass."""
+        try:
+            self._check_static(member_id, instance_id)
+        except GroupError as exc:
+            return exc.code
+        return ErrorCode.illegal_generation if generation_id != self.generation_id else None
+
+    # --- OffsetCommit / TxnOffsetCommit ----------------------------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int, *,
+                               transactional: bool) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit / validateTxnOffsetCommit: a commit with no
+        generation (-1) to an Empty group is a "simple" one; otherwise the member and generation
+        must be current, and a plain commit waits out CompletingRebalance."""
+        if self.state == S.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation_id < 0 and self.state == S.EMPTY:
+            return ErrorCode.none
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if (refused := self._check_generation(member_id, instance_id, generation_id)) is not None:
+                return refused
+        elif not transactional and self.state != S.EMPTY:
+            return ErrorCode.unknown_member_id
+        if not transactional and self.state == S.COMPLETING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
@@ -568,8 +543,7 @@ class ClassicGroup:
             self._prepare_rebalance(now, "members did not sync within the rebalance timeout")
 
     # --- persistence -----------------------------------------------------------------------
-    def to_record_value(self):
-        from .records import GroupMetadataValue, MemberMetadata
+    def to_record_value(self) -> GroupMetadataValue:
         members = []
         if self.state in (S.STABLE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE):
             members = [MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -578,7 +552,7 @@ class ClassicGroup:
         return GroupMetadataValue(self.protocol_type or "", self.generation_id, self.protocol_name,
                                   self.leader_id, self.current_state_timestamp, members)
 
-    def load_record_value(self, v, now: int) -> None:
+    def load_record_value(self, v: GroupMetadataValue, now: int) -> None:
         """Restore from a GroupMetadataValue (startup): Stable with its members, or Empty."""
         self.protocol_type = v.protocol_type or None
         self.generation_id = v.generation

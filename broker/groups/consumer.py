@@ -35,7 +35,7 @@ from typing import Callable, Mapping
 from kio.schema.errors import ErrorCode
 
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
-from .classic import GroupError
+from .states import GroupError
 from .member_epochs import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberEpochGroup
 from .states import ConsumerGroupState, MemberState
 

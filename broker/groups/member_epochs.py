@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
-from .classic import GroupError
+from .states import GroupError
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2

@@ -18,9 +18,10 @@ do not know are skipped on load, as Kafka does for unknown coordinator record ty
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass, field
+
+from ..coordinator_codec import Reader, Writer
 
 OFFSET_COMMIT_KEY_LEGACY = 0
 OFFSET_COMMIT_KEY = 1
@@ -28,153 +29,6 @@ GROUP_METADATA_KEY = 2
 CONSUMER_GROUP_METADATA_KEY = 3
 CONSUMER_GROUP_MEMBER_METADATA_KEY = 5
 CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY = 8
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-
-
-class Writer:
-    def __init__(self):
-        self.buf = bytearray()
-
-    def i8(self, v: int) -> "Writer":
-        self.buf += struct.pack(">b", v)
-        return self
-
-    def i16(self, v: int) -> "Writer":
-        self.buf += _I16.pack(v)
-        return self
-
-    def i32(self, v: int) -> "Writer":
-        self.buf += _I32.pack(v)
-        return self
-
-    def i64(self, v: int) -> "Writer":
-        self.buf += _I64.pack(v)
-        return self
-
-    def uvarint(self, v: int) -> "Writer":
-        while True:
-            b = v & 0x7F
-            v >>= 7
-            if v:
-                self.buf.append(b | 0x80)
-            else:
-                self.buf.append(b)
-                return self
-
-    def string(self, s: str | None) -> "Writer":
-        if s is None:
-            return self.i16(-1)
-        data = s.encode()
-        self.i16(len(data))
-        self.buf += data
-        return self
-
-    def cstring(self, s: str | None) -> "Writer":
-        if s is None:
-            return self.uvarint(0)
-        data = s.encode()
-        self.uvarint(len(data) + 1)
-        self.buf += data
-        return self
-
-    def bytes_(self, b: bytes | None) -> "Writer":
-        if b is None:
-            return self.i32(-1)
-        self.i32(len(b))
-        self.buf += b
-        return self
-
-    def cbytes(self, b: bytes | None) -> "Writer":
-        if b is None:
-            return self.uvarint(0)
-        self.uvarint(len(b) + 1)
-        self.buf += b
-        return self
-
-    def carray_len(self, n: int | None) -> "Writer":
-        return self.uvarint(0 if n is None else n + 1)
-
-    def uuid(self, u: uuid.UUID) -> "Writer":
-        self.buf += u.bytes
-        return self
-
-    def no_tags(self) -> "Writer":
-        return self.uvarint(0)
-
-    def done(self) -> bytes:
-        return bytes(self.buf)
-
-
-class Reader:
-    def __init__(self, data: bytes | memoryview):
-        self.data = bytes(data)
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ValueError("record runs short")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def i8(self) -> int:
-        return struct.unpack(">b", self._take(1))[0]
-
-    def i16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def i32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def i64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self._take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def string(self) -> str | None:
-        n = self.i16()
-        return None if n < 0 else self._take(n).decode()
-
-    def cstring(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self._take(n - 1).decode()
-
-    def bytes_(self) -> bytes | None:
-        n = self.i32()
-        return None if n < 0 else self._take(n)
-
-    def cbytes(self) -> bytes | None:
-        n = self.uvarint()
-        return None if n == 0 else self._take(n - 1)
-
-    def carray_len(self) -> int | None:
-        n = self.uvarint()
-        return None if n == 0 else n - 1
-
-    def uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self._take(16))
-
-    def tags(self) -> dict[int, bytes]:
-        out = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            size = self.uvarint()
-            out[tag] = self._take(size)
-        return out
-
-    def at_end(self) -> bool:
-        return self.pos >= len(self.data)
-
 
 # --- offsets ---------------------------------------------------------------------------------
 
@@ -254,16 +108,17 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     version = r.i16()
     flexible = version >= 4
     s = r.cstring if flexible else r.string
+    text = r.cstring_not_null if flexible else r.string_not_null
     b = r.cbytes if flexible else r.bytes_
     v = GroupMetadataValue(protocol_type=s() or "", generation=r.i32(), protocol=s(), leader=s())
     if version >= 2:
         v.current_state_timestamp = r.i64()
     n = r.carray_len() if flexible else r.i32()
     for _ in range(n or 0):
-        member_id = s()
+        member_id = text()
         instance_id = s() if version >= 3 else None
-        client_id = s()
-        client_host = s()
+        client_id = text()
+        client_host = text()
         rebalance_timeout = r.i32() if version >= 1 else -1
         session_timeout = r.i32()
         subscription = b() or b""
@@ -321,7 +176,7 @@ def decode_consumer_member_metadata_value(data: bytes) -> ConsumerMemberMetadata
     r = Reader(data)
     r.i16()
     instance_id, rack_id, client_id, client_host = r.cstring(), r.cstring(), r.cstring() or "", r.cstring() or ""
-    topics = [r.cstring() for _ in range(r.carray_len() or 0)]
+    topics = [r.cstring_not_null() for _ in range(r.carray_len() or 0)]
     regex = r.cstring()
     rebalance_timeout = r.i32()
     assignor = r.cstring()

@@ -6,19 +6,14 @@ builds its groups from the result (GroupCoordinator.load)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any
 
-from kafkalite.protocol.records import BatchHeader, decode_records, parse_control_record
-
-from ..internal_topics import OFFSETS_TOPIC
+from ..internal_store import InternalTopicStore, StoredMarker, StoredRecord
 from . import records as rec
 from . import streams_records
 from .consumer import ConsumerMember
 from .offsets import OffsetStore
-
-log = logging.getLogger("kafkalite.groups")
 
 
 @dataclass
@@ -31,53 +26,42 @@ class Replayed:
     streams: dict[str, streams_records.ReplayedStreamsGroup] = field(default_factory=dict)
 
 
-def replay_offsets_topic(partitions: Iterable) -> Replayed:
+def replay_offsets_topic(store: InternalTopicStore) -> Replayed:
+    """What the records of `__consumer_offsets` say, folded in offset order."""
     out = Replayed()
-    for part in partitions:
-        pending = OffsetStore()  # this partition's undecided transactional offsets
-        for _base, batch in part.log.batches_from(part.log.log_start_offset):
-            h = BatchHeader(batch, 0)
-            if h.is_control:
-                try:
-                    is_commit, _epoch = parse_control_record(batch)
-                except ValueError:
-                    continue
-                for gid, offsets in pending.pending.pop(h.producer_id, {}).items():
-                    if is_commit:
-                        out.offsets.commit(gid, offsets)
-                continue
-            try:
-                recs = decode_records(batch)
-            except Exception:
-                log.exception("skipping an undecodable batch in %s-%d", OFFSETS_TOPIC, part.index)
-                continue
-            for r in recs:
-                if r.key is None:
-                    continue
-                try:
-                    key = rec.decode_key(r.key)
-                    if key[0] == -1:  # not an offset, classic or consumer group record
-                        streams_key = streams_records.decode_key(r.key)
-                        if streams_key is not None:
-                            streams_records.replay(out.streams, streams_key, r.value)
-                        continue
-                    _apply(out, pending, key, r.value, h)
-                except Exception:
-                    log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
-                                OFFSETS_TOPIC, part.index)
-        for pid, groups in pending.pending.items():
+    # per partition, its undecided transactional offsets: a marker decides its own partition's only
+    pending: dict[int, OffsetStore] = {}
+
+    def on_marker(marker: StoredMarker) -> None:
+        staged = pending.setdefault(marker.partition, OffsetStore())
+        for gid, offsets in staged.pending.pop(marker.producer_id, {}).items():
+            if marker.commit:
+                out.offsets.commit(gid, offsets)
+
+    def on_record(record: StoredRecord) -> None:
+        key = rec.decode_key(record.key)
+        if key[0] == -1:  # not an offset, classic or consumer group record
+            streams_key = streams_records.decode_key(record.key)
+            if streams_key is not None:
+                streams_records.replay(out.streams, streams_key, record.value)
+            return
+        _apply(out, pending.setdefault(record.partition, OffsetStore()), key, record)
+
+    store.replay(on_record, on_marker)
+    for staged in pending.values():
+        for pid, groups in staged.pending.items():
             for gid, offsets in groups.items():
                 out.offsets.stage(pid, gid, offsets)
     return out
 
 
-def _apply(out: Replayed, pending: OffsetStore, key, value: bytes | None, h: BatchHeader) -> None:
-    kind = key[0]
+def _apply(out: Replayed, pending: OffsetStore, key: tuple[Any, ...], record: StoredRecord) -> None:
+    kind, value = key[0], record.value
     if kind == rec.OFFSET_COMMIT_KEY:
         _k, gid, topic, partition = key
-        if h.is_transactional:
+        if record.transactional:
             if value is not None:
-                pending.stage(h.producer_id, gid, {(topic, partition): rec.decode_offset_commit_value(value)})
+                pending.stage(record.producer_id, gid, {(topic, partition): rec.decode_offset_commit_value(value)})
         elif value is None:
             out.offsets.delete(gid, [(topic, partition)])
         else:

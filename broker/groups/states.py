@@ -3,11 +3,14 @@
 Group states are answered on the wire by name (DescribeGroups, ListGroups,
 ConsumerGroupDescribe), so they are string enums whose values are Kafka's names; a member's
 state is persisted in `__consumer_offsets` as a number, so it is an int enum with Kafka's
-values. (Transaction states, persisted as numbers too, are broker.transactions.state.TxnState.)"""
+values. (Transaction states, persisted as numbers too, are broker.transactions.state.TxnState.)
+`GroupError` is the refusal every group state machine raises: a Kafka error code and message."""
 
 from __future__ import annotations
 
 import enum
+
+from kio.schema.errors import ErrorCode
 
 
 class ClassicGroupState(enum.StrEnum):
@@ -44,3 +47,9 @@ class MemberState(enum.IntEnum):
             return cls(value)
         except ValueError:
             return cls.UNKNOWN
+
+
+class GroupError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message or code.name)
+        self.code = code

@@ -36,7 +36,7 @@ from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
-from .classic import GroupError
+from .states import GroupError
 from .member_epochs import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberEpochGroup
 from .streams_assignor import AssignorMember, Tasks, assign
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .records import Reader, Writer
+from ..coordinator_codec import Reader, Writer
 from .streams import StreamsGroup, StreamsMember, StreamsMemberState, Subtopology, TopicInfo, Topology
 from .streams_assignor import Tasks
 

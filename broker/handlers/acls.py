@@ -1,4 +1,4 @@
-"""DescribeAcls (key 29), CreateAcls (30) and DeleteAcls (31), v1-v3 each (Kafka 4 serves no v0).
+"""DescribeAcls (key 29) v1-v3, CreateAcls (30) v1-v3 and DeleteAcls (31) v1-v3 (Kafka 4 serves no v0).
 
 - Without an authorizer (`authorizer.class.name` unset) each answers SECURITY_DISABLED: the
   whole-response error of DescribeAcls, every creation's and every filter's error otherwise,
@@ -21,10 +21,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import (Acl, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType, allowed_cluster,
                           validate_new_acl)
 from . import api
@@ -47,7 +50,7 @@ def _check_known(*codes) -> None:
         raise CloseConnection("an ACL request with an UNKNOWN (0) resource type, pattern type, operation or permission")
 
 
-def _refused(ctx, operation: AclOperation, no_authorizer: str) -> tuple[ErrorCode, str | None] | None:
+def _refused(ctx: RequestContext, operation: AclOperation, no_authorizer: str) -> tuple[ErrorCode, str | None] | None:
     """Why the request is refused: (error code, message) without `operation` on the cluster or
     without an authorizer; None when it runs."""
     if not allowed_cluster(ctx, operation):
@@ -63,7 +66,7 @@ def _filter(f, resource_type, resource_name, pattern_type) -> AclFilter:
 
 
 @api(29, 1, 3)
-async def describe_acls(ctx, request):
+async def describe_acls(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     auth = ctx.broker.authorizer
 
@@ -75,6 +78,7 @@ async def describe_acls(ctx, request):
     refused = _refused(ctx, AclOperation.DESCRIBE, NO_AUTHORIZER)
     if refused is not None:
         return error(*refused)
+    assert auth is not None  # _refused answered a broker without an authorizer
     flt = _filter(request, request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter)
     groups: dict[tuple[int, str, int], list[Acl]] = {}
     for acl in auth.acls(flt):
@@ -89,7 +93,7 @@ async def describe_acls(ctx, request):
 
 
 @api(30, 1, 3)
-async def create_acls(ctx, request):
+async def create_acls(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     auth = ctx.broker.authorizer
 
@@ -123,7 +127,7 @@ async def create_acls(ctx, request):
 
 
 @api(31, 1, 3)
-async def delete_acls(ctx, request):
+async def delete_acls(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     auth = ctx.broker.authorizer
 

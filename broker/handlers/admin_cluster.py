@@ -28,11 +28,13 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType, allowed_cluster, operations
 from . import api
 from .common import response_module
@@ -48,7 +50,7 @@ NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @api(60, 0, 2)
-async def describe_cluster(ctx, request):
+async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     endpoint = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
@@ -85,19 +87,21 @@ def _size_bytes(plog) -> int:
 
 
 @api(35, 1, 5)
-async def describe_log_dirs(ctx, request):
+async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not allowed_cluster(ctx, AclOperation.DESCRIBE):
         return make(mod.DescribeLogDirsResponse, throttle_time=0, error_code=ErrorCode.cluster_authorization_failed,
                     results=())
     cluster = ctx.cluster
     data_dir = Path(cluster.data_dir).resolve()
+    wanted: dict[str, set[int] | None]
     if request.topics is None:
         wanted = {name: None for name in cluster.topics}
     else:
-        wanted = {}
+        asked: dict[str, set[int]] = {}
         for t in request.topics:
-            wanted.setdefault(t.topic, set()).update(t.partitions)
+            asked.setdefault(t.topic, set()).update(t.partitions)
+        wanted = dict(asked)
     topics = []
     for name in sorted(wanted):
         topic = cluster.topics.get(name)
@@ -122,7 +126,7 @@ async def describe_log_dirs(ctx, request):
 
 
 @api(46, 0, 0)
-async def list_partition_reassignments(ctx, request):
+async def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not allowed_cluster(ctx, AclOperation.DESCRIBE):
         return make(mod.ListPartitionReassignmentsResponse, throttle_time=0,

@@ -39,22 +39,17 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import Any, Mapping, cast
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
-from ..config import BROKER_KEYS
-from ..topic_configs import (
-    ConfigError,
-    ConfigSource,
-    ConfigType,
-    describe_broker_configs,
-    describe_topic_configs,
-    is_list_config,
-    topic_config_default,
-    validate_topic_configs,
-)
+from ..context import RequestContext
+from ..settings.broker_keys import BROKER_KEYS
+from ..settings.describe import BrokerKeyLike, describe_broker_configs, describe_topic_configs
+from ..settings.topic_keys import is_list_config, topic_config_default, validate_topic_configs
+from ..settings.values import ConfigError, ConfigSource, ConfigType
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
 from . import api
 from .admin_topics import AdminError, topic_name_error
@@ -76,7 +71,7 @@ BROKER_LOGGER_PREFIX = "kafkalite"
 # --- helpers shared by the three APIs -------------------------------------------------------
 
 
-def _check_node_id(ctx, name: str, what: str = "broker") -> None:
+def _check_node_id(ctx: RequestContext, name: str, what: str = "broker") -> None:
     try:
         node = int(name)
     except ValueError:
@@ -86,7 +81,7 @@ def _check_node_id(ctx, name: str, what: str = "broker") -> None:
                          f"Unexpected {what} id, expected {ctx.node_id}, but received {name}")
 
 
-def _topic_for_alter(ctx, name: str):
+def _topic_for_alter(ctx: RequestContext, name: str):
     if name == "":
         raise AdminError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
     reason = topic_name_error(name)
@@ -94,7 +89,7 @@ def _topic_for_alter(ctx, name: str):
         raise AdminError(ErrorCode.invalid_topic_exception, reason)
 
 
-def _apply_topic_configs(ctx, name: str, new: dict[str, str | None], validate_only: bool) -> None:
+def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None], validate_only: bool) -> None:
     """Validate a topic's complete new override set, check the topic exists, and store it."""
     _topic_for_alter(ctx, name)
     try:
@@ -156,7 +151,7 @@ def _broker_loggers() -> dict[str, logging.Logger]:
 # --- DescribeConfigs ------------------------------------------------------------------------
 
 
-def _describe_entries(ctx, resource):
+def _describe_entries(ctx: RequestContext, resource):
     rtype, name = resource.resource_type, resource.resource_name
     keys = resource.configuration_keys or None
     if rtype == TOPIC:
@@ -177,7 +172,9 @@ def _describe_entries(ctx, resource):
         if node != ctx.node_id:
             raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.node_id} "
                              f"or empty string, but received {name}")
-        return describe_broker_configs(ctx.broker.config.values, BROKER_KEYS, names=keys)
+        # BrokerKey's fields are read-only (a frozen dataclass), which the protocol does not say
+        keys_table = cast("Mapping[str, BrokerKeyLike]", BROKER_KEYS)
+        return describe_broker_configs(ctx.broker.config.values, keys_table, names=keys)
     if rtype == BROKER_LOGGER:
         if name == "":
             raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")
@@ -188,7 +185,7 @@ def _describe_entries(ctx, resource):
         if node != ctx.node_id:
             raise AdminError(ErrorCode.invalid_request,
                              f"Unexpected broker id, expected {ctx.node_id} but received {name}")
-        from ..topic_configs import ConfigEntry
+        from ..settings.describe import ConfigEntry
         wanted = None if keys is None else set(keys)
         return [ConfigEntry(n, _kafka_level(lg.getEffectiveLevel()), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
                             ConfigType.UNKNOWN, None)
@@ -199,10 +196,10 @@ def _describe_entries(ctx, resource):
                      f"Unsupported resource type: {RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
 
 
-def _describe_group(ctx, name: str, keys):
+def _describe_group(ctx: RequestContext, name: str, keys):
     """GROUP resources: the group configs broker.group_configs serves."""
-    from ..group_configs import GROUP_KEYS
-    from ..topic_configs import ConfigEntry
+    from ..settings.group_keys import GROUP_KEYS
+    from ..settings.describe import ConfigEntry
 
     if not name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
@@ -211,8 +208,8 @@ def _describe_group(ctx, name: str, keys):
             for n, v, mine in ctx.broker.services.share.configs.describe(name, keys)]
 
 
-def _incremental_group(ctx, resource, validate_only: bool) -> None:
-    from ..group_configs import GroupConfigError
+def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> None:
+    from ..settings.group_keys import GroupConfigError
 
     if not resource.resource_name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
@@ -233,7 +230,7 @@ def _incremental_group(ctx, resource, validate_only: bool) -> None:
 
 
 @api(32, 1, 4)
-async def describe_configs(ctx, request):
+async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     synonyms_wanted = request.include_synonyms
     docs_wanted = getattr(request, "include_documentation", False)
@@ -267,7 +264,7 @@ async def describe_configs(ctx, request):
     return make(mod.DescribeConfigsResponse, throttle_time=0, results=tuple(results + unauthorized))
 
 
-def _refused(ctx, resource, op: AclOperation) -> ErrorCode | None:
+def _refused(ctx: RequestContext, resource, op: AclOperation) -> ErrorCode | None:
     """The authorisation error for a config resource (Kafka's ConfigHelper / ControllerApis):
     broker, logger and client-metrics resources need `op` on the cluster, topics and groups on
     themselves."""
@@ -288,7 +285,7 @@ def _refused(ctx, resource, op: AclOperation) -> ErrorCode | None:
 # --- AlterConfigs ---------------------------------------------------------------------------
 
 
-def _alter_one(ctx, resource, validate_only: bool) -> None:
+def _alter_one(ctx: RequestContext, resource, validate_only: bool) -> None:
     rtype, name = resource.resource_type, resource.resource_name
     if rtype == TOPIC:
         _apply_topic_configs(ctx, name, {c.name: c.value for c in resource.configs}, validate_only)
@@ -301,7 +298,7 @@ def _alter_one(ctx, resource, validate_only: bool) -> None:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {rtype}")
 
 
-def _alter_each(ctx, request, *, incremental: bool, alter_one) -> tuple:
+def _alter_each(ctx: RequestContext, request, *, incremental: bool, alter_one) -> tuple:
     """Both AlterConfigs APIs: check every resource, apply the valid ones, one result each."""
     mod = response_module(ctx)
     errors = _preprocess(request.resources, incremental=incremental)
@@ -324,7 +321,7 @@ def _alter_each(ctx, request, *, incremental: bool, alter_one) -> tuple:
 
 
 @api(33, 0, 2)
-async def alter_configs(ctx, request):
+async def alter_configs(ctx: RequestContext, request: Any) -> Any:
     mod, results = _alter_each(ctx, request, incremental=False, alter_one=_alter_one)
     return make(mod.AlterConfigsResponse, throttle_time=0, responses=results)
 
@@ -332,7 +329,7 @@ async def alter_configs(ctx, request):
 # --- IncrementalAlterConfigs ----------------------------------------------------------------
 
 
-def _incremental_topic(ctx, resource, validate_only: bool) -> None:
+def _incremental_topic(ctx: RequestContext, resource, validate_only: bool) -> None:
     topic = ctx.cluster.topics.get(resource.resource_name)
     new: dict[str, str | None] = dict(topic.configs) if topic is not None else {}
     for c in resource.configs:
@@ -360,7 +357,7 @@ def _incremental_topic(ctx, resource, validate_only: bool) -> None:
     _apply_topic_configs(ctx, resource.resource_name, new, validate_only)
 
 
-def _incremental_broker(ctx, resource) -> None:
+def _incremental_broker(ctx: RequestContext, resource) -> None:
     if resource.resource_name != "":
         _check_node_id(ctx, resource.resource_name)
     for c in resource.configs:
@@ -371,7 +368,7 @@ def _incremental_broker(ctx, resource) -> None:
         raise _broker_static_refusal(changed)
 
 
-def _incremental_logger(ctx, resource, validate_only: bool) -> None:
+def _incremental_logger(ctx: RequestContext, resource, validate_only: bool) -> None:
     name = resource.resource_name
     try:
         node = int(name)
@@ -411,7 +408,7 @@ def _incremental_logger(ctx, resource, validate_only: bool) -> None:
             log.warning("Unset the log level of %s", c.name)
 
 
-def _incremental_one(ctx, resource, validate_only: bool) -> None:
+def _incremental_one(ctx: RequestContext, resource, validate_only: bool) -> None:
     if resource.resource_type == TOPIC:
         _incremental_topic(ctx, resource, validate_only)
     elif resource.resource_type == BROKER:
@@ -425,6 +422,6 @@ def _incremental_one(ctx, resource, validate_only: bool) -> None:
 
 
 @api(44, 0, 1)
-async def incremental_alter_configs(ctx, request):
+async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
     mod, results = _alter_each(ctx, request, incremental=True, alter_one=_incremental_one)
     return make(mod.IncrementalAlterConfigsResponse, throttle_time=0, responses=results)

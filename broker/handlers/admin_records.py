@@ -26,11 +26,13 @@ the cluster or DESCRIBE per topic (TOPIC_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed_cluster, allowed_names
 from . import api
 from .common import response_module
@@ -42,14 +44,14 @@ HIGH_WATERMARK = -1
 UNDEFINED_EPOCH = -1
 
 
-def _deletes_allowed(ctx, topic) -> bool:
+def _deletes_allowed(ctx: RequestContext, topic) -> bool:
     policy = ctx.cluster.effective_configs(topic).get("cleanup.policy", "delete")
     if not isinstance(policy, str):
         policy = ",".join(policy)
     return "delete" in [p.strip() for p in policy.split(",")]
 
 
-def delete_records(ctx, topic_name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
+def delete_records(ctx: RequestContext, topic_name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
     """(error, low watermark) for one partition."""
     cluster = ctx.cluster
     part = cluster.partition(topic_name, index)
@@ -74,7 +76,7 @@ def delete_records(ctx, topic_name: str, index: int, offset: int) -> tuple[Error
 
 
 @api(21, 0, 2)
-async def handle_delete_records(ctx, request):
+async def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     topics = []
     deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))
@@ -96,7 +98,7 @@ async def handle_delete_records(ctx, request):
     return make(mod.DeleteRecordsResponse, throttle_time=0, topics=tuple(topics))
 
 
-def end_offset_for_epoch(ctx, part, current_leader_epoch: int, requested: int) -> tuple[ErrorCode, int, int]:
+def end_offset_for_epoch(ctx: RequestContext, part, current_leader_epoch: int, requested: int) -> tuple[ErrorCode, int, int]:
     """(error, leader epoch, end offset) for one partition."""
     epoch = part.leader_epoch
     refused = partition_error(ctx, part, current_leader_epoch)
@@ -122,7 +124,7 @@ def end_offset_for_epoch(ctx, part, current_leader_epoch: int, requested: int) -
 
 
 @api(23, 2, 4)
-async def handle_offset_for_leader_epoch(ctx, request):
+async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     topics = []
     described = None if allowed_cluster(ctx, AclOperation.CLUSTER_ACTION) else allowed_names(

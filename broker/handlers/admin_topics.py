@@ -60,14 +60,19 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..cluster import Topic
+from ..context import RequestContext
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
-from ..topic_configs import ConfigError, describe_topic_configs, validate_topic_configs
+from ..settings.describe import describe_topic_configs
+from ..settings.topic_keys import validate_topic_configs
+from ..settings.values import ConfigError
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_cluster, allowed_names, operations
 from . import api
 from .common import response_module
@@ -152,7 +157,7 @@ def _requested_partitions(t, default: int) -> int:
     return max(t.num_partitions, 0)
 
 
-def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str], list[list[int]] | None]:
+def _plan_topic(ctx: RequestContext, t) -> tuple[int, int, dict[str, str], list[list[int]] | None]:
     """Every check Kafka makes before creating one topic; returns (partitions, replication
     factor, configs as stored, the manual replica assignment or None)."""
     cluster = ctx.cluster
@@ -214,7 +219,7 @@ def _plan_topic(ctx, t) -> tuple[int, int, dict[str, str], list[list[int]] | Non
     return partitions, replication, configs, None
 
 
-def _created_result(ctx, mod, name: str, topic_id: uuid.UUID, partitions: int, replication: int,
+def _created_result(ctx: RequestContext, mod, name: str, topic_id: uuid.UUID, partitions: int, replication: int,
                     configs: dict[str, str]):
     if not allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
         # created, but what it was created with is not disclosed
@@ -240,7 +245,7 @@ def _error_result(mod, name: str, code: ErrorCode, message: str | None):
 
 
 @api(19, 2, 7)
-async def create_topics(ctx, request):
+async def create_topics(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     counts = Counter(t.name for t in request.topics)
@@ -294,7 +299,7 @@ def _no_id(topic_id) -> bool:
 
 
 @api(20, 1, 6)
-async def delete_topics(ctx, request):
+async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     version = ctx.api_version
@@ -326,7 +331,7 @@ async def delete_topics(ctx, request):
             result(name, topic_id, ErrorCode.invalid_request, "You may not specify both topic name and topic id.")
         elif name is not None:
             names.append(name)
-        else:
+        elif topic_id is not None:
             ids.append(topic_id)
     name_counts, id_counts = Counter(names), Counter(ids)
     # DELETE on the cluster allows every topic; else DESCRIBE and DELETE on each topic
@@ -338,7 +343,7 @@ async def delete_topics(ctx, request):
         if name_counts[name] > 1:
             result(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
     duplicate_ids = {i for i, c in id_counts.items() if c > 1}
-    to_delete: dict[uuid.UUID, object] = {}
+    to_delete: dict[uuid.UUID, Topic] = {}
     for topic_id in id_counts:
         if topic_id in duplicate_ids:
             continue
@@ -389,7 +394,7 @@ async def delete_topics(ctx, request):
 # --- CreatePartitions -----------------------------------------------------------------------
 
 
-def _check_new_partitions(ctx, t) -> int:
+def _check_new_partitions(ctx: RequestContext, t) -> int:
     """ReplicationControlManager.createPartitions checks; returns the partitions to add."""
     topic = ctx.cluster.topics.get(t.name)
     if topic is None:
@@ -412,7 +417,7 @@ def _check_new_partitions(ctx, t) -> int:
 
 
 @api(37, 0, 3)
-async def create_partitions(ctx, request):
+async def create_partitions(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     counts = Counter(t.name for t in request.topics)
@@ -458,7 +463,7 @@ async def create_partitions(ctx, request):
 
 
 @api(75, 0, 0)
-async def describe_topic_partitions(ctx, request):
+async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     down = cluster.down

@@ -7,7 +7,7 @@ v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890
 use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
 finalized level is 2. A request with a version we do not know is answered in the v0 format
 with UNSUPPORTED_VERSION and, as Kafka does since KIP-511, only the ApiVersions key with our
-range (see broker.server): the client retries with a version we serve and so learns the
+range (see broker.connection): the client retries with a version we serve and so learns the
 features too (franz-go takes a full key list as the final answer, and with it no features).
 From v3 the client's software name and version must match Kafka's pattern (letters, digits,
 '-' and '.', starting and ending with a letter or digit); otherwise the answer is
@@ -17,11 +17,14 @@ INVALID_REQUEST with no versions, as Kafka's.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make, response_type
 
+from ..context import RequestContext
+from ..state import Broker
 from . import api
 
 FEATURES = {
@@ -35,20 +38,20 @@ FEATURES = {
 FINALIZED = {"transaction.version": 0, "group.version": 1, "streams.version": 1, "share.version": 2}
 
 
-def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
+def build(version: int, broker: Broker, error: ErrorCode = ErrorCode.none) -> Any:
     rt = response_type(18, version)
     mod = __import__(rt.__module__, fromlist=["ApiVersion"])
     keys = tuple(
         make(mod.ApiVersion, api_key=r.api_key, min_version=r.advertised_min_version, max_version=r.max_version)
-        for r in sorted(ctx.broker.api_ranges.values(), key=lambda r: r.api_key)
+        for r in sorted(broker.api_ranges.values(), key=lambda r: r.api_key)
         if error != ErrorCode.unsupported_version or r.api_key == 18
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:
-        release = ctx.broker.release
+        release = broker.release
         supported = FEATURES if release is None else release.supported_features
         levels = dict(FINALIZED if release is None else release.finalized_features)
-        levels["transaction.version"] = ctx.broker.config["transaction.version"]
+        levels["transaction.version"] = broker.config["transaction.version"]
         # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
         kwargs["supported_features"] = tuple(
             make(mod.SupportedFeatureKey, name=n, min_version=lo, max_version=hi)
@@ -67,10 +70,10 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 @api(18, 0, 4)
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     if version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name or "")
                              and _SOFTWARE.fullmatch(request.client_software_version or "")):
         return make(response_type(18, version), error_code=ErrorCode.invalid_request, api_keys=(),
                     throttle_time=0, supported_features=(), finalized_features_epoch=-1, finalized_features=())
-    return build(version, ctx)
+    return build(version, ctx.broker)

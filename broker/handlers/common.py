@@ -7,8 +7,10 @@ from types import ModuleType
 
 from kafkalite.protocol.messages import response_type
 
+from ..context import RequestContext
 
-def response_module(ctx) -> ModuleType:
+
+def response_module(ctx: RequestContext) -> ModuleType:
     """The kio module of the response type for this request's api key and version."""
     rt = response_type(ctx.header.api_key, ctx.header.api_version)
     return sys.modules[rt.__module__]

@@ -30,13 +30,18 @@ existence; a v13+ unknown topic id stays UNKNOWN_TOPIC_ID).
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
+from kafkalite.protocol.regions import FileRegion
 from kafkalite.storage import OffsetOutOfRange
 
+from ..context import RequestContext
 from ..clock import now_ms
+from ..partition import Partition
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, SessionError
 from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api
@@ -51,14 +56,15 @@ class _Slot:
 
     __slots__ = ("topic_key", "index", "part", "req", "error", "records", "aborted")
 
-    def __init__(self, topic_key, index, part, req, error=ErrorCode.none):
+    def __init__(self, topic_key: Any, index: int, part: Partition | None, req: Any, error: ErrorCode = ErrorCode.none):
         self.topic_key = topic_key
         self.index = index
         self.part = part
         self.req = req
         self.error = error
-        self.records = b""
-        self.aborted = None
+        # what was read: a file region (sent from the file), or b"" before a read
+        self.records: FileRegion | bytes = b""
+        self.aborted: Any = None
 
 
 def _requested(request, by_id: bool) -> list[tuple[tuple, object]]:
@@ -71,7 +77,7 @@ def _forgotten(request, by_id: bool) -> list[tuple]:
             for t in getattr(request, "forgotten_topics_data", ()) for p in t.partitions]
 
 
-def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
+def _resolve(ctx: RequestContext, partitions, by_id: bool) -> list[_Slot]:
     cluster = ctx.cluster
     # KIP-392: a consumer's fetch with client metadata (v11+) may read from a follower
     follower_reads = ctx.api_version >= 11
@@ -86,7 +92,7 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
         readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
     for (key, index), p in partitions:
         topic = cluster.topics_by_id.get(key) if by_id else cluster.topics.get(key)
-        if readable is not None and (not by_id or topic is not None) and (topic.name if by_id else key) not in readable:
+        if readable is not None and (not by_id or topic is not None) and (topic.name if by_id and topic is not None else key) not in readable:
             slots.append(_Slot(key, index, None, p, ErrorCode.topic_authorization_failed))
         elif topic is None:
             err = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
@@ -101,7 +107,7 @@ def _resolve(ctx, partitions, by_id: bool) -> list[_Slot]:
     return slots
 
 
-def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
+def _read_all(ctx: RequestContext, slots: list[_Slot], max_bytes: int, read_committed: bool) -> int:
     """Fill every slot with what is readable now; returns the number of bytes gathered. The
     file regions read go on ctx.regions, which the connection releases after sending."""
     regions = ctx.regions
@@ -111,7 +117,7 @@ def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> 
         if s.part is None or s.error not in (ErrorCode.none, ErrorCode.offset_out_of_range):
             continue
         s.error = ErrorCode.none
-        if s.records:
+        if s.records and isinstance(s.records, FileRegion):
             s.records.release()     # an earlier read of this wait
             s.records = b""
         plog = s.part.log
@@ -125,7 +131,7 @@ def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> 
             continue
         s.records = data
         n = len(data)
-        if n:
+        if n and isinstance(data, FileRegion):  # read_region answers b"" only when there is nothing
             regions.append(data)
         total += n
         remaining -= n
@@ -135,7 +141,7 @@ def _read_all(ctx, slots: list[_Slot], max_bytes: int, read_committed: bool) -> 
 
 
 @api(1, 4, 18)
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     version = ctx.api_version
     by_id = version >= 13
@@ -204,7 +210,7 @@ def _offsets(part, error) -> tuple[int, int, int]:
 _LEADER_HINTED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 
 
-def _response(ctx, mod, slots, read_committed, by_id, session_id=INVALID_SESSION_ID):
+def _response(ctx: RequestContext, mod, slots, read_committed, by_id, session_id=INVALID_SESSION_ID):
     topics: dict = {}
     endpoints: dict = {}
     for s in slots:

@@ -32,10 +32,13 @@ groups the principal may DESCRIBE.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..groups.states import ClassicGroupState
 from ..kafka_versions import unsupported_group_api
 
@@ -57,7 +60,7 @@ def failed_group(mod, group_id: str, code: ErrorCode, message: str | None = None
                 protocol_type="", protocol_data="", members=(), authorized_operations=NO_AUTHORIZED_OPS)
 
 
-def described_groups(ctx, mod, group_ids, describe) -> tuple:
+def described_groups(ctx: RequestContext, mod, group_ids, describe) -> tuple:
     """The groups of DescribeGroups and Consumer/Share/StreamsGroupDescribe in Kafka's order: first
     those the principal may not DESCRIBE (GROUP_AUTHORIZATION_FAILED), then in the request's order
     NOT_COORDINATOR for a group another node coordinates and `describe(group_id)`'s entry for the
@@ -77,7 +80,7 @@ SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not author
 KEY_TYPE_TRANSACTION = 1
 
 
-def _coordinator(ctx):
+def _coordinator(ctx: RequestContext):
     return ctx.broker.services.groups
 
 
@@ -90,14 +93,14 @@ def _ms(value) -> int:
     return int(value.total_seconds() * 1000)
 
 
-def _client_host(ctx) -> str:
+def _client_host(ctx: RequestContext) -> str:
     host = ctx.peer.rsplit(":", 1)[0] if ctx.peer and ctx.peer != "?" else ""
     return "/" + host if host else ""
 
 
 # --- FindCoordinator -------------------------------------------------------------------------
 
-def _locate(ctx, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, str, int]:
+def _locate(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, str, int]:
     """(error, message, node id, host, port) of the coordinator of one key."""
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
         return ErrorCode.invalid_request, f"key type {key_type} is not supported", -1, "", -1
@@ -110,7 +113,7 @@ def _locate(ctx, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, s
 
 
 @api(10, 0, 6)
-async def find_coordinator(ctx, request):
+async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     key_type = getattr(request, "key_type", KEY_TYPE_GROUP)
     if ctx.api_version >= 4:
@@ -133,7 +136,7 @@ async def find_coordinator(ctx, request):
                 node_id=node, host=host, port=port)
 
 
-def _refused_key(ctx, key_type: int, key: str) -> ErrorCode | None:
+def _refused_key(ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
     """FindCoordinator needs DESCRIBE on the group or the transactional id."""
     if key_type == KEY_TYPE_GROUP and not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
         return ErrorCode.group_authorization_failed
@@ -142,14 +145,14 @@ def _refused_key(ctx, key_type: int, key: str) -> ErrorCode | None:
     return None
 
 
-def _may_read_group(ctx, group_id: str) -> bool:
+def _may_read_group(ctx: RequestContext, group_id: str) -> bool:
     return allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
 
 
 # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
 
 @api(11, 0, 9)
-async def join_group(ctx, request):
+async def join_group(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.JoinGroupResponse, throttle_time=0, error_code=refused, generation_id=-1,
@@ -181,7 +184,7 @@ async def join_group(ctx, request):
 
 
 @api(14, 0, 5)
-async def sync_group(ctx, request):
+async def sync_group(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not _may_read_group(ctx, request.group_id):
         return make(mod.SyncGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
@@ -201,7 +204,7 @@ async def sync_group(ctx, request):
 
 
 @api(12, 0, 4)
-async def heartbeat(ctx, request):
+async def heartbeat(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not _may_read_group(ctx, request.group_id):
         return make(mod.HeartbeatResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed)
@@ -214,7 +217,7 @@ async def heartbeat(ctx, request):
 
 
 @api(13, 0, 5)
-async def leave_group(ctx, request):
+async def leave_group(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not _may_read_group(ctx, request.group_id):
         return make(mod.LeaveGroupResponse, throttle_time=0, error_code=ErrorCode.group_authorization_failed,
@@ -236,7 +239,7 @@ async def leave_group(ctx, request):
 # --- DescribeGroups / ListGroups / DeleteGroups ------------------------------------------------
 
 @api(15, 0, 6)
-async def describe_groups(ctx, request):
+async def describe_groups(ctx: RequestContext, request: Any) -> Any:
     from ..groups.classic import ClassicGroup
 
     mod = response_module(ctx)
@@ -269,7 +272,7 @@ async def describe_groups(ctx, request):
 
 
 @api(16, 0, 5)
-async def list_groups(ctx, request):
+async def list_groups(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     states = list(getattr(request, "states_filter", None) or ()) or None
     types = list(getattr(request, "types_filter", None) or ()) or None
@@ -283,7 +286,7 @@ async def list_groups(ctx, request):
                                   group_type=gtype) for gid, ptype, state, gtype in groups))
 
 
-def _share_groups(ctx, states, types) -> list[tuple[str, str, str, str]]:
+def _share_groups(ctx: RequestContext, states, types) -> list[tuple[str, str, str, str]]:
     """Share groups (broker.share) as ListGroups lists them: protocol type "share", type "share"."""
     states_l = {s.lower() for s in states} if states else None
     if types and "share" not in {t.lower() for t in types}:
@@ -293,7 +296,7 @@ def _share_groups(ctx, states, types) -> list[tuple[str, str, str, str]]:
 
 
 @api(42, 0, 2)
-async def delete_groups(ctx, request):
+async def delete_groups(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     names = list(request.groups_names)
     deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
@@ -313,7 +316,7 @@ async def delete_groups(ctx, request):
 # --- KIP-848 ---------------------------------------------------------------------------------
 
 @api(68, 0, 1)
-async def consumer_group_heartbeat(ctx, request):
+async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     refused = unsupported_group_api(ctx, request)
     if refused is not None:
         return refused
@@ -362,7 +365,7 @@ async def consumer_group_heartbeat(ctx, request):
 
 
 @api(69, 0, 1)
-async def consumer_group_describe(ctx, request):
+async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
     from ..groups.consumer import ConsumerGroup
 
     refused = unsupported_group_api(ctx, request)

@@ -29,12 +29,14 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
+
 UNDEFINED_EPOCH = -1
 
 log = logging.getLogger("kafkalite.coordinators")
 
 
-def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH, *,
+def partition_error(ctx: RequestContext, part, current_leader_epoch: int = UNDEFINED_EPOCH, *,
                     follower_reads: bool = False) -> ErrorCode | None:
     """The error a partition request gets on this node, or None when the node leads it (or, with
     `follower_reads`, is one of its replicas)."""
@@ -49,7 +51,7 @@ def partition_error(ctx, part, current_leader_epoch: int = UNDEFINED_EPOCH, *,
     return None if follower_reads else ErrorCode.not_leader_or_follower
 
 
-def current_leader(ctx, mod, part, endpoints: dict):
+def current_leader(ctx: RequestContext, mod, part, endpoints: dict):
     """KIP-951's LeaderIdAndEpoch for a partition, adding the leader's endpoint to `endpoints`
     (node id -> NodeEndpoint) when the leader is alive."""
     leader = part.leader
@@ -64,17 +66,17 @@ def node_endpoints(endpoints: dict) -> tuple:
     return tuple(endpoints[n] for n in sorted(endpoints))
 
 
-def group_partition(ctx, group_id: str):
+def group_partition(ctx: RequestContext, group_id: str):
     """The __consumer_offsets partition of a group (created on first use; OSError when it cannot be)."""
     return ctx.broker.services.groups.offsets_partition(group_id)
 
 
-def transaction_partition(ctx, transactional_id: str):
+def transaction_partition(ctx: RequestContext, transactional_id: str):
     """The __transaction_state partition of a transactional id (created on first use; OSError when it cannot be)."""
     return ctx.broker.services.transactions.store.partition_of(transactional_id)
 
 
-def coordinator_partition(ctx, transactional: bool, key: str):
+def coordinator_partition(ctx: RequestContext, transactional: bool, key: str):
     """The internal topic partition whose leader coordinates `key`, or None while that topic
     cannot be created."""
     try:
@@ -85,7 +87,7 @@ def coordinator_partition(ctx, transactional: bool, key: str):
         return None
 
 
-def _coordinator_error(ctx, transactional: bool, key: str | None) -> ErrorCode | None:
+def _coordinator_error(ctx: RequestContext, transactional: bool, key: str | None) -> ErrorCode | None:
     if key is None:
         return None
     part = coordinator_partition(ctx, transactional, key)
@@ -94,11 +96,11 @@ def _coordinator_error(ctx, transactional: bool, key: str | None) -> ErrorCode |
     return None if part.leader == ctx.node_id else ErrorCode.not_coordinator
 
 
-def group_coordinator_error(ctx, group_id: str | None) -> ErrorCode | None:
+def group_coordinator_error(ctx: RequestContext, group_id: str | None) -> ErrorCode | None:
     """NOT_COORDINATOR when this node does not lead the group's partition, COORDINATOR_NOT_AVAILABLE
     while there is none, else None."""
     return _coordinator_error(ctx, False, group_id)
 
 
-def transaction_coordinator_error(ctx, transactional_id: str | None) -> ErrorCode | None:
+def transaction_coordinator_error(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
     return _coordinator_error(ctx, True, transactional_id)

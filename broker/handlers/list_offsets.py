@@ -13,10 +13,13 @@ With an authorizer: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed_names
 from . import api
 from .common import response_module
@@ -48,7 +51,7 @@ def lookup(part, timestamp: int, read_committed: bool) -> tuple[ErrorCode, int, 
 
 
 @api(2, 1, 11)
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED

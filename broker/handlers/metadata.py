@@ -23,14 +23,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
                           operations)
-from ..cluster import validate_topic_name
+from ..cluster import Topic, validate_topic_name
 from ..placement import PlacementError
 from . import api
 from .common import response_module
@@ -43,7 +45,7 @@ TOPIC_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.TOPIC
 CLUSTER_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.CLUSTER])
 
 
-def broker_entries(ctx, mod):
+def broker_entries(ctx: RequestContext, mod):
     cluster = ctx.cluster
     name = ctx.listener.name
     # v0 has no rack field
@@ -57,7 +59,7 @@ def controller_id(cluster) -> int:
     return next((n for n in cluster.node_ids if cluster.alive(n)), -1)
 
 
-def topic_entry(ctx, mod, topic):
+def topic_entry(ctx: RequestContext, mod, topic):
     down = ctx.cluster.down
     parts = tuple(
         make(mod.MetadataResponsePartition,
@@ -76,12 +78,13 @@ def _make_topic(mod, error, name, topic_id, internal, parts):
 
 
 @api(3, 0, 13)
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     cluster = ctx.cluster
     version = ctx.api_version
     auth = ctx.broker.authorizer
     topics_out = []
+    topic: Topic | None
     if request.topics is None or (version == 0 and not request.topics):
         # v0 had no null: an empty list meant every topic; topics the principal may not
         # DESCRIBE are left out without a word

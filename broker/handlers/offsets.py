@@ -27,11 +27,13 @@ answers leave the others out); OffsetDelete DELETE on the group and READ on each
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from . import api
 from .common import response_module
@@ -40,11 +42,11 @@ from .leadership import group_coordinator_error
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def _coordinator(ctx):
+def _coordinator(ctx: RequestContext):
     return ctx.broker.services.groups
 
 
-def _topic_name(ctx, t, by_id: bool):
+def _topic_name(ctx: RequestContext, t, by_id: bool):
     if by_id:
         topic = ctx.cluster.topics_by_id.get(t.topic_id)
         return topic.name if topic is not None else None
@@ -52,7 +54,7 @@ def _topic_name(ctx, t, by_id: bool):
 
 
 @api(8, 2, 10)
-async def offset_commit(ctx, request):
+async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     by_id = ctx.api_version >= 10
@@ -65,12 +67,12 @@ async def offset_commit(ctx, request):
         group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
             request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
             getattr(request, "group_instance_id", None), ctx.api_version)
-    results: list[tuple[object, str | None, list[tuple[int, ErrorCode]]]] = []
+    results: list[tuple[object, str | None, list[tuple[int, ErrorCode | None]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
         name = _topic_name(ctx, t, by_id)
         topic = ctx.cluster.topics.get(name) if name is not None else None
-        parts = []
+        parts: list[tuple[int, ErrorCode | None]] = []
         for p in t.partitions:
             if group_err == ErrorCode.group_authorization_failed:
                 parts.append((p.partition_index, group_err))
@@ -103,7 +105,7 @@ async def offset_commit(ctx, request):
         for t, name, parts in results))
 
 
-def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
+def _fetch_group(ctx: RequestContext, coord, group_id, topics, require_stable, member_id, member_epoch, by_id):
     """(group error, [(topic key, name, [(partition, offset, epoch, metadata, error)])])"""
     if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, []
@@ -111,6 +113,7 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
         return not_coordinator, []
     unknown: list = []
     refused: list = []
+    tps: list[tuple[str, int]] | None
     if topics is None:
         tps = None
     else:
@@ -134,7 +137,7 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
     grouped: dict[str, list] = {}
     for topic, p, off, epoch, meta, perr in rows:
         grouped.setdefault(topic, []).append((p, off, epoch, meta, perr))
-    out = []
+    out: list[tuple[uuid.UUID | None, str | None, list[Any]]] = []
     for name, parts in grouped.items():
         key = ctx.cluster.topics[name].topic_id if by_id and name in ctx.cluster.topics else None
         out.append((key, name, parts))
@@ -148,7 +151,7 @@ def _fetch_group(ctx, coord, group_id, topics, require_stable, member_id, member
 
 
 @api(9, 1, 10)
-async def offset_fetch(ctx, request):
+async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     coord = _coordinator(ctx)
     v = ctx.api_version
@@ -180,7 +183,7 @@ async def offset_fetch(ctx, request):
 
 
 @api(47, 0, 0)
-async def offset_delete(ctx, request):
+async def offset_delete(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not allowed(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return make(mod.OffsetDeleteResponse, error_code=ErrorCode.group_authorization_failed, throttle_time=0,

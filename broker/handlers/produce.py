@@ -34,12 +34,14 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.error_responses import error_response
 from kafkalite.protocol.messages import EncodedBody, make, uvarint
-from kafkalite.protocol.records import (BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader, InvalidRecord, decode_records,
-                              recompress_batch, validate_produce_batches)
+from kafkalite.protocol.batch import BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader
+from kafkalite.protocol.records import decode_records, recompress_batch
 
+from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from ..clock import now_ms
-from ..cluster import flush_appended
+from ..partition import flush_appended
+from ..produce_validation import InvalidRecord, validate_produce_batches
 from ..producers import ProduceError
 from . import api
 from .common import CloseConnection, response_module
@@ -69,7 +71,7 @@ def _rejected_by_log(res: PartitionResult, plog) -> PartitionResult:
     return res
 
 
-def append_to_partition(ctx, part, records, transactional_id, acks: int = 1) -> PartitionResult:
+def append_to_partition(ctx: RequestContext, part, records, transactional_id, acks: int = 1) -> PartitionResult:
     """Validate and append one partition's batch. No await: atomic on the trio loop."""
     if part.topic.internal:
         return PartitionResult(ErrorCode.invalid_topic_exception, message=f"cannot write to internal topic {part.topic.name}")
@@ -176,7 +178,7 @@ def check_topic_policy(part, records, base_timestamp: int, max_timestamp: int) -
 
 
 @api(0, 3, 13, advertised_min=0)
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: Any) -> Any:
     cluster = ctx.cluster
     acks = request.acks
     by_id = ctx.api_version >= 13
@@ -194,7 +196,7 @@ async def handle(ctx, request):
         topic = cluster.topics_by_id.get(tdata.topic_id) if by_id else cluster.topics.get(tdata.name)
         # an unknown topic id stays UNKNOWN_TOPIC_ID
         denied = writable is not None and (topic is not None or not by_id) \
-            and (topic.name if by_id else tdata.name) not in writable
+            and (topic.name if by_id and topic is not None else tdata.name) not in writable
         presults = []
         for pdata in tdata.partition_data:
             if acks not in (0, 1, -1):
@@ -232,7 +234,7 @@ async def handle(ctx, request):
     return _response(ctx, results)
 
 
-def _response(ctx, results: list[tuple[object, list[tuple[int, PartitionResult]]]]):
+def _response(ctx: RequestContext, results: list[tuple[object, list[tuple[int, PartitionResult]]]]):
     if all(r.error == ErrorCode.none and r.message is None and not r.record_errors and r.part is None
            for _tdata, prs in results for _idx, r in prs):
         return encode_accepted(ctx.api_version, results)
@@ -293,7 +295,7 @@ def encode_accepted(version: int, results: list[tuple[Any, list[tuple[int, Parti
     return EncodedBody(out)
 
 
-def _partition_response(ctx, mod, idx: int, r: PartitionResult, endpoints: dict):
+def _partition_response(ctx: RequestContext, mod, idx: int, r: PartitionResult, endpoints: dict):
     fields = dict(index=idx, error_code=r.error, base_offset=r.base_offset, log_append_time=r.log_append_time,
                   log_start_offset=r.log_start_offset, record_errors=_record_errors(mod, r), error_message=r.message)
     if r.part is not None and hasattr(mod, "LeaderIdAndEpoch"):  # KIP-951, v10+
@@ -318,7 +320,7 @@ def _has_transactional_batches(request) -> bool:
     return False
 
 
-def _refused(ctx, request, code):
+def _refused(ctx: RequestContext, request, code):
     """Kafka's whole-request error (its getErrorResponse): every partition answers `code`."""
     if request.acks == 0:
         raise CloseConnection(f"{code.name} on an acks=0 produce")

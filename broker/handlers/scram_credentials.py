@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..credentials import MAX_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES, MIN_ITERATIONS, ScramCredential
 from . import api
 from .common import response_module
@@ -28,7 +29,7 @@ _TWICE = "A user credential cannot be altered twice in the same request"
 
 
 @api(50, 0, 0)
-async def describe_user_scram_credentials(ctx, request):
+async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     store = ctx.broker.scram
     names = [u.name for u in request.users or ()]
@@ -69,7 +70,7 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str
 
 
 @api(51, 0, 0)
-async def alter_user_scram_credentials(ctx, request):
+async def alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     store = ctx.broker.scram
     deletions: dict[str, Any] = {}

@@ -39,10 +39,12 @@ offsets are altered or deleted.
 from __future__ import annotations
 
 import trio
+from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import AUTHORIZATION_MESSAGES, allowed, allowed_names, operations
 from ..authorizer import AclOperation as Op
 from ..authorizer import ResourceType as Res
@@ -56,7 +58,7 @@ GROUP_DENIED = ErrorCode.group_authorization_failed
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 
 
-def _readable_topic_ids(ctx, topic_ids) -> set | None:
+def _readable_topic_ids(ctx: RequestContext, topic_ids) -> set | None:
     """The topic ids among `topic_ids` whose topics the principal may READ (None: all, no
     authorizer). An unknown id is left for the unknown-topic check."""
     names = {tid: t.name for tid in topic_ids if (t := ctx.cluster.topics_by_id.get(tid)) is not None}
@@ -66,7 +68,7 @@ def _readable_topic_ids(ctx, topic_ids) -> set | None:
     return {tid for tid in topic_ids if tid not in names or names[tid] in ok}
 
 
-def _share(ctx):
+def _share(ctx: RequestContext):
     return ctx.broker.services.share
 
 
@@ -74,7 +76,7 @@ def _ms(value) -> int:
     return value if isinstance(value, int) else int(value.total_seconds() * 1000)
 
 
-def _leader(ctx, mod, part, error=ErrorCode.none, endpoints: dict | None = None):
+def _leader(ctx: RequestContext, mod, part, error=ErrorCode.none, endpoints: dict | None = None):
     """Kafka fills in the current leader only for a partition in error (NOT_LEADER_OR_FOLLOWER and
     the like); otherwise the field keeps its schema defaults, 0 and 0."""
     if error == ErrorCode.none:
@@ -89,7 +91,7 @@ def _leader(ctx, mod, part, error=ErrorCode.none, endpoints: dict | None = None)
 # --- ShareGroupHeartbeat / ShareGroupDescribe -----------------------------------------------
 
 @api(76, 1, 1)
-async def share_group_heartbeat(ctx, request):
+async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     # the share coordinator's code is loaded with the coordinator, on first use (broker.services)
     from ..share.coordinator import ShareError, heartbeat_error
 
@@ -136,7 +138,7 @@ async def share_group_heartbeat(ctx, request):
 
 
 @api(77, 1, 1)
-async def share_group_describe(ctx, request):
+async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     share = _share(ctx)
     def describe(gid: str):
@@ -176,7 +178,7 @@ async def share_group_describe(ctx, request):
 
 # --- ShareFetch / ShareAcknowledge ---------------------------------------------------------------
 
-def _resolve(ctx, topic_id, index):
+def _resolve(ctx: RequestContext, topic_id, index):
     topic = ctx.cluster.topics_by_id.get(topic_id)
     if topic is None:
         return None, ErrorCode.unknown_topic_id
@@ -185,7 +187,7 @@ def _resolve(ctx, topic_id, index):
     return topic.partitions[index], ErrorCode.none
 
 
-def _led(ctx, topic_id, index):
+def _led(ctx: RequestContext, topic_id, index):
     """The partition and ErrorCode.none when this node leads it (share-partitions live on the
     leader), else the error: unknown topic or partition, or NOT_LEADER_OR_FOLLOWER."""
     part, err = _resolve(ctx, topic_id, index)
@@ -194,7 +196,7 @@ def _led(ctx, topic_id, index):
     return part, err
 
 
-def _apply_acks(ctx, share, group_id, member_id, topics,
+def _apply_acks(ctx: RequestContext, share, group_id, member_id, topics,
                 readable: set | None = None) -> dict[tuple, tuple[ErrorCode, str | None]]:
     """Acknowledgements per (topic id, partition): the error code and message for each. Those of
     topics outside `readable` (None: all readable) are TOPIC_AUTHORIZATION_FAILED, unapplied."""
@@ -226,7 +228,7 @@ def _top_error(mod, name, code, message=None, **extra):
                 acquisition_lock_timeout=0, responses=(), node_endpoints=(), **extra)
 
 
-def _open_session(ctx, share, mod, response: str, group_id: str, member_id: str, epoch: int):
+def _open_session(ctx: RequestContext, share, mod, response: str, group_id: str, member_id: str, epoch: int):
     """The checks ShareFetch and ShareAcknowledge share, then the member's share session:
     (session, None), or (None, the response refusing the request). ShareAcknowledge cannot open
     a session (epoch 0)."""
@@ -245,7 +247,7 @@ def _open_session(ctx, share, mod, response: str, group_id: str, member_id: str,
 
 
 @api(78, 1, 2)
-async def share_fetch(ctx, request):
+async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     share = _share(ctx)
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
@@ -327,7 +329,7 @@ async def share_fetch(ctx, request):
 
 
 @api(79, 1, 2)
-async def share_acknowledge(ctx, request):
+async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     share = _share(ctx)
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
@@ -354,7 +356,7 @@ async def share_acknowledge(ctx, request):
 # --- Describe / Alter / DeleteShareGroupOffsets ----------------------------------------------------
 
 @api(90, 0, 1)
-async def describe_share_group_offsets(ctx, request):
+async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     share = _share(ctx)
     out = []
@@ -429,7 +431,7 @@ def _empty_group_error(share, gid):
 
 
 @api(91, 0, 0)
-async def alter_share_group_offsets(ctx, request):
+async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     share = _share(ctx)
     gid = request.group_id
@@ -443,13 +445,13 @@ async def alter_share_group_offsets(ctx, request):
         return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0], error_message=busy[1],
                     responses=())
     topics = []
-    refused = []
+    denied = []
     readable = allowed_names(ctx, Op.READ, Res.TOPIC, (t.topic_name for t in request.topics))
     for t in request.topics:
         topic = ctx.cluster.topics.get(t.topic_name)
         parts = []
         if readable is not None and t.topic_name not in readable:
-            refused.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
+            denied.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                                 topic_id=topic.topic_id if topic else None, partitions=tuple(
                                     make(mod.AlterShareGroupOffsetsResponsePartition,
                                          partition_index=p.partition_index, error_code=TOPIC_DENIED,
@@ -462,17 +464,17 @@ async def alter_share_group_offsets(ctx, request):
                                   error_code=ErrorCode.unknown_topic_or_partition,
                                   error_message="This server does not host this topic-partition."))
                 continue
-            share.alter_offset(gid, topic.topic_id, p.partition_index, p.start_offset)
+            altered = share.alter_offset(gid, topic.topic_id, p.partition_index, p.start_offset)
             parts.append(make(mod.AlterShareGroupOffsetsResponsePartition, partition_index=p.partition_index,
-                              error_code=ErrorCode.none, error_message=None))
+                              error_code=altered, error_message=None))
         topics.append(make(mod.AlterShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
                            topic_id=topic.topic_id if topic else None, partitions=tuple(parts)))
     return make(mod.AlterShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none,
-                error_message=None, responses=tuple(refused + topics))
+                error_message=None, responses=tuple(denied + topics))
 
 
 @api(92, 0, 0)
-async def delete_share_group_offsets(ctx, request):
+async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     share = _share(ctx)
     gid = request.group_id
@@ -490,12 +492,12 @@ async def delete_share_group_offsets(ctx, request):
         return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=busy[0],
                     error_message=busy[1], responses=())
     topics = []
-    refused = []
+    denied = []
     readable = allowed_names(ctx, Op.READ, Res.TOPIC, (t.topic_name for t in request.topics))
     for t in request.topics:
         topic = ctx.cluster.topics.get(t.topic_name)
         if readable is not None and t.topic_name not in readable:
-            refused.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name, topic_id=None,
+            denied.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name, topic_id=None,
                                 error_code=TOPIC_DENIED, error_message=AUTHORIZATION_MESSAGES[TOPIC_DENIED]))
             continue
         if topic is None:
@@ -503,8 +505,8 @@ async def delete_share_group_offsets(ctx, request):
                                error_code=ErrorCode.unknown_topic_or_partition,
                                error_message="This server does not host this topic-partition."))
             continue
-        share.delete_offsets(gid, topic.topic_id)
+        deleted = share.delete_offsets(gid, topic.topic_id)
         topics.append(make(mod.DeleteShareGroupOffsetsResponseTopic, topic_name=t.topic_name,
-                           topic_id=topic.topic_id, error_code=ErrorCode.none, error_message=None))
+                           topic_id=topic.topic_id, error_code=deleted, error_message=None))
     return make(mod.DeleteShareGroupOffsetsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
-                responses=tuple(refused + topics))
+                responses=tuple(denied + topics))

@@ -30,12 +30,13 @@ Kafka 4.4 serves v0-v1; kio has v0 only, which every client that speaks v1 also 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..authorizer import AclOperation as Op
 from ..authorizer import ResourceType as Res
 from ..authorizer import allowed, allowed_names, operations
@@ -81,7 +82,7 @@ def _task_ids(mod, tasks: dict[str, set[int]]):
 
 
 @api(88, 0, 0)
-async def streams_group_heartbeat(ctx, request):
+async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     if not allowed(ctx, Op.READ, Res.GROUP, request.group_id):
         return _error(mod, ErrorCode.group_authorization_failed, None)
@@ -147,7 +148,7 @@ def _error(mod, code: ErrorCode, message: str | None):
 
 
 @api(89, 0, 0)
-async def streams_group_describe(ctx, request):
+async def streams_group_describe(ctx: RequestContext, request: Any) -> Any:
     # the streams group code is loaded with the group coordinator, on first use (broker.services)
     from ..groups.streams import StreamsGroup
 

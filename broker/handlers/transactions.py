@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..context import RequestContext
 from ..clock import now_ms
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_any, allowed_cluster, allowed_names
 from . import api
@@ -57,7 +58,7 @@ E = ErrorCode
 _MS = timedelta(milliseconds=1)
 
 
-def _coordinator(ctx) -> TransactionCoordinator:
+def _coordinator(ctx: RequestContext) -> TransactionCoordinator:
     return ctx.broker.services.transactions
 
 
@@ -75,7 +76,7 @@ def _fenced(err: ErrorCode, version: int, first_version: int) -> ErrorCode:
 # --- InitProducerId ------------------------------------------------------------------------------
 
 @api(22, 0, 5)
-async def init_producer_id(ctx, request):
+async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     timeout_ms = request.transaction_timeout // _MS
     pid = getattr(request, "producer_id", -1)
@@ -106,7 +107,7 @@ async def init_producer_id(ctx, request):
 
 # --- AddPartitionsToTxn --------------------------------------------------------------------------
 
-def _partition_errors(ctx, topics) -> tuple[list, dict]:
+def _partition_errors(ctx: RequestContext, topics) -> tuple[list, dict]:
     """The requested (topic, partition)s and the ones that do not exist."""
     cluster = ctx.cluster
     wanted, missing = [], {}
@@ -119,11 +120,11 @@ def _partition_errors(ctx, topics) -> tuple[list, dict]:
     return wanted, missing
 
 
-def _may_write_tid(ctx, transactional_id: str) -> bool:
+def _may_write_tid(ctx: RequestContext, transactional_id: str) -> bool:
     return allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
 
 
-def _add_one(ctx, txn, tid, pid, epoch, topics, *, verify_only=False, client_tv=0, client=False) -> dict:
+def _add_one(ctx: RequestContext, txn, tid, pid, epoch, topics, *, verify_only=False, client_tv=0, client=False) -> dict:
     if client and ctx.broker.authorizer is not None:
         # the client's AddPartitionsToTxn (v0-v3): WRITE on the transactional id, then on each topic
         if not _may_write_tid(ctx, tid):
@@ -157,7 +158,7 @@ def _topic_results(mod, errors: dict):
 
 
 @api(24, 0, 5)
-async def add_partitions_to_txn(ctx, request):
+async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     v = ctx.api_version
@@ -184,7 +185,7 @@ async def add_partitions_to_txn(ctx, request):
 # --- AddOffsetsToTxn -----------------------------------------------------------------------------
 
 @api(25, 0, 4)
-async def add_offsets_to_txn(ctx, request):
+async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     if not _may_write_tid(ctx, request.transactional_id):
@@ -206,7 +207,7 @@ async def add_offsets_to_txn(ctx, request):
 # --- EndTxn --------------------------------------------------------------------------------------
 
 @api(26, 0, 5)
-async def end_txn(ctx, request):
+async def end_txn(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     client_tv = 2 if ctx.api_version >= 5 else 0
@@ -224,7 +225,7 @@ async def end_txn(ctx, request):
 # --- WriteTxnMarkers -----------------------------------------------------------------------------
 
 @api(27, 1, 2)
-async def write_txn_markers(ctx, request):
+async def write_txn_markers(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     results = []
     if not (allowed_cluster(ctx, AclOperation.ALTER) or allowed_cluster(ctx, AclOperation.CLUSTER_ACTION)):
@@ -252,7 +253,7 @@ async def write_txn_markers(ctx, request):
 
 # --- TxnOffsetCommit -----------------------------------------------------------------------------
 
-def _txn_offset_check(ctx, txn, groups, request) -> ErrorCode:
+def _txn_offset_check(ctx: RequestContext, txn, groups, request) -> ErrorCode:
     part = groups.offsets_partition(request.group_id)
     tp = (part.topic.name, part.index)
     v = ctx.api_version
@@ -266,12 +267,14 @@ def _txn_offset_check(ctx, txn, groups, request) -> ErrorCode:
 
 
 @api(28, 0, 5)
-async def txn_offset_commit(ctx, request):
+async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     groups = ctx.broker.services.groups
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     readable = None
+    err: E
+    errors: dict[tuple[str, int], E]
     if not _may_write_tid(ctx, request.transactional_id):
         err = E.transactional_id_authorization_failed
     elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -279,7 +282,7 @@ async def txn_offset_commit(ctx, request):
     else:
         readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
         err = E.none
-    refused = {} if readable is None else {
+    refused: dict[tuple[str, int], E] = {} if readable is None else {
         (t.name, p.partition_index): E.topic_authorization_failed
         for t in request.topics if t.name not in readable for p in t.partitions}
     if err == E.none and not (refused and len(refused) == len(wanted)):
@@ -309,7 +312,7 @@ async def txn_offset_commit(ctx, request):
 # --- DescribeProducers ---------------------------------------------------------------------------
 
 @api(61, 0, 0)
-async def describe_producers(ctx, request):
+async def describe_producers(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     topics = []
     for t in request.topics:
@@ -324,7 +327,7 @@ async def describe_producers(ctx, request):
             # any replica answers with its producer state (Kafka's Partition.activeProducerState)
             refused = (E.unknown_topic_or_partition if part is None
                        else partition_error(ctx, part, follower_reads=True))
-            if refused is not None:
+            if refused is not None or part is None:
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
                                   error_message=None, active_producers=()))
                 continue
@@ -342,7 +345,7 @@ async def describe_producers(ctx, request):
 # --- DescribeTransactions / ListTransactions -------------------------------------------------------
 
 @api(65, 0, 0)
-async def describe_transactions(ctx, request):
+async def describe_transactions(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     states = []
@@ -373,7 +376,7 @@ async def describe_transactions(ctx, request):
 
 
 @api(66, 0, 2)
-async def list_transactions(ctx, request):
+async def list_transactions(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     txn = _coordinator(ctx)
     pattern = None

@@ -18,10 +18,17 @@
   session (a closing client sends its last acknowledgements with epoch -1 around its leave);
   one removed for its session timeout loses it, and its records.
 - persistence: after every change a share-partition's ShareSnapshot is appended to
-  `__share_group_state` (records.py) through Partition.append; on startup the topic is read
-  back. Group membership is not persisted: members rejoin after a restart, with their share
-  state intact. Group existence is: a group with share-partitions is listed (Empty) after a
-  restart.
+  `__share_group_state` (state_store.py, records.py); on startup the topic is read back. Group
+  membership is not persisted: members rejoin after a restart, with their share state intact.
+  Group existence is: a group with share-partitions is listed (Empty) after a restart.
+- a failed write (full disk, failed fsync) never closes the connection. Acknowledgements are
+  durable before they are answered: a failed write undoes them and answers
+  COORDINATOR_NOT_AVAILABLE for the partition (Kafka's SharePartition rolls back, its
+  persister's NOT_COORDINATOR surfacing so). AlterShareGroupOffsets, DeleteShareGroupOffsets and
+  DeleteGroups write first and answer NOT_COORDINATOR, changing nothing not written. An
+  acquisition, a lock timeout, a release and a new share-partition stand (Kafka does not
+  persist acquisitions and goes ahead with a lock timeout whose write failed); their state is
+  written with the share-partition's next change.
 - timers: one trio task sleeps until the earliest acquisition lock or session deadline, on the
   broker clock: an advance of it (advance-clock) wakes the task, so a lock past its deadline
   expires at once.
@@ -29,23 +36,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
 from kafkalite.storage import OffsetOutOfRange
 
 from ..clock import CLOCK, on_jump
-from ..cluster import AppendOrigin
 from ..group_configs import GroupConfigs
-from ..internal_topics import SHARE_GROUP_STATE_TOPIC, partition_for
-from . import records as rec
-from .partition import Batch, SharePartition, StateBatch
+from ..internal_store import CoordinatorWriteError
+from .partition import Batch, SharePartition
+from .state_store import SharePartitionKey, ShareStateStore
 
 log = logging.getLogger("kafkalite.share")
 
@@ -111,7 +118,7 @@ def heartbeat_error(group_id: str, member_id: str, member_epoch: int,
 
 
 class ShareCoordinator:
-    def __init__(self, broker, *, clock: Callable[[], int] = CLOCK):
+    def __init__(self, broker: Any, *, clock: Callable[[], int] = CLOCK) -> None:
         self.broker = broker
         self.config = broker.config
         self.clock = clock
@@ -121,6 +128,7 @@ class ShareCoordinator:
         self.sessions: dict[tuple[str, str, int], ShareSession] = {}
         self.configs = GroupConfigs(broker.cluster.meta_dir, broker.config.values)
         self._created: dict[tuple[str, uuid.UUID, int], int] = {}
+        self.state_store = ShareStateStore(broker, clock=clock)
         self._wake: trio.Event | None = None
         # ShareFetch requests waiting for records to become available again (a release)
         self.waiters: set[trio.Event] = set()
@@ -130,11 +138,11 @@ class ShareCoordinator:
             ev.set()
 
     @property
-    def cluster(self):
+    def cluster(self) -> Any:
         return self.broker.cluster
 
     # --- service ---------------------------------------------------------------------------
-    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Session and lock deadlines. The state on disk is read by `load`, which the broker's
         services call first (broker.services)."""
         self._wake = trio.Event()
@@ -173,7 +181,7 @@ class ShareCoordinator:
                 self._remove_member(group, m.member_id)
         for key, sp in self.partitions.items():
             if sp.expire_locks(now, self._delivery_limit(key[0])):
-                self._persist(key)
+                self._persist_or_defer(key)
                 self.notify_available()
 
     # --- configs ---------------------------------------------------------------------------
@@ -286,7 +294,7 @@ class ShareCoordinator:
             if key[0] != group_id or (node is not None and not self._leads(node, key[1], key[2])):
                 continue
             if sp.release_member(member_id, limit):
-                self._persist(key)
+                self._persist_or_defer(key)
                 self.notify_available()
 
     def _leads(self, node: int, topic_id: uuid.UUID, index: int) -> bool:
@@ -342,7 +350,7 @@ class ShareCoordinator:
                 start = part.high_watermark
             sp = self.partitions[key] = SharePartition(start)
             self._created[key] = self.clock()
-            self._persist(key)
+            self._persist_or_defer(key)
         sp.skip_below(part.log.log_start_offset)
         return sp
 
@@ -374,7 +382,7 @@ class ShareCoordinator:
                                     strict_limit=strict_limit)
         used_set = set(b.base_offset for b in used)
         out = b"".join(bytes(data[pos:pos + size]) for pos, size, b in spans if b.base_offset in used_set)
-        self._persist((group_id, topic_id, index))
+        self._persist_or_defer((group_id, topic_id, index))
         if acquired:
             self.kick()
         return out, acquired
@@ -386,14 +394,27 @@ class ShareCoordinator:
         sp = self.partitions.get(key)
         if sp is None:
             raise ShareError(ErrorCode.invalid_record_state, "The share-partition has no acquired records.")
+        checkpoint = sp.checkpoint()
+        refused: ShareError | None = None
         try:
-            for first, last, types in batches:
-                sp.acknowledge(member_id, first, last, types, now=self.clock(), lock_ms=self.lock_ms(group_id),
-                               delivery_limit=self._delivery_limit(group_id))
-        except AckError as exc:
-            raise ShareError(ErrorCode.invalid_record_state, str(exc)) from None
+            try:
+                for first, last, types in batches:
+                    sp.acknowledge(member_id, first, last, types, now=self.clock(), lock_ms=self.lock_ms(group_id),
+                                   delivery_limit=self._delivery_limit(group_id))
+            except AckError as exc:
+                # the batches before the refused one stay acknowledged, as in Kafka
+                refused = ShareError(ErrorCode.invalid_record_state, str(exc))
+            try:
+                self._persist(key)
+            except CoordinatorWriteError:
+                # Kafka's SharePartition rolls back what its persister could not write, and its
+                # persister's NOT_COORDINATOR reaches the client as COORDINATOR_NOT_AVAILABLE
+                sp.rollback(checkpoint)
+                raise ShareError(ErrorCode.coordinator_not_available,
+                                 "The share-partition's state could not be written.") from None
+            if refused is not None:
+                raise refused
         finally:
-            self._persist(key)
             if sp.has_available():
                 self.notify_available()
 
@@ -412,106 +433,69 @@ class ShareCoordinator:
         ids = set(self.groups) | {g for g, _, _ in self.partitions}
         return sorted((gid, self.groups[gid].state if gid in self.groups else "Empty") for gid in ids)
 
-    def alter_offset(self, group_id: str, topic_id: uuid.UUID, index: int, start_offset: int) -> None:
+    def alter_offset(self, group_id: str, topic_id: uuid.UUID, index: int, start_offset: int) -> ErrorCode:
+        """AlterShareGroupOffsets for one partition: written first; NOT_COORDINATOR (nothing
+        changed) when the write fails."""
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
         if sp is None:
-            sp = self.partitions[key] = SharePartition(start_offset)
-            self._created[key] = self.clock()
-        else:
-            sp.reset(start_offset)
-        self._persist(key)
+            fresh, created = SharePartition(start_offset), self.clock()
+            try:
+                self.state_store.write(key, fresh, created_ms=created)
+            except CoordinatorWriteError:
+                return ErrorCode.not_coordinator
+            self.partitions[key], self._created[key] = fresh, created
+            return ErrorCode.none
+        checkpoint = sp.checkpoint()
+        sp.reset(start_offset)
+        try:
+            self._persist(key)
+        except CoordinatorWriteError:
+            sp.rollback(checkpoint)
+            return ErrorCode.not_coordinator
+        return ErrorCode.none
 
-    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> ErrorCode:
+        """DeleteShareGroupOffsets for one topic: each share-partition's tombstone is written
+        before it is forgotten; NOT_COORDINATOR when a write fails (those not yet deleted stay)."""
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
+            try:
+                self.state_store.delete(key)
+            except CoordinatorWriteError:
+                return ErrorCode.not_coordinator
             del self.partitions[key]
-            self._write(key, None)
+        return ErrorCode.none
 
     def delete_group(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)
         if group is not None and group.members:
             return ErrorCode.non_empty_group
-        self.groups.pop(group_id, None)
         for key in [k for k in self.partitions if k[0] == group_id]:
+            try:
+                self.state_store.delete(key)
+            except CoordinatorWriteError:
+                return ErrorCode.not_coordinator  # the group stays, with what is not deleted yet
             del self.partitions[key]
-            self._write(key, None)
+        self.groups.pop(group_id, None)
         self.configs.delete_group(group_id)
         return ErrorCode.none
 
     # --- persistence -----------------------------------------------------------------------
-    def _state_topic(self):
-        topic = self.cluster.topics.get(SHARE_GROUP_STATE_TOPIC)
-        if topic is None:
-            topic = self.cluster.create_topic(
-                SHARE_GROUP_STATE_TOPIC, max(1, self.config["share.coordinator.state.topic.num.partitions"]),
-                {"cleanup.policy": "compact"})
-        return topic
-
-    def _persist(self, key: tuple[str, uuid.UUID, int]) -> None:
+    def _persist(self, key: SharePartitionKey) -> None:
+        """Write the share-partition's state if it changed. Raises CoordinatorWriteError."""
         sp = self.partitions.get(key)
-        if sp is None:
-            return
-        state = (sp.start_offset, tuple(sp.state_batches()), sp.state_epoch)
-        if sp.persisted == state:
-            return
-        sp.persisted = state
-        now = self.clock()
-        value = rec.snapshot_value(rec.ShareState(
-            snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=0, start_offset=sp.start_offset,
-            create_timestamp=self._created.get(key, now), write_timestamp=now, batches=state[1],
-            delivery_complete_count=sp.delivery_complete_count()))
-        self._write(key, value)
+        if sp is not None:
+            self.state_store.write(key, sp, created_ms=self._created.get(key, self.clock()))
 
-    def _write(self, key: tuple[str, uuid.UUID, int], value: bytes | None) -> None:
-        group_id, topic_id, index = key
-        topic = self._state_topic()
-        # Kafka's SharePartitionKey: "group:topicId:partition" decides the state partition
-        part = topic.partitions[partition_for(f"{group_id}:{topic_id}:{index}", len(topic.partitions))]
-        now = self.clock()
-        batch = build_batch([Record(rec.snapshot_key(group_id, topic_id, index), value)], timestamp_ms=now)
-        part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
+    def _persist_or_defer(self, key: SharePartitionKey) -> None:
+        """_persist for a change that stands even when its write fails (an acquisition, a lock
+        timeout, a release, a new share-partition), as Kafka goes ahead with those: the store
+        logged the failure, and the state is written with the share-partition's next change."""
+        with contextlib.suppress(CoordinatorWriteError):
+            self._persist(key)
 
     def load(self) -> None:
-        topic = self.cluster.topics.get(SHARE_GROUP_STATE_TOPIC)
-        if topic is None:
-            return
-        states: dict[tuple[str, uuid.UUID, int], rec.ShareState | None] = {}
-        for part in topic.partitions:
-            for _base, batch in part.log.batches_from(part.log.log_start_offset):
-                if BatchHeader(batch, 0).is_control:
-                    continue
-                for r in decode_records(batch):
-                    if r.key is None:
-                        continue
-                    try:
-                        k = rec.decode_key(r.key)
-                        key = (k.group_id, k.topic_id, k.partition)
-                        if r.value is None:
-                            states[key] = None
-                        elif k.kind == rec.SHARE_SNAPSHOT_KEY:
-                            states[key] = rec.decode_snapshot_value(r.value)
-                        elif (old := states.get(key)) is not None:
-                            _epoch, start, batches = rec.decode_update_value(r.value)
-                            states[key] = old._replace(start_offset=start if start >= 0 else old.start_offset,
-                                                       batches=_merge(old.batches, batches))
-                    except ValueError:
-                        log.warning("skipping an undecodable record at offset %d of %s-%d", r.offset,
-                                    SHARE_GROUP_STATE_TOPIC, part.index)
-        for key, st in states.items():
-            if st is None or st.start_offset < 0 or key[1] not in self.cluster.topics_by_id:
-                continue  # deleted, never initialised (Kafka writes -1 until the first fetch), or topic gone
-            sp = SharePartition.restore(st.start_offset, st.batches, state_epoch=st.state_epoch)
-            sp.persisted = (sp.start_offset, tuple(sp.state_batches()), sp.state_epoch)
+        restored = self.state_store.load(lambda topic_id: topic_id in self.cluster.topics_by_id)
+        for key, (sp, created) in restored.items():
             self.partitions[key] = sp
-            self._created[key] = st.create_timestamp
-        if self.partitions:
-            log.info("loaded %d share-partition(s) from %s", len(self.partitions), SHARE_GROUP_STATE_TOPIC)
-
-
-def _merge(old: tuple[StateBatch, ...], new: tuple[StateBatch, ...]) -> tuple[StateBatch, ...]:
-    """State batches of an update laid over a snapshot's: per offset, the update wins."""
-    per: dict[int, StateBatch] = {}
-    for b in (*old, *new):
-        for off in range(b.first_offset, b.last_offset + 1):
-            per[off] = StateBatch(off, off, b.state, b.delivery_count)
-    return tuple(per[o] for o in sorted(per))
+            self._created[key] = created

@@ -25,7 +25,7 @@ persists `state_batches()` after a change.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, NamedTuple
 
 
@@ -74,6 +74,13 @@ class StateBatch(NamedTuple):
 
 
 DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+class Checkpoint(NamedTuple):
+    start_offset: int
+    end_offset: int
+    state_epoch: int
+    in_flight: dict[int, InFlight]
 
 
 class AckError(Exception):
@@ -261,6 +268,18 @@ class SharePartition:
         self.in_flight.clear()
         self.start_offset = self.end_offset = start_offset
         self.state_epoch += 1
+
+    # --- undo ------------------------------------------------------------------------------
+    def checkpoint(self) -> Checkpoint:
+        """The state now, for `rollback` (acknowledgements whose write failed are undone, as
+        Kafka's SharePartition rolls back a state change its persister could not write)."""
+        return Checkpoint(self.start_offset, self.end_offset, self.state_epoch,
+                          {off: replace(r) for off, r in self.in_flight.items()})
+
+    def rollback(self, checkpoint: Checkpoint) -> None:
+        self.start_offset, self.end_offset, self.state_epoch = (checkpoint.start_offset, checkpoint.end_offset,
+                                                                checkpoint.state_epoch)
+        self.in_flight = checkpoint.in_flight
 
     def _advance_start(self) -> None:
         while self.start_offset < self.end_offset:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import NamedTuple
 
-from ..groups.records import Reader, Writer
+from ..coordinator_codec import Reader, Writer
 from .partition import StateBatch
 
 SHARE_SNAPSHOT_KEY = 0

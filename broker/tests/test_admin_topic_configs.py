@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.config import BROKER_KEYS
-from kafkalite.broker.topic_configs import (
-    TOPIC_CONFIGS,
-    ConfigError,
-    ConfigSource,
-    ConfigType,
-    describe_broker_configs,
-    describe_topic_configs,
-    is_list_config,
-    parse_value,
-    to_string,
-    topic_config_default,
-    validate_topic_configs,
+from kafkalite.broker.settings.broker_keys import BROKER_KEYS
+from kafkalite.broker.settings.describe import describe_broker_configs, describe_topic_configs
+from kafkalite.broker.settings.topic_keys import (
+    TOPIC_CONFIGS, is_list_config, topic_config_default, validate_topic_configs,
 )
+from kafkalite.broker.settings.values import ConfigError, ConfigSource, ConfigType, parse_value, to_string
 
 
 def error_of(configs, **kw) -> str:

@@ -10,7 +10,8 @@ import pytest
 
 import kafkalite
 from kafkalite.broker.cli import list_configs, parse_args, resolve
-from kafkalite.broker.config import BROKER_KEYS, Listener, UnknownConfig
+from kafkalite.broker.settings.broker_keys import BROKER_KEYS, UnknownConfig
+from kafkalite.broker.settings.listeners import Listener
 
 
 def settings(argv, env=None):

@@ -6,15 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import (
-    BROKER_KEYS,
-    BrokerConfig,
-    Listener,
-    UnknownConfig,
-    env_name,
-    env_values,
-    parse_properties,
-)
+from kafkalite.broker.settings.broker_config import BrokerConfig
+from kafkalite.broker.settings.broker_keys import BROKER_KEYS, UnknownConfig
+from kafkalite.broker.settings.listeners import Listener
+from kafkalite.broker.settings.sources import env_name, env_values, parse_properties
 
 
 # --- Java properties syntax ---------------------------------------------------------------------

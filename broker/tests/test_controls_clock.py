@@ -15,7 +15,8 @@ import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.protocol.client import WireClient
 from compat_tests.waiting import wait_until
-from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 
 from .test_groups_wire import stable_member
 

@@ -1,9 +1,11 @@
 """A failed write (ENOSPC, EIO) or fsync (fsync=always) while a coordinator appends to its log:
 the group coordinator (OffsetCommit, JoinGroup/SyncGroup's group metadata, ConsumerGroupHeartbeat,
 TxnOffsetCommit) and the transaction coordinator (InitProducerId, AddPartitionsToTxn, EndTxn)
-answer NOT_COORDINATOR, as Kafka maps a KAFKA_STORAGE_ERROR append; the connection stays, the
-coordinator's state does not move past what was written, and the same requests succeed once the
-disk works again."""
+answer NOT_COORDINATOR, as Kafka maps a KAFKA_STORAGE_ERROR append; the share coordinator answers
+an acknowledgement it cannot write COORDINATOR_NOT_AVAILABLE (Kafka's SharePartition) and
+AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups NOT_COORDINATOR. The connection
+stays, the coordinator's state does not move past what was written, and the same requests
+succeed once the disk works again."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from kafkalite.storage import segment as storage_segment
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.messages import make
 
+from compat_tests.differ.core import request as req
+
+from . import test_share_wire as share
 from .test_groups_wire import _cgh, _commit, _fetch, join, mod, sync, topic
 from .test_produce_storage_errors import _with_broker
 from .test_transactions_wire import _describe, _produce
@@ -266,3 +271,45 @@ def test_a_producer_id_block_that_cannot_be_saved(tmp_path, monkeypatch):
     err, pid, epoch = core.init_producer_id("tx-new", 60000)
     assert err == E.none and pid not in seen
     assert ProducerIdManager(path, block_size=2).generate() > pid   # after a restart: none reused
+
+
+def test_share_state_writes(tmp_path, disk):
+    def exchange(c):
+        name, group = f"s-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+        tid = share.create_and_produce(c, name, 3)
+        share.earliest(c, group)
+        share.join(c, group, "m1", name)
+        assert share.acquired(share.fetch(c, group, "m1", tid, 0)) == [(0, 2, 1)]
+
+        def start_offset():
+            r = c.request(req(90, 1, groups=[{"group_id": group, "topics": [{"topic_name": name, "partitions": [0]}]}]))
+            return r.groups[0].topics[0].partitions[0].start_offset
+
+        disk["bad"] = True
+        accept = share.fetch(c, group, "m1", tid, 1, acks=[(0, 2, 1)])
+        assert accept.responses[0].partitions[0].acknowledge_error_code == E.coordinator_not_available
+        disk["bad"] = False
+        assert start_offset() == 0
+        # the acknowledgement was undone: the member still holds the records, and acknowledges them now
+        accept = share.fetch(c, group, "m1", tid, 2, acks=[(0, 2, 1)])
+        assert accept.responses[0].partitions[0].acknowledge_error_code == E.none
+        assert start_offset() == 3
+        leave = c.request(req(76, 1, group_id=group, member_id="m1", member_epoch=-1, rack_id=None,
+                              subscribed_topic_names=None))
+        assert leave.error_code == E.none
+        alter = req(91, 0, group_id=group, topics=[
+            {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": 1}]}])
+        delete_offsets = req(92, 0, group_id=group, topics=[{"topic_name": name}])
+        delete_group = req(42, 2, groups_names=[group])
+        disk["bad"] = True
+        assert c.request(alter).responses[0].partitions[0].error_code == E.not_coordinator
+        assert c.request(delete_offsets).responses[0].error_code == E.not_coordinator
+        assert c.request(delete_group).results[0].error_code == E.not_coordinator
+        disk["bad"] = False
+        assert start_offset() == 3
+        assert c.request(alter).responses[0].partitions[0].error_code == E.none
+        assert start_offset() == 1
+        assert c.request(delete_offsets).responses[0].error_code == E.none
+        assert start_offset() == -1
+        assert c.request(delete_group).results[0].error_code == E.none
+    _run(tmp_path, disk, exchange)

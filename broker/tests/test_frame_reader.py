@@ -8,7 +8,7 @@ import pytest
 import trio
 from hypothesis import given, settings, strategies as st
 
-from kafkalite.broker.server import ConnectionClosed, FrameReader
+from kafkalite.broker.framing import ConnectionClosed, FrameReader
 from kafkalite.protocol.messages import MalformedRequest
 
 

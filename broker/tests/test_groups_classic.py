@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from kafkalite.broker.groups.classic import ClassicGroup, SyncResult
+from kafkalite.broker.groups.classic import ClassicGroup
+from kafkalite.broker.groups.classic_members import SyncResult
 from kafkalite.broker.groups.states import ClassicGroupState as S
 
 PROTOCOLS = [("range", b"meta-range"), ("roundrobin", b"meta-rr")]

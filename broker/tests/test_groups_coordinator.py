@@ -12,8 +12,10 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.broker.groups import GroupCoordinator
 from kafkalite.broker.groups import records as rec
-from kafkalite.broker.cluster import Partition
-from kafkalite.protocol.records import BatchHeader, build_control_batch, decode_records
+from kafkalite.broker.partition import Partition
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.control_records import build_control_batch
+from kafkalite.protocol.records import decode_records
 
 
 class FakeLog:

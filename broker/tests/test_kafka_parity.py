@@ -9,7 +9,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from compat_tests.differ.core import request
-from kafkalite.protocol.records import COMPRESSION_ZSTD, Record, build_batch
+from kafkalite.protocol.batch import COMPRESSION_ZSTD
+from kafkalite.protocol.records import Record, build_batch
 
 
 @pytest.fixture
@@ -42,7 +43,8 @@ def test_metadata_v0_lists_brokers_without_rack(wire):
 
 
 def fetch_records(wire, name, offset=0):
-    from kafkalite.protocol.records import decode_records, iter_batches
+    from kafkalite.protocol.batch import iter_batches
+    from kafkalite.protocol.records import decode_records
     resp = wire.request(request(1, 12, max_wait=0, min_bytes=1, isolation_level=0, session_id=0, session_epoch=-1,
                                 topics=[{"topic": name, "partitions": [
                                     {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}]))
@@ -53,7 +55,7 @@ def fetch_records(wire, name, offset=0):
 
 
 def test_topic_compression_type_recompresses_other_codecs(wire, topic_name):
-    from kafkalite.protocol.records import COMPRESSION_GZIP, COMPRESSION_NONE, COMPRESSION_SNAPPY
+    from kafkalite.protocol.batch import COMPRESSION_GZIP, COMPRESSION_NONE, COMPRESSION_SNAPPY
     create(wire, topic_name, configs={"compression.type": "gzip"})
     assert produce(wire, topic_name, build_batch(recs(3))).error_code == ErrorCode.none
     assert produce(wire, topic_name, build_batch(recs(2), compression=COMPRESSION_SNAPPY)).base_offset == 3
@@ -246,7 +248,7 @@ def test_consumer_group_errors_for_unknown_groups(wire, topic_name):
 def test_recompression_uses_the_topic_compression_level(wire, topic_name):
     import random
 
-    from kafkalite.protocol.records import COMPRESSION_ZSTD as ZSTD
+    from kafkalite.protocol.batch import COMPRESSION_ZSTD as ZSTD
     rng = random.Random(7)
     text = b" ".join(rng.choice([b"alpha", b"beta", b"gamma", b"delta", b"epsilon"]) for _ in range(4000))
     sizes = {}

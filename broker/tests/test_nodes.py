@@ -19,7 +19,8 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.settings.broker_config import BrokerConfig
+from kafkalite.broker.settings.listeners import Listener
 from kafkalite.broker.controls import ControlError, invoke
 from kafkalite.broker.placement import PlacementError, assign_replicas
 from kafkalite.broker.server import serve

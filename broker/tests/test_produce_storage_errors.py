@@ -11,7 +11,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.storage import log as storage_log
 from kafkalite.storage import segment as storage_segment
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.settings.broker_config import BrokerConfig
+from kafkalite.broker.settings.listeners import Listener
 from kafkalite.broker.server import serve
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import build_batch

@@ -14,10 +14,13 @@ import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
 
 import kafkalite
-from kafkalite.broker.config import BrokerConfig, Listener, UnknownConfig, check_key, env_values
+from kafkalite.broker.settings.broker_config import BrokerConfig
+from kafkalite.broker.settings.broker_keys import UnknownConfig, check_key
+from kafkalite.broker.settings.listeners import Listener
+from kafkalite.broker.settings.sources import env_values
 from kafkalite.broker.credentials import ScramCredential, ScramStore, parse_scram_users
-from kafkalite.broker.security import (SecurityConfigError, build, parse_jaas, parse_mapping_rules, principal_from_dn,
-                             split_listener_key)
+from kafkalite.broker.security import build, parse_jaas, parse_mapping_rules, principal_from_dn
+from kafkalite.broker.settings.listeners import SecurityConfigError, split_listener_key
 from kafkalite.protocol.client import WireClient
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a\\"b" user_bob="pw";'

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from kafkalite.broker.server import send_chunks
+from kafkalite.broker.framing import send_chunks
 from kafkalite.protocol.regions import FileRegion
 
 

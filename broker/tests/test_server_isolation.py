@@ -7,7 +7,8 @@ import trio
 import kio.schema.metadata.v12.request as md12
 
 from kafkalite.broker import handlers
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.settings.broker_config import BrokerConfig
+from kafkalite.broker.settings.listeners import Listener
 from kafkalite.broker.server import serve
 from kafkalite.protocol.client import WireClient
 

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 from kio.schema.errors import ErrorCode as E
 
-from kafkalite.broker.cluster import Partition, replay_producer_state
+from kafkalite.broker.partition import Partition
+from kafkalite.broker.producer_replay import replay_producer_state
 from kafkalite.broker.transactions.markers import write_marker
 from kafkalite.protocol.records import Record, build_batch
 from kafkalite.storage import LogConfig, PartitionLog
@@ -86,7 +87,7 @@ def test_replay_rebuilds_a_missing_abort_entry(tmp_path):
     adds the entry, so read_committed readers still skip the aborted records."""
     part = _partition(tmp_path / "t-0")
     _append(part, 7, 2, 0, n=2)
-    from kafkalite.protocol.records import build_control_batch
+    from kafkalite.protocol.control_records import build_control_batch
     part.log.append(build_control_batch(False, producer_id=7, producer_epoch=2, coordinator_epoch=0,
                                         timestamp_ms=NOW), leader_epoch=0, now_ms=NOW)
     part.log.close()

@@ -16,7 +16,8 @@ import kio.schema.list_offsets.v9.request as lo9
 import kio.schema.metadata.v12.request as md12
 import kio.schema.produce.v9.request as p9
 from kafkalite.protocol.client import WireClient, decode_response
-from kafkalite.protocol.records import Record, build_batch, build_control_batch
+from kafkalite.protocol.control_records import build_control_batch
+from kafkalite.protocol.records import Record, build_batch
 
 MS = datetime.timedelta(milliseconds=1)
 

@@ -24,15 +24,11 @@ from collections import deque
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records
-
-from ..clock import CLOCK, JumpTimer, now_ms
-from ..cluster import AppendOrigin
+from ..clock import CLOCK, JumpTimer
 from .core import TxnCoordinatorCore
-from ..internal_topics import TRANSACTION_STATE_TOPIC, partition_for
-from .log import TxnLogValue, decode_key, decode_value, encode_key, encode_value
+from .log import TxnLogStore
 from .markers import MarkerChannel
-from .state import TxnState, TxnTransit
+from .state import TxnState
 
 log = logging.getLogger("kafkalite.transactions")
 
@@ -46,58 +42,6 @@ _RETRIABLE_FOR_PRODUCE = {E.concurrent_transactions, E.coordinator_load_in_progr
 
 _OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT,
                           TxnState.PREPARE_EPOCH_FENCE})
-
-
-class TxnLogStore:
-    """Appends and replays the records of __transaction_state through the partition logs."""
-
-    def __init__(self, broker):
-        self.broker = broker
-        cluster = broker.cluster
-        topic = cluster.topics.get(TRANSACTION_STATE_TOPIC)
-        if topic is None:
-            topic = cluster.create_topic(TRANSACTION_STATE_TOPIC, broker.config["transaction.state.log.num.partitions"],
-                                         {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
-        self.topic = topic
-        self.version = 1 if broker.config["transaction.version"] >= 1 else 0
-        self.fsync_always = broker.config["fsync"] == "always"
-
-    def partition_of(self, transactional_id: str):
-        return self.topic.partitions[partition_for(transactional_id, len(self.topic.partitions))]
-
-    def append(self, transactional_id: str, transit: TxnTransit | None) -> None:
-        value = None
-        if transit is not None:
-            value = encode_value(TxnLogValue(
-                producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
-                timeout_ms=transit.timeout_ms, state=int(transit.state), partitions=set(transit.partitions),
-                last_update_ms=transit.last_update_ms, start_ms=transit.start_ms,
-                prev_producer_id=transit.prev_producer_id, next_producer_id=transit.next_producer_id,
-                client_tv=transit.client_tv), self.version)
-        part = self.partition_of(transactional_id)
-        now = now_ms()
-        batch = build_batch([Record(encode_key(transactional_id), value)], timestamp_ms=now)
-        part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
-
-    def load(self) -> dict[str, TxnLogValue | None]:
-        values: dict[str, TxnLogValue | None] = {}
-        for part in self.topic.partitions:
-            plog = part.log
-            for _offset, batch in plog.batches_from(plog.log_start_offset):
-                if BatchHeader(batch, 0).is_control:
-                    continue
-                for rec in decode_records(batch):
-                    if rec.key is None:
-                        continue
-                    try:
-                        tid = decode_key(rec.key)
-                        if tid is None:
-                            continue
-                        values[tid] = decode_value(rec.value)
-                    except ValueError as exc:
-                        log.warning("skipping an unreadable record at offset %d of %s-%d: %s", rec.offset,
-                                    TRANSACTION_STATE_TOPIC, part.index, exc)
-        return values
 
 
 class TransactionCoordinator:

@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ..internal_store import CoordinatorWriteError
 from .log import TxnLogValue
 from .producer_ids import ProducerIdManager
 from .state import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TransactionMetadata, TxnError, TxnState,
@@ -54,7 +55,8 @@ def _no_producer_id_block(exc: OSError) -> tuple[ErrorCode, int, int]:
 
 
 class TxnStore(Protocol):
-    def append(self, transactional_id: str, transit: TxnTransit | None) -> None: ...
+    def append(self, transactional_id: str, transit: TxnTransit | None) -> None:
+        """Durable when it returns; raises CoordinatorWriteError (or OSError) when the write fails."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ class TxnCoordinatorCore:
         """Make the transit durable, then apply it. The transit's state is pending meanwhile."""
         try:
             self.store.append(md.transactional_id, transit)
-        except OSError as exc:
+        except (CoordinatorWriteError, OSError) as exc:
             # a failed write or fsync is Kafka's KAFKA_STORAGE_ERROR append, which its
             # TransactionStateManager answers with NOT_COORDINATOR: the client looks again and retries
             log.warning("cannot write the state of transactional id %r to __transaction_state: %s",

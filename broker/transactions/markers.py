@@ -21,7 +21,7 @@ from typing import Iterable
 from kio.schema.errors import ErrorCode
 
 from ..clock import now_ms as wall_now_ms
-from ..cluster import flush_appended
+from ..partition import flush_appended
 from ..internal_topics import OFFSETS_TOPIC
 from ..producers import ProduceError
 

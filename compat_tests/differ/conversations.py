@@ -15,7 +15,8 @@ from typing import Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.records import COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_ZSTD, Record, build_batch
+from kafkalite.protocol.batch import COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_ZSTD
+from kafkalite.protocol.records import Record, build_batch
 
 from .core import Conversation
 

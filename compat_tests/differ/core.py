@@ -29,7 +29,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.client import WireClient, decode_response
 from kafkalite.protocol.messages import _converter
-from kafkalite.protocol.records import decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import decode_records
 
 MS = datetime.timedelta(milliseconds=1)
 _MISSING = dataclasses.MISSING

@@ -1,4 +1,5 @@
-"""Tests for protocol.records: header view, CRC, patching, validation, build/decode, markers."""
+"""Tests for the batch layer: protocol.batch (header view, CRC, the walk), protocol.batch_patches,
+protocol.codecs, protocol.records (build/decode) and protocol.control_records (markers)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.protocol import records as R
-from kafkalite.protocol.records import (
-    BATCH_HEADER_SIZE, BatchHeader, CorruptBatch, InvalidRecord, Record, build_batch, build_control_batch,
-    decode_records, iter_batches, parse_control_record, set_base_offset, set_max_timestamp_and_log_append_time,
-    set_partition_leader_epoch, validate_produce_batches,
+from kafkalite.protocol.batch import (BATCH_HEADER_SIZE, COMPRESSION_LZ4, COMPRESSION_SNAPPY, MIN_BATCH_LENGTH,
+                                      BatchHeader, CorruptBatch, increment_sequence, iter_batches)
+from kafkalite.protocol.batch_patches import (
+    set_base_offset, set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
+from kafkalite.protocol.codecs import UnsupportedCompression, compress, decompress
+from kafkalite.protocol.control_records import build_control_batch, control_record_type, parse_control_record
+from kafkalite.protocol.records import (DecodedRecord, Record, _read_varint, _zigzag_varint, build_batch, decode_records,
+                                        encode_batch)
 
 
 # --- an independent CRC-32C (Castagnoli, reflected 0x82F63B78) for the golden test ---------------
@@ -77,7 +81,7 @@ def test_golden_batch_built_and_decoded():
     h = BatchHeader(golden)
     assert (h.base_offset, h.batch_length, h.magic, h.record_count) == (0, 58, 2, 1)
     assert h.crc_ok() and h.total_size == 70 and h.next_offset == 1
-    assert decode_records(golden) == [R.DecodedRecord(0, 1000, b"k", b"v", ())]
+    assert decode_records(golden) == [DecodedRecord(0, 1000, b"k", b"v", ())]
 
 
 def test_golden_control_batch_bytes():
@@ -99,10 +103,10 @@ def test_golden_control_batch_bytes():
 def test_parse_control_record_rejects_other_batches():
     with pytest.raises(ValueError):
         parse_control_record(build_batch([Record(b"k", b"v")]))
-    other = R.encode_batch([(0, 1, b"\x00\x00\x00\x02", b"", ())], control=True, transactional=False)
+    other = encode_batch([(0, 1, b"\x00\x00\x00\x02", b"", ())], control=True, transactional=False)
     with pytest.raises(ValueError):
         parse_control_record(other)
-    assert R.control_record_type(other) == 2
+    assert control_record_type(other) == 2
 
 
 # --- header fields -------------------------------------------------------------------------------
@@ -125,8 +129,8 @@ def test_header_fields_and_derived_values():
 def test_last_sequence_wraps_like_kafka():
     b = build_batch([Record(b"k", b"v")] * 3, producer_id=1, producer_epoch=0, base_sequence=2**31 - 2)
     assert BatchHeader(b).last_sequence == 0
-    assert R.increment_sequence(2**31 - 1, 1) == 0
-    assert R.increment_sequence(5, 3) == 8
+    assert increment_sequence(2**31 - 1, 1) == 0
+    assert increment_sequence(5, 3) == 8
     assert BatchHeader(build_batch([Record()])).last_sequence == -1
 
 
@@ -173,11 +177,9 @@ def test_crc_detects_any_flipped_byte(data):
     flip = data.draw(st.integers(1, 255))
     buf[pos] ^= flip
     assert not BatchHeader(buf).crc_ok()
-    with pytest.raises(InvalidRecord) as exc:
-        validate_produce_batches(buf)
     # framing (length, magic) lies before byte 21, so the CRC check is what fails
-    assert exc.value.error == "CORRUPT_MESSAGE"
-    with pytest.raises(CorruptBatch):
+    assert len(list(iter_batches(buf))) == 1
+    with pytest.raises(CorruptBatch, match="CRC"):
         list(iter_batches(buf, check_crc=True))
 
 
@@ -199,7 +201,7 @@ def test_build_iterate_decode_round_trip(batches, codec):
     for recs in batches:
         buf += build_batch(recs, base_offset=offset, compression=codec)
         for i, r in enumerate(recs):
-            expected.append(R.DecodedRecord(offset + i, r.timestamp_ms, r.key, r.value, tuple(r.headers)))
+            expected.append(DecodedRecord(offset + i, r.timestamp_ms, r.key, r.value, tuple(r.headers)))
         offset += len(recs)
     got = []
     n = 0
@@ -214,8 +216,8 @@ def test_build_iterate_decode_round_trip(batches, codec):
 def test_varints_round_trip_extremes():
     for v in (0, 1, -1, 63, -64, 64, 2**31 - 1, -2**31, 2**63 - 1, -2**63):
         out = bytearray()
-        R._zigzag_varint(v, out)
-        assert R._read_varint(out, 0) == (v, len(out))
+        _zigzag_varint(v, out)
+        assert _read_varint(out, 0) == (v, len(out))
 
 
 def test_negative_timestamp_delta():
@@ -229,25 +231,25 @@ def test_negative_timestamp_delta():
 def test_snappy_uses_xerial_framing_and_accepts_raw():
     cramjam = pytest.importorskip("cramjam")
     payload = bytes(range(256)) * 300
-    framed = R.compress(R.COMPRESSION_SNAPPY, payload)
+    framed = compress(COMPRESSION_SNAPPY, payload)
     assert framed.startswith(b"\x82SNAPPY\x00") and struct.unpack_from(">ii", framed, 8) == (1, 1)
-    assert R.decompress(R.COMPRESSION_SNAPPY, framed) == payload
+    assert decompress(COMPRESSION_SNAPPY, framed) == payload
     raw = bytes(cramjam.snappy.compress_raw(payload))
-    assert R.decompress(R.COMPRESSION_SNAPPY, raw) == payload
+    assert decompress(COMPRESSION_SNAPPY, raw) == payload
 
 
 def test_lz4_frames_have_independent_blocks():
     pytest.importorskip("cramjam")
-    framed = R.compress(R.COMPRESSION_LZ4, b"x" * 300000)
+    framed = compress(COMPRESSION_LZ4, b"x" * 300000)
     assert framed[:4] == b"\x04\x22\x4d\x18"
     flg = framed[4]
     assert flg & 0x20                      # block independence: Kafka decodes blocks one by one
-    assert R.decompress(R.COMPRESSION_LZ4, framed) == b"x" * 300000
+    assert decompress(COMPRESSION_LZ4, framed) == b"x" * 300000
 
 
 def test_unknown_codec():
-    with pytest.raises(R.UnsupportedCompression):
-        R.decompress(6, b"")
+    with pytest.raises(UnsupportedCompression):
+        decompress(6, b"")
 
 
 def test_cross_check_with_kafka_python_if_installed():
@@ -265,7 +267,7 @@ def test_cross_check_with_kafka_python_if_installed():
         for i in range(5):
             builder.append(i, timestamp=500 + i, key=b"x%d" % i, value=b"y", headers=[("a", b"b")])
         data = bytes(builder.build())
-        assert validate_produce_batches(data).record_count == 5
+        assert [h.record_count for _, h in iter_batches(data, check_crc=True)] == [5]
         assert [(r.offset, r.timestamp, r.key, r.headers) for r in decode_records(data)] == \
             [(i, 500 + i, b"x%d" % i, (("a", b"b"),)) for i in range(5)]
 
@@ -293,59 +295,6 @@ def test_iter_batches_framing_errors():
     assert list(iter_batches(b"")) == []
 
 
-# --- validate_produce_batches -------------------------------------------------------------------------
-
-def _err(buf, **kw):
-    with pytest.raises(InvalidRecord) as exc:
-        validate_produce_batches(buf, **kw)
-    return exc.value.error
-
-
-def test_validate_accepts_a_client_batch():
-    b = build_batch([Record(b"k", b"v", (), 7), Record(b"k", b"v", (), 9)], producer_id=4, producer_epoch=2,
-                    base_sequence=10, transactional=True, compression=1)
-    info = validate_produce_batches(b)
-    assert info.batch_count == 1 and info.record_count == 2 and info.size_bytes == len(b)
-    assert (info.producer_id, info.producer_epoch, info.is_transactional) == (4, 2, True)
-    assert (info.base_sequence, info.last_sequence, info.max_timestamp, info.compression) == (10, 11, 9, 1)
-
-
-def test_validate_errors_follow_kafka():
-    good = build_batch([Record(b"k", b"v")])
-    assert _err(b"") == "INVALID_RECORD"
-    assert _err(good[:-3]) == "CORRUPT_MESSAGE"
-    bad_crc = bytearray(good)
-    bad_crc[-1] ^= 0xFF
-    assert _err(bad_crc) == "CORRUPT_MESSAGE"
-    magic1 = bytearray(good)
-    magic1[16] = 1
-    assert _err(magic1) == "INVALID_RECORD"
-    control = build_control_batch(True, producer_id=1, producer_epoch=0, coordinator_epoch=0, timestamp_ms=0)
-    assert _err(control) == "INVALID_RECORD"
-    # record count inconsistent with lastOffsetDelta
-    two = R.encode_batch([(0, 1, b"a", b"", ()), (1, 1, b"b", b"", ())], last_offset_delta=3)
-    assert _err(two) == "INVALID_RECORD"
-    # idempotent batch without a sequence
-    noseq = build_batch([Record(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=-1)
-    assert _err(noseq) == "INVALID_RECORD"
-    # base offset must be 0 from clients (UnifiedLog.analyzeAndValidateRecords)
-    off = build_batch([Record(b"k", b"v")], base_offset=12)
-    assert _err(off) == "INVALID_RECORD"
-    assert validate_produce_batches(off, allow_nonzero_base_offset=True).record_count == 1
-    # one batch per partition (ProduceRequest.validateRecords)
-    assert _err(good + good) == "INVALID_RECORD"
-    assert validate_produce_batches(good + good, single_batch=False).batch_count == 2
-
-
-def test_validate_multiple_batches_must_share_producer():
-    a = build_batch([Record(b"k", b"v")], producer_id=1, producer_epoch=0, base_sequence=0)
-    b = build_batch([Record(b"k", b"v")], producer_id=2, producer_epoch=0, base_sequence=0)
-    assert _err(a + b, single_batch=False) == "INVALID_RECORD"
-    c = build_batch([Record(b"k", b"v")] * 2, producer_id=1, producer_epoch=0, base_sequence=1)
-    info = validate_produce_batches(a + c, single_batch=False)
-    assert (info.batch_count, info.record_count, info.base_sequence, info.last_sequence) == (2, 3, 0, 2)
-
-
 def test_decode_rejects_truncated_records():
     b = bytearray(build_batch([Record(b"key", b"value")]))
     # claim two records: the second runs past the end
@@ -355,4 +304,4 @@ def test_decode_rejects_truncated_records():
 
 
 def test_header_size_constant():
-    assert BATCH_HEADER_SIZE == 61 and R.MIN_BATCH_LENGTH == 49
+    assert BATCH_HEADER_SIZE == 61 and MIN_BATCH_LENGTH == 49

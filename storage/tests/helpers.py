@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import LogConfig, PartitionLog
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from kafkalite.protocol.records import BatchHeader, iter_batches
+from kafkalite.protocol.batch import BatchHeader, iter_batches
 from kafkalite.storage import PartitionLog
 from kafkalite.storage.files import writev_all
 

@@ -10,7 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, build_control_batch, decode_records
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.control_records import build_control_batch
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import LogConfig, PartitionLog
 
 _put = st.tuples(st.just("put"), st.integers(0, 5), st.one_of(st.none(), st.binary(min_size=1, max_size=30)))

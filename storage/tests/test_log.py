@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.protocol.records import (
-    BatchHeader, Record, build_batch, build_control_batch, decode_records, iter_batches,
-)
+from kafkalite.protocol.batch import BatchHeader, iter_batches
+from kafkalite.protocol.control_records import build_control_batch
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import AbortedTxn, LogConfig, OffsetOutOfRange, PartitionLog
 
 from .helpers import batch, crash, last_log_file, read_all, small_config, values

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import BatchHeader, iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.storage import LogConfig, PartitionLog
 
 from .helpers import crash, last_log_file

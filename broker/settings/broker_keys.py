@@ -1,41 +1,23 @@
-"""Broker configuration by Kafka's own key names, with test-friendly defaults.
+"""Broker settings by Kafka's own key names: one `BrokerKey` per setting in BROKER_KEYS.
 
-`BrokerConfig` holds every setting in one dict keyed by Kafka's name (`num.partitions`,
-`auto.create.topics.enable`, ...). Unknown keys are an error, never silently ignored.
-Topic-level defaults come from the broker keys Kafka derives them from (`log.retention.ms`
--> `retention.ms`, ...).
-
-Settings come from four places; a later one overrides an earlier one key by key:
-defaults < a `server.properties` file (`--config`, Java properties syntax, `parse_properties`)
-< environment variables `KAFKALITE_<KEY>` (`env_values`: the key upper-cased with `.` and `-`
-as `_`, e.g. `KAFKALITE_NUM_PARTITIONS=3`) < `-c KEY=VALUE` on the command line.
-`listeners` and `advertised.listeners` (Kafka's comma-separated `NAME://host:port` lists) take
-part in the same precedence; the CLI assembles them (broker/cli.py).
+Rules:
+- A setting is defined once: how its value parses, kafkalite's default (test-friendly), a line
+  of documentation (the parser, `--list-configs`, DescribeConfigs), and how Kafka describes it
+  (config type, Kafka's default, Kafka's synonyms).
+- Unknown keys are an error, never silently ignored; a key from a real Kafka config that
+  kafkalite does without gets a hint (KAFKA_KEY_HINTS), a mistyped one a suggestion.
+- Topic-level defaults come from the broker keys Kafka derives them from (`log.retention.ms`
+  -> `retention.ms`, ...): a topic config's first synonym (settings.topic_keys).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from .security import SecurityConfigError, SelfSigned, listener_env_keys, split_listener_key
-from .topic_configs import LONG_MAX, TOPIC_CONFIG_DEFS, ConfigType, Synonym
-
-
-def parse_bool(v: Any) -> bool:
-    """A boolean setting as the broker reads every one (config keys, variables, flags): true/1/yes
-    or false/0/no, any case; anything else is a ValueError."""
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("true", "1", "yes"):
-        return True
-    if s in ("false", "0", "no"):
-        return False
-    raise ValueError(f"not a boolean: {v!r}")
-
+from .listeners import LISTENER_KEYS, SecurityConfigError, split_listener_key
+from .topic_keys import TOPIC_CONFIG_DEFS, Synonym
+from .values import LONG_MAX, ConfigType, parse_bool
 
 def _fsync(v: Any) -> str:
     s = str(v).strip().lower()
@@ -57,7 +39,7 @@ class BrokerKey:
     documentation (the parser, `--list-configs`, DescribeConfigs), and how Kafka describes the
     setting: its config type, Kafka's own default (None for settings Kafka does not have) and
     Kafka's synonyms for it. Whether it supplies a topic config's default is read from that
-    topic config's synonyms (broker.topic_configs), where Kafka defines it."""
+    topic config's synonyms (settings.topic_keys), where Kafka defines it."""
 
     parse: Callable[[Any], Any]
     default: Any
@@ -242,40 +224,6 @@ TOPIC_DEFAULTS_FROM: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    host: str
-    port: int
-
-    @staticmethod
-    def parse(text: str, default_name: str = "PLAINTEXT") -> "Listener":
-        """`NAME://host:port`, `host:port` or `[::1]:port`."""
-        original = text
-        text = text.strip()
-        name = default_name
-        if "://" in text:
-            name, text = text.split("://", 1)
-        host, _, port = text.rpartition(":")
-        if host.startswith("[") != host.endswith("]"):
-            raise ValueError(f"listener {original!r}: unbalanced brackets around the host")
-        host = host.strip("[]")
-        if not port.isdigit() or int(port) > 65535:
-            raise ValueError(f"listener {original!r} needs a port: NAME://HOST:PORT")
-        if not name or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-            raise ValueError(f"listener {original!r} has a bad name {name!r}")
-        return Listener(name.upper(), host, int(port))
-
-    @staticmethod
-    def parse_list(text: str, default_name: str = "PLAINTEXT") -> list["Listener"]:
-        """Kafka's `listeners` syntax: comma-separated `NAME://host:port` entries."""
-        return [Listener.parse(item, default_name) for item in text.split(",") if item.strip()]
-
-    def address(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-
 class UnknownConfig(ValueError):
     pass
 
@@ -292,9 +240,6 @@ KAFKA_KEY_HINTS = {
     "controller.listener.names": "kafkalite has no controller listener; remove it",
     "inter.broker.listener.name": "kafkalite is one node; remove it",
 }
-
-# Keys handled by the CLI rather than by BrokerConfig.values (Kafka's names for them).
-LISTENER_KEYS = ("listeners", "advertised.listeners")
 
 
 def unknown_key_message(key: str, where: str = "") -> str:
@@ -318,196 +263,6 @@ def check_key(key: str, where: str = "") -> None:
             raise UnknownConfig(f"{exc}{where}") from None
         raise UnknownConfig(unknown_key_message(key, where))
 
-
-# --- Java properties files ----------------------------------------------------------------
-
-_PROPS_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _logical_lines(text: str):
-    """Java's LineReader: joins lines ending in an odd number of backslashes, drops comments
-    and blank lines, strips the leading whitespace of every physical line."""
-    buf = ""
-    start_no = 0
-    continuing = False
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.lstrip(" \t\f")
-        if not continuing:
-            if not line or line[0] in "#!":
-                continue
-            start_no = no
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            buf += line[:-1]
-            continuing = True
-            continue
-        buf += line
-        continuing = False
-        yield start_no, buf
-        buf = ""
-    if continuing and buf:
-        yield start_no, buf
-
-
-def _unescape(s: str) -> str:
-    out = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c != "\\" or i + 1 >= len(s):
-            out.append(c)
-            i += 1
-            continue
-        nxt = s[i + 1]
-        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i + 2 : i + 6] or ""):
-            out.append(chr(int(s[i + 2 : i + 6], 16)))
-            i += 6
-            continue
-        out.append(_PROPS_ESCAPES.get(nxt, nxt))
-        i += 2
-    return "".join(out)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java `.properties` text (as `java.util.Properties.load` does): `key=value`,
-    `key: value` or `key value`; `#`/`!` comments; `\\` line continuations; escapes."""
-    result: dict[str, str] = {}
-    for _no, line in _logical_lines(text):
-        # the key ends at the first unescaped '=', ':' or whitespace
-        i = 0
-        n = len(line)
-        while i < n:
-            c = line[i]
-            if c == "\\":
-                i += 2
-                continue
-            if c in "=: \t\f":
-                break
-            i += 1
-        key = line[:i]
-        rest = line[i:]
-        rest = rest.lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):  # one separator, possibly after whitespace
-            rest = rest[1:].lstrip(" \t\f")
-        result[_unescape(key)] = _unescape(rest)
-    return result
-
-
-def load_properties(path: str | Path) -> dict[str, str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UnknownConfig(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    return parse_properties(text)
-
-
-# --- environment variables ----------------------------------------------------------------
-
-ENV_PREFIX = "KAFKALITE_"
-
-
-def env_name(key: str) -> str:
-    """The environment variable for a broker key: `num.partitions` -> `KAFKALITE_NUM_PARTITIONS`."""
-    return ENV_PREFIX + re.sub(r"[.\-]", "_", key).upper()
-
-
-def env_values(environ: Mapping[str, str], reserved: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
-    """Broker settings from `KAFKALITE_<KEY>` variables. Variables in `reserved` (full names:
-    flags such as KAFKALITE_PORT) are skipped; any other KAFKALITE_ variable that names no key
-    is an error, so a typo is reported rather than ignored."""
-    by_env = {env_name(k): k for k in list(BROKER_KEYS) + list(LISTENER_KEYS)}
-    out: dict[str, str] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or name in reserved:
-            continue
-        key = by_env.get(name) or _listener_env_key(name)
-        if key is None:
-            import difflib  # only for a mistyped variable: not part of every start
-
-            close = difflib.get_close_matches(name, list(by_env) + sorted(reserved), n=1, cutoff=0.8)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            raise UnknownConfig(
-                f"environment variable {name} names no broker config{hint} (use {ENV_PREFIX}<KEY> with the "
-                f"key's dots as underscores, e.g. {env_name('num.partitions')}; kafkalite --list-configs lists every key)")
-        out[key] = value
-    return out
-
-
-def _listener_env_key(name: str) -> str | None:
-    """KAFKALITE_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG ->
-    listener.name.sasl_ssl.plain.sasl.jaas.config (the listener is what precedes a known key)."""
-    prefix = ENV_PREFIX + "LISTENER_NAME_"
-    if not name.startswith(prefix):
-        return None
-    rest = name[len(prefix):]
-    for sub in sorted(listener_env_keys(), key=len, reverse=True):
-        tail = "_" + re.sub(r"[.\-]", "_", sub).upper()
-        if rest.endswith(tail) and len(rest) > len(tail):
-            return f"listener.name.{rest[:-len(tail)].lower()}.{sub}"
-    return None
-
-
-@dataclass
-class BrokerConfig:
-    data_dir: Path
-    listeners: list[Listener]
-    advertised_listeners: list[Listener] = field(default_factory=list)
-    values: dict[str, Any] = field(default_factory=dict)
-
-    # where each non-default value came from ("file", "env", "cli"), for the startup log
-    origins: dict[str, str] = field(default_factory=dict)
-    # the Kafka release to imitate (--kafka-version; broker.kafka_versions), None: the newest
-    kafka_version: str | None = None
-    # the throwaway CA and certificate of --tls-self-signed (broker.security)
-    self_signed: SelfSigned | None = None
-    # `listener.name.<listener>.<key>` settings: listener name (upper case) -> key -> text
-    listener_values: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        merged = {k: key.default for k, key in BROKER_KEYS.items()}
-        for k, v in self.values.items():
-            try:
-                prefixed = split_listener_key(k)
-            except SecurityConfigError as exc:
-                raise UnknownConfig(str(exc)) from None
-            if prefixed is not None:
-                self.listener_values.setdefault(prefixed[0], {})[prefixed[1]] = str(v)
-                continue
-            merged[k] = parse_value(k, v)
-        if self.kafka_version is not None:
-            self._imitate(merged)
-        self.values = merged
-
-    def _imitate(self, merged: dict[str, Any]) -> None:
-        """transaction.version follows the release unless set; set, it must be one it supports."""
-        from .kafka_versions import release
-
-        try:
-            rel = release(self.kafka_version or "")
-        except ValueError as exc:
-            raise UnknownConfig(str(exc)) from None
-        top = rel.supported_features.get("transaction.version", (0, 0))[1]
-        if "transaction.version" not in self.values:
-            merged["transaction.version"] = rel.feature("transaction.version")
-        elif merged["transaction.version"] > top:
-            raise UnknownConfig(f"transaction.version={merged['transaction.version']} is above what Kafka "
-                                f"{rel.name} supports ({top})")
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    def advertised_for(self, listener_name: str) -> Listener:
-        """The address a client connected to `listener_name` is told to use."""
-        for adv in self.advertised_listeners:
-            if adv.name == listener_name:
-                return adv
-        for lis in self.listeners:
-            if lis.name == listener_name:
-                return lis
-        return self.listeners[0]
-
-    def topic_defaults(self) -> dict[str, Any]:
-        return {topic_key: self.values[broker_key] for topic_key, broker_key in TOPIC_DEFAULTS_FROM.items()}
 
 
 def parse_value(key: str, value: Any) -> Any:

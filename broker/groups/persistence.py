@@ -1,0 +1,322 @@
+"""The group coordinator's state and its persistence in `__consumer_offsets`: the groups, the
+committed offsets, and the records that make them durable (records.py, streams_records.py).
+
+Rules:
+- `groups` holds every group this coordinator knows, one object per group id, of one type:
+  ClassicGroup, ConsumerGroup (KIP-848) or StreamsGroup (KIP-1071). A group changes type only
+  when it is empty, by `_delete_group_state(keep_offsets=True)` and a new group of the other type.
+- Every change Kafka persists is appended (one batch through the InternalTopicStore) before the
+  request that made it is answered, and applied only after the append returned: offset
+  commits, classic group metadata, consumer group epochs, members and their current assignments,
+  streams group records, tombstones for deleted offsets, groups and members. A failed append
+  raises CoordinatorWriteError; the request answers NOT_COORDINATOR and the state stays as
+  written. What a group changed and could not write stays marked (`_dirty_classic`, the dirty
+  member sets, `StreamsGroup.persisted`) and is written with the group's next change.
+- A classic group whose first (empty) metadata record was never written is in
+  `_unwritten_classic`; a failed first write drops it (classic_requests).
+- `empty_since` holds when each empty group became empty: offset retention counts from there.
+- `load` rebuilds the groups and offsets from the topic (replay.py reads its records): a group
+  with offsets and no group record becomes an empty classic ("simple") group, as in Kafka.
+- Offsets of a deleted topic (or one deleted and created again under the same name) are removed
+  (`_drop_offsets_of_deleted_topics`), with tombstones, before offsets are read or written.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, Callable
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from ..clock import CLOCK
+from ..internal_store import CoordinatorWriteError, InternalTopicStore
+from ..internal_topics import OFFSETS_TOPIC
+from . import records as rec
+from .classic import ClassicGroup
+from .consumer import ConsumerGroup, TopicView
+from .offsets import OffsetStore
+from .replay import replay_offsets_topic
+from .states import MemberState
+from .streams import StreamsGroup
+from .streams_records import STREAMS_GROUP_METADATA_KEY
+from .streams_records import changes as streams_changes
+from .streams_records import records_of as streams_records_of
+from .streams_records import restore as restore_streams
+
+if TYPE_CHECKING:
+    from ..cluster import Partition
+
+log = logging.getLogger("kafkalite.groups")
+
+# With group.initial.rebalance.delay.ms=0, members that join an empty group together are still
+# put in one generation: the first join phase waits until no new member arrived for this long.
+BURST_SETTLE_MS = 100
+# KIP-848 members heartbeat this often while their group assigns, reconciles or just changed.
+BUSY_HEARTBEAT_INTERVAL_MS = 250
+
+Group = ClassicGroup | ConsumerGroup | StreamsGroup
+
+
+class GroupPersistence:
+    """The coordinator's state and its writes; the request modules build on it."""
+
+    def __init__(self, broker: Any, *, clock: Callable[[], int] = CLOCK) -> None:
+        self.broker = broker
+        self.config = broker.config
+        self.clock = clock
+        self.groups: dict[str, Group] = {}
+        self.offsets = OffsetStore()
+        self.empty_since: dict[str, int] = {}
+        self._dirty_classic: set[str] = set()
+        # classic groups whose metadata record was never written (a failed first write drops them)
+        self._unwritten_classic: set[str] = set()
+        # topic name -> the id of the topic the committed offsets for that name belong to
+        self._offset_topic_ids: dict[str, uuid.UUID | None] = {}
+        self._wake: trio.Event | None = None
+        self.store = InternalTopicStore(
+            broker.cluster, OFFSETS_TOPIC, configs={"cleanup.policy": "compact"}, clock=clock,
+            num_partitions=lambda: max(1, self.config["offsets.topic.num.partitions"]))
+
+    @property
+    def cluster(self) -> Any:
+        return self.broker.cluster
+
+    def _kick(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def offsets_partition(self, group_id: str) -> Partition:
+        """The __consumer_offsets partition of the group (the topic is created on first use;
+        OSError when it cannot be)."""
+        return self.store.partition_of(group_id)
+
+    # --- persistence of group state ----------------------------------------------------------
+    def _on_classic_change(self, group: ClassicGroup) -> None:
+        self._dirty_classic.add(group.group_id)
+
+    def _after(self, group: Group) -> None:
+        """Persist what the last operation changed, note emptiness, wake the timer task. Raises
+        CoordinatorWriteError when the write fails; what was not written stays marked to be
+        written with the group's next change."""
+        try:
+            self._persist(group)
+        finally:
+            if group.is_empty():
+                self.empty_since.setdefault(group.group_id, self.clock())
+            else:
+                self.empty_since.pop(group.group_id, None)
+            self._kick()
+
+    def _persist(self, group: Group) -> None:
+        gid = group.group_id
+        if isinstance(group, StreamsGroup):
+            records_, persisted = streams_changes(group, group.persisted)
+            self.store.append(gid, records_)
+            group.persisted = persisted
+        elif isinstance(group, ClassicGroup):
+            if gid in self._dirty_classic:
+                self.store.append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
+                self._dirty_classic.discard(gid)
+                self._unwritten_classic.discard(gid)
+        else:
+            records: list[tuple[bytes, bytes | None]] = []
+            epoch_dirty, removed, dirty = group.epoch_dirty, sorted(group.removed_members), sorted(group.dirty_members)
+            if epoch_dirty:
+                records.append((rec.consumer_group_metadata_key(gid), rec.consumer_group_metadata_value(group.group_epoch)))
+            for mid in removed:
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
+            for mid in dirty:
+                m = group.members.get(mid)
+                if m is None:
+                    continue
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid),
+                                rec.consumer_member_metadata_value(rec.ConsumerMemberMetadata(
+                                    m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+                                    m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor))))
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid),
+                                rec.consumer_assignment_value(rec.ConsumerMemberAssignment(
+                                    m.member_epoch, m.previous_member_epoch, m.state,
+                                    {t: sorted(ps) for t, ps in m.assigned.items()},
+                                    {t: sorted(ps) for t, ps in m.pending_revocation.items()}))))
+            # marks are cleared only once written: a failed write leaves them for the next change
+            self.store.append(gid, records)
+            group.epoch_dirty = False
+            group.removed_members.difference_update(removed)
+            group.dirty_members.difference_update(dirty)
+            for mid in dirty:
+                m = group.members.get(mid)
+                if m is not None:
+                    m.persisted_assignment = m.assignment_key()
+
+    # --- loading -----------------------------------------------------------------------------
+    def load(self) -> None:
+        """Rebuild groups and offsets from __consumer_offsets (replay.py reads the records)."""
+        if self.store.existing() is None:
+            return
+        now = self.clock()
+        state = replay_offsets_topic(self.store)
+        self.offsets = state.offsets
+        classic_values, consumer_epochs = state.classic_values, state.consumer_epochs
+        members, assignments = state.members, state.assignments
+        for gid, value in classic_values.items():
+            if value is None:
+                continue
+            classic = self._new_classic(gid)
+            self._unwritten_classic.discard(gid)
+            classic.load_record_value(value, now)
+            if classic.is_empty():
+                self.empty_since[gid] = value.current_state_timestamp if value.current_state_timestamp > 0 else now
+        for gid, epoch in consumer_epochs.items():
+            if epoch is None:
+                continue
+            self._new_consumer(gid).group_epoch = epoch
+        for (gid, mid), member in members.items():
+            owner = self.groups.get(gid)
+            if member is None or not isinstance(owner, ConsumerGroup):
+                continue
+            a = assignments.get((gid, mid))
+            if a is not None:
+                member.member_epoch = a.member_epoch
+                member.previous_member_epoch = a.previous_member_epoch
+                member.state = MemberState.of(a.state)
+                member.assigned = {t: set(ps) for t, ps in a.assigned.items()}
+                member.pending_revocation = {t: set(ps) for t, ps in a.pending_revocation.items()}
+            member.persisted_assignment = member.assignment_key()
+            owner.load_member(member, now)
+        for gid, replayed in state.streams.items():
+            streams = self._new_streams(gid)
+            restore_streams(streams, replayed, now)
+            streams.persisted = streams_records_of(streams)
+            if streams.is_empty():
+                self.empty_since[gid] = now
+        for group in self.groups.values():
+            if isinstance(group, ConsumerGroup):
+                # recompute the target on the next heartbeat, sticking to what members own
+                group.target = {mid: {t: set(ps) for t, ps in m.assigned.items()} for mid, m in group.members.items()}
+                group.assignment_epoch = group.group_epoch - 1 if group.members else group.group_epoch
+                group._refresh_subscription_metadata(self._topic_view())
+                if group.is_empty():
+                    self.empty_since[group.group_id] = now
+        self._drop_offsets_of_deleted_topics(full_scan=True)
+        for gid in list(self.offsets.committed):
+            if gid not in self.groups:
+                self._new_classic(gid)
+                self.empty_since[gid] = 0
+
+    def _drop_offsets_of_deleted_topics(self, *, full_scan: bool = False) -> None:
+        """Committed offsets of a topic that was deleted (or deleted and created again) are
+        removed, as Kafka removes the offsets of deleted partitions. Only the topic names
+        offsets were committed for are checked, unless `full_scan` (on load)."""
+        if full_scan:
+            for offsets in self.offsets.committed.values():
+                for name, _p in offsets:
+                    self._offset_topic_ids.setdefault(name, None)
+        for name, known in list(self._offset_topic_ids.items()):
+            topic = self.cluster.topics.get(name)
+            if topic is not None and (known is None or known == topic.topic_id):
+                self._offset_topic_ids[name] = topic.topic_id
+                continue
+            for gid in list(self.offsets.committed):
+                gone = [tp for tp in self.offsets.group_offsets(gid) if tp[0] == name]
+                if gone:
+                    try:
+                        self.store.append(gid, [(rec.offset_commit_key(gid, t, p), None) for t, p in gone])
+                    except CoordinatorWriteError:
+                        return  # this topic's offsets are removed at the next check
+                    self.offsets.delete(gid, gone)
+            log.info("offsets of deleted topic %s removed", name)
+            if topic is not None:
+                self._offset_topic_ids[name] = topic.topic_id
+            else:
+                del self._offset_topic_ids[name]
+
+    # --- groups --------------------------------------------------------------------------------
+    def _new_classic(self, group_id: str) -> ClassicGroup:
+        group = ClassicGroup(
+            group_id,
+            initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
+            min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
+            max_session_timeout_ms=self.config["group.max.session.timeout.ms"],
+            burst_settle_ms=BURST_SETTLE_MS if self.config["group.initial.rebalance.delay.ms"] == 0 else 0,
+            on_change=self._on_classic_change,
+        )
+        group.store = self._store_classic
+        self.groups[group_id] = group
+        self._unwritten_classic.add(group_id)
+        return group
+
+    def _store_classic(self, group: ClassicGroup) -> ErrorCode | None:
+        """Write the group's metadata record now (SyncGroup's assignment): None, or the error
+        for the members."""
+        gid = group.group_id
+        try:
+            self.store.append(gid, [(rec.group_metadata_key(gid), rec.group_metadata_value(group.to_record_value()))])
+        except CoordinatorWriteError:
+            return ErrorCode.not_coordinator
+        self._dirty_classic.discard(gid)
+        self._unwritten_classic.discard(gid)
+        return None
+
+    def _new_consumer(self, group_id: str) -> ConsumerGroup:
+        group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
+                              heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"],
+                              busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
+        self.groups[group_id] = group
+        return group
+
+    def _new_streams(self, group_id: str) -> StreamsGroup:
+        group = StreamsGroup(group_id, session_timeout_ms=self.config["group.streams.session.timeout.ms"],
+                             heartbeat_interval_ms=self.config["group.streams.heartbeat.interval.ms"],
+                             num_standby_replicas=self.config["group.streams.num.standby.replicas"],
+                             busy_heartbeat_interval_ms=BUSY_HEARTBEAT_INTERVAL_MS)
+        self.groups[group_id] = group
+        return group
+
+    def _topic_view(self) -> TopicView:
+        def lookup(name: str) -> tuple[uuid.UUID, int] | None:
+            topic = self.cluster.topics.get(name)
+            if topic is None or not topic.partitions:
+                return None
+            return (topic.topic_id, len(topic.partitions))
+        return TopicView(lookup, lambda: list(self.cluster.topics))
+
+    def _after_heartbeat(self, group: ConsumerGroup | StreamsGroup, created: bool) -> bool:
+        """_after for a KIP-848 or KIP-1071 heartbeat: False when the write failed, and then a
+        group the heartbeat created is not kept."""
+        try:
+            self._after(group)
+        except CoordinatorWriteError:
+            if created:
+                self.groups.pop(group.group_id, None)
+                self.empty_since.pop(group.group_id, None)
+            return False
+        return True
+
+    def _delete_group_state(self, group: Group, keep_offsets: bool = False) -> None:
+        gid = group.group_id
+        records: list[tuple[bytes, bytes | None]] = []
+        if not keep_offsets:
+            for topic, partition in self.offsets.group_offsets(gid):
+                records.append((rec.offset_commit_key(gid, topic, partition), None))
+        if isinstance(group, ClassicGroup):
+            records.append((rec.group_metadata_key(gid), None))
+        elif isinstance(group, ConsumerGroup):
+            for mid in list(group.members) + sorted(group.removed_members):
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY, gid, mid), None))
+                records.append((rec.consumer_member_key(rec.CONSUMER_GROUP_MEMBER_METADATA_KEY, gid, mid), None))
+            records.append((rec.consumer_group_metadata_key(gid), None))
+        elif isinstance(group, StreamsGroup):
+            # member records first, the group's metadata last, as Kafka deletes a group
+            records += [(k, None) for k in sorted(group.persisted,
+                                                  key=lambda k: int.from_bytes(k[:2]) == STREAMS_GROUP_METADATA_KEY)]
+        self.store.append(gid, records)  # first: a failed write leaves the group as it was
+        if not keep_offsets:
+            self.offsets.drop_group(gid)
+        self.groups.pop(gid, None)
+        self.empty_since.pop(gid, None)
+        self._dirty_classic.discard(gid)
+        self._unwritten_classic.discard(gid)
+

@@ -1,0 +1,209 @@
+"""The runtime topic and partition: the one door to a partition's log for writes and waits.
+
+Rules:
+- Every write to a partition goes through `Partition.append` (data batches) or
+  `Partition.append_marker` (COMMIT/ABORT): they check and update the producer state, keep the
+  open transaction's first offset (and with it the last stable offset), apply the fsync policy
+  and wake waiting fetches, in that order and without an await, so each write is atomic on the
+  trio loop.
+- Leaders, ISR and epochs live in memory (broker.cluster moves them); a leader change bumps the
+  leader epoch and wakes waiting fetches.
+- `flush_appended` fsyncs (fsync=always) in a worker thread what a request appended, before
+  the request is answered.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from kafkalite.protocol.batch import BatchHeader
+from kafkalite.protocol.control_records import build_control_batch
+from kafkalite.storage import PartitionStorage
+
+from .internal_topics import INTERNAL_TOPICS
+from .produce_validation import ProducePolicy
+from .producers import ProduceError, ProducerStates
+from .settings.broker_keys import BROKER_KEYS
+
+log = logging.getLogger("kafkalite.cluster")
+
+
+class AppendOrigin(enum.Enum):
+    """Who writes a batch (Kafka's AppendOrigin): a client's batches follow the sequence and
+    transaction rules of the producer state; the coordinators' own batches (group metadata,
+    transactional offsets, transaction state) carry no sequences and skip those checks."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+
+
+class Appended(NamedTuple):
+    """What an append tells its caller (the fields of a Produce partition response)."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 with CreateTime; for a duplicate, the timestamp kept for its batch
+    log_start_offset: int
+    duplicate: bool = False  # a repeat of one of the producer's last five batches: not written again
+
+
+class Partition:
+    """One partition: its log, its producer state, and the fetches waiting for new data.
+
+    Every write goes through `append` (data batches) or `append_marker` (COMMIT/ABORT), which
+    check and update the producer state, keep the open transaction's first offset (and with
+    it the last stable offset), apply the fsync policy and wake waiting fetches, in that order
+    and without an await, so each write is atomic on the trio loop."""
+
+    def __init__(self, topic: Topic, index: int, plog: PartitionStorage, replicas: list[int] | None = None):
+        self.topic = topic
+        self.index = index
+        # the only way to this partition's bytes on disk
+        self.log: PartitionStorage = plog
+        self.producers = ProducerStates()
+        self.leader_epoch = 0
+        # logical replicas: the first is the preferred leader (default: the default node id alone)
+        self.replicas = replicas if replicas is not None else [BROKER_KEYS["node.id"].default]
+        self.isr = list(self.replicas)
+        self.leader = self.replicas[0]
+        # (leader epoch, its start offset) for every epoch after the first, in order
+        # (OffsetForLeaderEpoch); epoch 0 began at the log start offset
+        self.epoch_starts: list[tuple[int, int]] = []
+        self._waiters: set[trio.Event] = set()
+
+    def set_leader(self, node: int) -> None:
+        """A new leader (or -1, none): the leader epoch grows by one, as Kafka's controller bumps it
+        on every leader change; batches appended from now on carry the new epoch."""
+        self.leader = node
+        self.leader_epoch += 1
+        self.epoch_starts.append((self.leader_epoch, self.log.log_end_offset))
+        # fetches waiting on this partition answer now (their next request finds the new leader)
+        self.wake()
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark."""
+        return self.producers.last_stable_offset(self.high_watermark)
+
+    def first_unstable_offset(self) -> int | None:
+        return self.producers.first_unstable_offset()
+
+    # --- writes ----------------------------------------------------------------------------
+    @property
+    def fsync_always(self) -> bool:
+        """fsync=always: an acknowledged write has been fsynced before its answer."""
+        return self.log.config.fsync == "always"
+
+    def append(self, batch: bytes | bytearray, *, now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT,
+               header: BatchHeader | None = None, fsync_now: bool = False) -> Appended:
+        """Append one record batch (already validated as a batch). Raises ProduceError when the
+        producer state refuses it. With fsync_now and fsync=always the log is fsynced before
+        returning, on the loop (the coordinators' small writes); callers that write to many
+        partitions fsync them together afterwards with `flush_appended`."""
+        f = (header if header is not None else BatchHeader(batch, 0)).fields()  # one unpack
+        states = self.producers
+        pid = f.producer_id
+        if pid >= 0:
+            epoch, first_seq, last_seq, transactional = (f.producer_epoch, f.base_sequence, f.last_sequence,
+                                                         f.is_transactional)
+            if origin is AppendOrigin.CLIENT:
+                dup = states.check(pid, epoch, first_seq, last_seq)
+                if dup is not None:
+                    # Kafka answers a duplicate with the original batch's offset and, as its log
+                    # append time, the timestamp kept for that batch
+                    return Appended(dup.first_offset, dup.last_offset, dup.timestamp, self.log.log_start_offset,
+                                    True)
+                if not transactional and states.in_transaction(pid):
+                    raise ProduceError(ErrorCode.invalid_txn_state,
+                                       f"producer {pid} has an open transaction on this partition")
+        # bytes go to the log as they are (it stamps the header without copying the batch)
+        info = self.log.append(batch, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        if pid >= 0:
+            states.record_batch(pid, epoch, first_seq, last_seq, info.base_offset, info.last_offset,
+                                info.max_timestamp, transactional=transactional)
+        if fsync_now and self.fsync_always:
+            self.log.flush()
+        # read_uncommitted fetches see the new data at once; read_committed ones when the LSO moves
+        self.wake()
+        return Appended(info.base_offset, info.last_offset, info.log_append_time_ms, info.log_start_offset)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
+                      now_ms: int) -> Appended:
+        """Append a COMMIT/ABORT marker and close the producer's transaction on this partition
+        (Kafka's ProducerAppendInfo.appendEndTxnMarker). Raises ProduceError when the marker is
+        fenced. An abort of a transaction that wrote here goes into the aborted-transaction
+        index with the last stable offset after it. The LSO moves: waiting fetches wake."""
+        states = self.producers
+        states.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = build_control_batch(commit, producer_id=producer_id, producer_epoch=producer_epoch,
+                                    coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms)
+        info = self.log.append(batch, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        first = states.complete_txn(producer_id, producer_epoch, coordinator_epoch, now_ms)
+        if not commit and first is not None:
+            self.log.append_aborted_txn(producer_id, first, info.base_offset, self.last_stable_offset)
+        self.wake()
+        return Appended(info.base_offset, info.last_offset, info.log_append_time_ms, info.log_start_offset)
+
+    # --- fetches waiting for data ------------------------------------------------------------
+    def add_waiter(self, event: trio.Event) -> None:
+        self._waiters.add(event)
+
+    def remove_waiter(self, event: trio.Event) -> None:
+        self._waiters.discard(event)
+
+    def wake(self) -> None:
+        """New data or a moved LSO: wake every fetch waiting on this partition."""
+        if self._waiters:
+            for ev in self._waiters:
+                ev.set()
+            self._waiters.clear()
+
+
+async def flush_appended(parts: Iterable[Partition]) -> str | None:
+    """fsync=always: fsync the partitions a request appended to, in a worker thread, before
+    the request is answered. Partitions deleted meanwhile are passed over. Returns the first
+    failure's text (those writes are not durable: the caller must not acknowledge them), or None."""
+    todo = list({id(p): p for p in parts if p.fsync_always}.values())
+    if not todo:
+        return None
+    return await trio.to_thread.run_sync(_flush_logs, todo)
+
+
+def _flush_logs(parts: list[Partition]) -> str | None:
+    failed = None
+    for p in parts:
+        try:
+            p.log.flush()
+        except ValueError:
+            pass  # its file was closed: deleted meanwhile
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                continue  # deleted meanwhile
+            log.warning("fsync of %s-%d failed: %s", p.topic.name, p.index, exc)
+            failed = failed or (exc.strerror or str(exc))
+    return failed
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str] = field(default_factory=dict)
+    partitions: list[Partition] = field(default_factory=list)
+    policy: ProducePolicy = field(default_factory=ProducePolicy)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS

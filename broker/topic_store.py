@@ -1,0 +1,48 @@
+"""The topics store: `<data dir>/__cluster_metadata/topics.json`, what survives a restart of
+the cluster's topics.
+
+Rules:
+- One entry per topic: name, stable topic id, partition count, config overrides and replica
+  lists. Leaders, ISR and epochs are not stored (broker.cluster keeps them in memory).
+- The file is rewritten whole and atomically on every change (temporary file, fsync, rename), so
+  a crash leaves the old or the new contents, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TypedDict
+
+FILE_NAME = "topics.json"
+
+
+class StoredTopic(TypedDict, total=False):
+    name: str
+    id: str                      # the topic id as a UUID string
+    partitions: int
+    configs: dict[str, str]
+    replicas: list[list[int]]    # absent in files of older kafkalite versions
+
+
+def load_topics(meta_dir: Path) -> list[StoredTopic]:
+    """The stored topics, in the order they were saved; none when there is no file yet (the
+    metadata directory is made)."""
+    meta_dir.mkdir(parents=True, exist_ok=True)
+    path = meta_dir / FILE_NAME
+    if not path.exists():
+        return []
+    data: dict[str, Any] = json.loads(path.read_text())
+    return list(data["topics"])
+
+
+def save_topics(meta_dir: Path, topics: list[StoredTopic]) -> None:
+    """Replace the stored topics with `topics`, atomically and durably."""
+    meta_dir.mkdir(parents=True, exist_ok=True)
+    tmp = meta_dir / (FILE_NAME + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"topics": topics}, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, meta_dir / FILE_NAME)
