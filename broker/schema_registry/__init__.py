@@ -12,7 +12,7 @@ Confluent's record format, with Confluent's compatibility rules for Avro, JSON S
     errors.py         Confluent's error codes and messages
 
 Like the console, the API is Starlette on hypercorn's trio worker on the broker's own loop
-(broker.console.serve_app), so a request runs among the broker's tasks: an operation checks and
+(broker.http_endpoint.serve_app), so a request runs among the broker's tasks: an operation checks and
 writes without awaiting in between, and needs no lock. This package is imported only when the
 registry is asked for."""
 
@@ -59,7 +59,7 @@ async def serve_schema_registry(broker: Any, host: str, port: int, task_status=t
     """Serve the REST API until cancelled; reports (host, bound port) through task_status. The
     registry is readable from the broker as `broker.schema_registry` (a decoding.RegistryView: the
 console's Schemas page and decoded records)."""
-    from ..console import serve_app
+    from ..http_endpoint import serve_app
 
     missing = missing_libraries()
     if missing:

@@ -218,8 +218,8 @@ def make_app(registry: Registry, auth: BasicAuth | None = None):
         if r.method == "DELETE":
             return answer({"compatibilityLevel": registry.delete_level(subject)})
         body = await body_of(r)
-        level = body.get("compatibility", body.get("compatibilityLevel"))
-        return answer({"compatibility": registry.set_level(subject, level)})
+        wanted = body.get("compatibility", body.get("compatibilityLevel"))
+        return answer({"compatibility": registry.set_level(subject, wanted)})
 
     async def mode(r, p, q):
         subject = p.get("subject")

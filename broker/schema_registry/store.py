@@ -1,12 +1,12 @@
 """The registry's state: the `_schemas` topic (one partition, compacted, created on the first
 write) and the in-memory index built from it, so that no request reads the topic.
 
-- Writes go through the broker's own partition append path with coordinator origin, fsynced
-  under fsync=always, exactly as the group coordinator writes `__consumer_offsets`; the index
-  changes only after the append returned, by applying the very records written (`_apply`, the
-  same code the replay runs), so memory never holds what the log does not.
-- On start the partition is read once from its log start (`load`): the last record of each key
-  wins and a null value deletes, as compaction would leave it. Ids continue from the highest id
+- The topic is the broker's InternalTopicStore (broker.internal_store), as the coordinators' are:
+  writes are one batch with coordinator origin, fsynced under fsync=always, and the index changes
+  only after the append returned, by applying the very records written (`_apply`, the same code
+  the replay runs), so memory never holds what the log does not.
+- On start the partition is read once from its log start (`load`, the store's replay): the last
+  record of each key wins and a null value deletes, as compaction would leave it. Ids continue from the highest id
   seen; versions from the highest version of the subject (a permanently deleted latest version's
   number is used again, as in Confluent).
 - Records this registry cannot read (another writer's, a damaged one) are skipped with a log line.
@@ -21,10 +21,8 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from kafkalite.protocol.records import BatchHeader, Record, build_batch, decode_records
-
 from ..clock import CLOCK
-from ..cluster import AppendOrigin
+from ..internal_store import CoordinatorWriteError, InternalTopicStore, StoredRecord
 from . import errors
 from . import records as rec
 from .records import SCHEMAS_TOPIC, Reference, SchemaValue
@@ -62,49 +60,31 @@ class SchemaStore:
     def __init__(self, broker: Any):
         self.broker = broker
         self.index = Index()
+        # one partition: the registry's records keep one order (Confluent's KafkaStore reads them so)
+        self.topic = InternalTopicStore(broker.cluster, SCHEMAS_TOPIC, num_partitions=lambda: 1,
+                                        configs={"cleanup.policy": "compact"}, clock=CLOCK)
 
     # --- the topic -------------------------------------------------------------------------
-    def _partition(self, create: bool):
-        cluster = self.broker.cluster
-        topic = cluster.topics.get(SCHEMAS_TOPIC)
-        if topic is None:
-            if not create:
-                return None
-            topic = cluster.create_topic(SCHEMAS_TOPIC, 1, {"cleanup.policy": "compact"})
-        return topic.partitions[0]
-
     def write(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Append the records as one batch, then apply them to the index. RegistryError 50001
         when the write fails (nothing is applied then)."""
-        now = CLOCK()
         try:
-            part = self._partition(create=True)
-            batch = build_batch([Record(k, v) for k, v in records], base_sequence=-1, timestamp_ms=now)
-            part.append(batch, now_ms=now, origin=AppendOrigin.COORDINATOR, fsync_now=True)
-        except OSError as exc:
-            log.warning("write to %s failed: %s", SCHEMAS_TOPIC, exc)
+            self.topic.append(SCHEMAS_TOPIC, records)
+        except (CoordinatorWriteError, OSError) as exc:  # OSError: the topic could not be created
             raise errors.store_error(str(exc)) from exc
         for key, value in records:
             self._apply(key, value)
 
     def load(self) -> None:
         """Build the index from the topic (nothing to do when it does not exist yet)."""
-        part = self._partition(create=False)
-        if part is None:
-            return
         count = 0
-        for _base, batch in part.log.batches_from(part.log.log_start_offset):
-            if BatchHeader(batch, 0).is_control:
-                continue
-            try:
-                decoded = decode_records(batch)
-            except Exception:  # noqa: BLE001 - a damaged batch must not stop the broker
-                log.exception("skipping an undecodable batch in %s", SCHEMAS_TOPIC)
-                continue
-            for r in decoded:
-                if r.key is not None:
-                    count += 1
-                    self._apply(r.key, r.value, offset=r.offset)
+
+        def on_record(r: StoredRecord) -> None:
+            nonlocal count
+            count += 1
+            self._apply(r.key, r.value, offset=r.offset)
+
+        self.topic.replay(on_record)
         if count:
             log.info("schema registry: %d record(s) read from %s, %d schema id(s), %d subject(s)", count,
                      SCHEMAS_TOPIC, len(self.index.schemas), len(self.index.subjects))

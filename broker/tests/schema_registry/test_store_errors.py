@@ -14,6 +14,8 @@ from kafkalite.broker.schema_registry.store import SchemaStore
 
 
 class Partition:
+    index = 0
+
     def __init__(self):
         self.fail = False
         self.batches: list[bytes] = []
