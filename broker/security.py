@@ -4,8 +4,9 @@ Kafka's names throughout. `listener.security.protocol.map` maps a listener name 
 SSL, SASL_PLAINTEXT or SASL_SSL (a listener named like a protocol needs no entry). Settings
 that Kafka lets a listener override (`ssl.*`, `sasl.enabled.mechanisms`,
 `connections.max.reauth.ms`, and the per-mechanism `<mechanism>.sasl.jaas.config`) may be
-given as `listener.name.<listener, lower case>.<key>`; the prefixed value wins over the plain
-one, as in Kafka. Only the prefixed form exists for the JAAS configs, as in Kafka.
+given as `listener.name.<listener, lower case>.<key>` (which keys exist is
+broker.settings.listeners'); the prefixed value wins over the plain one, as in Kafka. Only the
+prefixed form exists for the JAAS configs, as in Kafka.
 
 TLS keys and certificates are PEM (Kafka >= 2.7's `ssl.keystore.type=PEM`): a keystore file
 holding the private key and the certificate chain, or the PEM text itself in

@@ -35,7 +35,7 @@ class WireClient:
     def __enter__(self) -> "WireClient":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def send_raw(self, payload: bytes) -> None:

@@ -22,6 +22,9 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+# a request frame as read from a connection, or a view of part of one
+Frame = bytes | bytearray | memoryview
+
 __all__ = [
     "ErrorCode",
     "RequestHeader",
@@ -101,7 +104,7 @@ def _writer(entity: type) -> Callable:
     return entity_writer(entity)
 
 
-def _skip_tagged_fields(frame, pos: int) -> int:
+def _skip_tagged_fields(frame: Frame, pos: int) -> int:
     count, pos = _read_uvarint(frame, pos)
     for _ in range(count):
         _tag, pos = _read_uvarint(frame, pos)
@@ -122,7 +125,7 @@ def uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def _read_uvarint(buf, pos: int) -> tuple[int, int]:
+def _read_uvarint(buf: Frame, pos: int) -> tuple[int, int]:
     shift = value = 0
     while True:
         if pos >= len(buf):
@@ -210,7 +213,7 @@ def _fixed_size(entity: type) -> int | None:
     return None
 
 
-def _check_lengths(entity: Any, frame, pos: int) -> int:
+def _check_lengths(entity: Any, frame: Frame, pos: int) -> int:
     flexible = entity.__flexible__
     end = len(frame)
     for kind, detail, is_array in _layout(entity):

@@ -12,7 +12,7 @@ Rules:
 from __future__ import annotations
 
 import time
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, Sequence
 
 from .batch import (BATCH_HEADER_SIZE, COMPRESSION_MASK, COMPRESSION_NONE, CONTROL_MASK, HEADER_STRUCT,
                     LOG_OVERHEAD, MAGIC, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
@@ -62,8 +62,8 @@ class DecodedRecord(NamedTuple):
     headers: tuple                      # ((str, bytes | None), ...)
 
 
-def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int,
-                   key, value, headers) -> None:
+def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                   headers: Sequence[tuple[str | bytes, bytes | None]]) -> None:
     body = bytearray()
     body.append(0)                                   # record attributes (unused)
     _zigzag_varint(timestamp_delta, body)

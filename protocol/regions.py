@@ -24,7 +24,7 @@ class FileRegion(bytes):
     length: int
     _release: Callable[[], None] | None
 
-    def __new__(cls, fd: int, offset: int, length: int, release: Callable[[], None] | None = None):
+    def __new__(cls, fd: int, offset: int, length: int, release: Callable[[], None] | None = None) -> FileRegion:
         self = super().__new__(cls)
         self.fd = fd
         self.offset = offset
@@ -56,10 +56,10 @@ class FileRegion(bytes):
     # a region is not hashable or comparable by (empty) content
     __hash__ = object.__hash__
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return self is other
 
-    def __ne__(self, other) -> bool:
+    def __ne__(self, other: object) -> bool:
         return self is not other
 
 
@@ -76,7 +76,7 @@ class ChunkWriter:
         self._buf = bytearray()
         self.size = 0
 
-    def write(self, data) -> int:
+    def write(self, data: bytes | bytearray | memoryview | FileRegion) -> int:
         if type(data) is FileRegion:
             if self._buf:
                 self.chunks.append(self._buf)

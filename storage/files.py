@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# what the helpers write: a batch's bytes, a buffer being filled, or a view of either
+Buffer = bytes | bytearray | memoryview
 
-def write_all(fd: int, data) -> None:
+
+def write_all(fd: int, data: Buffer) -> None:
     """os.write until every byte of `data` is written (os.write may write less)."""
     mv = memoryview(data)
     while mv:
@@ -15,7 +18,7 @@ def write_all(fd: int, data) -> None:
         mv = mv[n:]
 
 
-def writev_all(fd: int, parts: list) -> None:
+def writev_all(fd: int, parts: list[Buffer]) -> None:
     """os.writev until every byte of every part is written (in IOV_MAX slices; writev may
     write less than asked)."""
     views = [memoryview(p) for p in parts if len(p)]
@@ -34,7 +37,7 @@ def writev_all(fd: int, parts: list) -> None:
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 
 
-def _write_file(path: Path, flags: int, data, fsync: bool) -> None:
+def _write_file(path: Path, flags: int, data: Buffer, fsync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
     try:
         write_all(fd, data)
@@ -49,7 +52,7 @@ def append_file(path: Path, data: bytes, fsync: bool) -> None:
     _write_file(path, os.O_APPEND, data, fsync)
 
 
-def write_new(path: Path, data, fsync: bool) -> None:
+def write_new(path: Path, data: Buffer, fsync: bool) -> None:
     """Create (or truncate) `path` with `data`, fsynced when asked."""
     _write_file(path, os.O_TRUNC, data, fsync)
 

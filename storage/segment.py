@@ -30,7 +30,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from kafkalite.protocol.batch import (
     INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
@@ -39,7 +39,7 @@ from kafkalite.protocol.batch import (
 
 from kafkalite.protocol.regions import FileRegion
 
-from .files import append_file, unlink, write_all, write_atomic, writev_all
+from .files import Buffer, append_file, unlink, write_all, write_atomic, writev_all
 from .open_files import OPEN_FILES
 
 log = logging.getLogger("kafkalite.storage")
@@ -190,16 +190,16 @@ class Segment:
         finally:
             OPEN_FILES.release(self)
 
-    def write(self, data) -> None:
+    def write(self, data: Buffer) -> None:
         """Append every byte of `data` at the end, or nothing: a failed write is cut off
         again, so no partial batch stays behind an error."""
         self._append(write_all, data)
 
-    def writev(self, parts: list) -> None:
+    def writev(self, parts: list[Buffer]) -> None:
         """write() of the concatenation of `parts` (one os.writev, no joined copy)."""
         self._append(writev_all, parts)
 
-    def _append(self, write, data) -> None:
+    def _append(self, write: Callable[[int, Any], None], data: Buffer | list[Buffer]) -> None:
         fd = OPEN_FILES.acquire(self)
         try:
             try:

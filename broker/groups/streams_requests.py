@@ -22,7 +22,8 @@ from kio.schema.errors import ErrorCode
 
 from ..cluster import validate_topic_name
 from ..internal_store import CoordinatorWriteError
-from ..topic_configs import ConfigError, validate_topic_configs
+from ..settings.topic_keys import validate_topic_configs
+from ..settings.values import ConfigError
 from .classic import ClassicGroup
 from .persistence import GroupPersistence
 from .streams import HeartbeatResult as StreamsResult
