@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kafkalite.broker.cli import parse_args, resolve
-from kafkalite.broker.config import UnknownConfig
+from kafkalite.broker.settings.broker_keys import UnknownConfig
 from kafkalite.launcher import parse_ready_line
 
 
