@@ -26,7 +26,7 @@ FROM ${BASE_IMAGE}
 COPY --from=build /wheels /wheels
 COPY docker/entrypoint.py /usr/local/bin/kafkalite-entrypoint
 COPY docker/healthcheck.py /usr/local/bin/kafkalite-healthcheck
-RUN python3 -m pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression,tls]" \
+RUN python3 -m pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/kafkalite-*.whl)[compression,tls,schema-registry]" \
     && rm -rf /wheels \
     && chmod 0755 /usr/local/bin/kafkalite-entrypoint /usr/local/bin/kafkalite-healthcheck \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/kafkalite --no-create-home kafkalite \
@@ -40,7 +40,8 @@ ENV KAFKALITE_HOST=0.0.0.0 \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
 VOLUME ["/var/lib/kafkalite"]
-EXPOSE 9092
+# 8081: the schema registry, served when KAFKALITE_SCHEMA_REGISTRY=0.0.0.0:8081
+EXPOSE 9092 8081
 USER kafkalite
 WORKDIR /var/lib/kafkalite
 HEALTHCHECK --interval=5s --timeout=3s --start-period=5s --retries=3 CMD ["kafkalite-healthcheck"]

@@ -2,7 +2,7 @@
 
 Prints one line on stdout once every listener accepts connections:
 
-    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [nodes=ID@HOST:PORT,...] [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/] [ca=PATH]
+    kafkalite ready bootstrap=HOST:PORT listeners=NAME://HOST:PORT,... [nodes=ID@HOST:PORT,...] [metrics=http://HOST:PORT/metrics] [console=http://HOST:PORT/] [controls=http://HOST:PORT/] [ca=PATH] [schema_registry=http://HOST:PORT/]
 
 (`bootstrap` is the advertised address of the first listener; `listeners` names every
 listener's advertised address, with the real port when 0 was asked for; with --nodes N > 1,
@@ -69,6 +69,7 @@ FLAG_ENV = {
     "metrics_port": "KAFKALITE_METRICS_PORT",
     "console": "KAFKALITE_CONSOLE",
     "controls": "KAFKALITE_CONTROLS",
+    "schema_registry": "KAFKALITE_SCHEMA_REGISTRY",
     "clock": "KAFKALITE_CLOCK",
     "kafka_version": "KAFKALITE_KAFKA_VERSION",
     "ready_file": "KAFKALITE_READY_FILE",
@@ -119,6 +120,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="serve the test controls (faults, the clock, ...) over HTTP/JSON on http://HOST:PORT/ "
                         "(host defaults to the first listener's; 0 picks a free port; needs the console extra) "
                         "[KAFKALITE_CONTROLS]")
+    p.add_argument("--schema-registry", default=None, metavar="[HOST:]PORT",
+                   help="serve Confluent Schema Registry's REST API on http://HOST:PORT/, kept in the topic "
+                        "_schemas (host defaults to the first listener's; 0 picks a free port; needs the "
+                        "schema-registry extra) [KAFKALITE_SCHEMA_REGISTRY]")
     p.add_argument("--clock", default=None, metavar="MODE",
                    help="system (default): wall-clock time, moved on by the advance-clock control; manual: "
                         "time stands still and moves only when advanced [KAFKALITE_CLOCK]")
@@ -150,6 +155,7 @@ class Settings:
     ready_file: str | None = None
     console: tuple[str, int] | None = None
     controls: tuple[str, int] | None = None
+    schema_registry: tuple[str, int] | None = None
     clock: str = "system"
     kafka_version: str | None = None
     tls_self_signed: bool = False
@@ -193,6 +199,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     metrics = _http_address(flag("metrics_port"), listeners, "--metrics-port")
     console = _http_address(flag("console"), listeners, "--console")
     controls = _http_address(flag("controls"), listeners, "--controls")
+    schema_registry = _http_address(flag("schema_registry"), listeners, "--schema-registry")
     clock = (flag("clock") or "system").strip().lower()
     if clock not in ("system", "manual"):
         raise UnknownConfig(f"--clock must be system or manual, not {flag('clock')!r}")
@@ -204,7 +211,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
                     console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"),
-                    tls_self_signed=tls_self_signed)
+                    tls_self_signed=tls_self_signed, schema_registry=schema_registry)
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -393,7 +400,8 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     hidden = _hide_hypothesis()
     _import_kio_serial_without_asyncio()
     try:
-        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls)
+        trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls,
+                 settings.schema_registry)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -556,7 +564,8 @@ def _check_http_libraries(what: str) -> None:
 async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                ready_file: str | None = None, wiring: Wiring | None = None,
                console_addr: tuple[str, int] | None = None,
-               controls_addr: tuple[str, int] | None = None) -> None:
+               controls_addr: tuple[str, int] | None = None,
+               schema_registry_addr: tuple[str, int] | None = None) -> None:
     from .server import serve
 
     _imports_done()
@@ -595,11 +604,21 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
             controls_url = f"http://{_shown(khost)}:{kport}/"
             broker.controls_url = controls_url
             log.info("controls on %s", controls_url)
+        schema_registry_url = None
+        if schema_registry_addr is not None:
+            _check_http_libraries("the schema registry")
+            from .schema_registry import serve_schema_registry
+
+            rhost, rport = await nursery.start(serve_schema_registry, broker, *schema_registry_addr)
+            schema_registry_url = f"http://{_shown(rhost)}:{rport}/"
+            log.info("schema registry on %s", schema_registry_url)
         log.info("listening on %s; data in %s",
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
                            for l in broker.listeners),
                  config.data_dir)
         line = ready_line(broker, metrics_url, console_url, controls_url)
+        if schema_registry_url:
+            line += f" schema_registry={schema_registry_url}"
         if ready_file:
             try:
                 write_ready_file(ready_file, line, broker)

@@ -75,6 +75,8 @@ class Broker:
     console_url: str | None = None
     # the controls endpoint (running(controls=...)), "http://HOST:PORT/"
     controls_url: str | None = None
+    # the schema registry (running(schema_registry=...)), "http://HOST:PORT/"
+    schema_registry_url: str | None = None
     # the CA certificate of tls_self_signed=True (clients of TLS listeners trust it)
     ca_path: Path | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
@@ -175,6 +177,7 @@ def broker_args(
     metrics_port: int | str | None = None,
     console: int | str | None = None,
     controls: int | str | None = None,
+    schema_registry: int | str | None = None,
     clock: str | None = None,
     kafka_version: str | None = None,
     nodes: int | None = None,
@@ -202,6 +205,8 @@ def broker_args(
         args += ["--console", str(console)]
     if controls is not None:
         args += ["--controls", str(controls)]
+    if schema_registry is not None:
+        args += ["--schema-registry", str(schema_registry)]
     if clock is not None:
         args += ["--clock", clock]
     if kafka_version is not None:
@@ -225,6 +230,7 @@ def start(
     metrics_port: int | str | None = None,
     console: int | str | None = None,
     controls: int | str | None = None,
+    schema_registry: int | str | None = None,
     clock: str | None = None,
     kafka_version: str | None = None,
     nodes: int | None = None,
@@ -243,6 +249,7 @@ def start(
     The broker's log (stderr) goes to ``log_path``, by default a temporary file. ``console``
     (``[host:]port``, 0 for a free port) serves the web console; its address is ``console_url``.
     ``controls`` (likewise) serves the test controls, reached through ``broker.controls``;
+    ``schema_registry`` (likewise) serves Confluent Schema Registry's API at ``schema_registry_url``;
     ``clock="manual"`` starts the broker on a clock that moves only when advanced;
     ``kafka_version="3.9"`` makes it imitate that Kafka release (broker.kafka_versions).
     ``nodes`` serves that many node ids over one copy of the data, each on its own port; ``bootstrap``
@@ -265,7 +272,8 @@ def start(
     log_path = Path(log_path)
     args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
                        advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, console=console, controls=controls, clock=clock,
+                       metrics_port=metrics_port, console=console, controls=controls,
+                       schema_registry=schema_registry, clock=clock,
                        kafka_version=kafka_version, nodes=nodes, tls_self_signed=tls_self_signed,
                        extra_args=extra_args)
     with open(log_path, "ab") as log_file:
@@ -286,6 +294,7 @@ def start(
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
                   console_url=info.get("console"), controls_url=info.get("controls"), nodes=info.get("nodes", {}),
+                  schema_registry_url=info.get("schema_registry"),
                   ca_path=Path(info["ca"]) if "ca" in info else None,
                   _owned_data_dir=owned, _owned_log=owned_log)
 
@@ -303,7 +312,7 @@ def parse_ready_line(line: str) -> dict[str, Any]:
             info["listeners"] = dict(item.split("://", 1) for item in value.split(",") if "://" in item)
         elif key == "nodes":
             info["nodes"] = {int(node): addr for node, _, addr in (item.partition("@") for item in value.split(","))}
-        elif key in ("metrics", "console", "controls", "ca"):
+        elif key in ("metrics", "console", "controls", "ca", "schema_registry"):
             info[key] = value
     return info
 

@@ -15,6 +15,9 @@ Fixtures
         the test, the faults it armed are cleared. The broker serves them on a free loopback port
         whenever Starlette and hypercorn are installed (``pip install 'kafkalite[console]'``); a
         test asking for them fails, with the reason, against an external broker or without those.
+    ``schema_registry_url`` (session): ``"http://HOST:PORT/"`` of the started broker's schema
+        registry (Confluent's REST API; served like the controls whenever Starlette and hypercorn
+        are installed), or of ``--schema-registry-url`` / ``SCHEMA_REGISTRY_URL`` with an external broker.
 
 Topics are created with a real CreateTopics request (no Kafka client library needed) and
 deleted when the test ends.
@@ -33,6 +36,7 @@ Options
     ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
         (0 picks a free port). Its address is printed when the broker starts and in the report
         of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
+    ``--schema-registry-url URL`` (or ``SCHEMA_REGISTRY_URL``): the registry of an external broker.
     ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
         on its own port, over one copy of the data (``kafkalite --nodes N``).
 
@@ -54,7 +58,8 @@ import pytest
 
 _BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
 _LOG_OFFSET = pytest.StashKey[int]()
-_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls"}
+_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls",
+             "schema_registry_url"}
 _MAX_SECTION = 64 * 1024
 
 
@@ -76,6 +81,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kafkalite_tls_self_signed", type="bool", default=False,
                   help="a throwaway CA and certificate for the kafkalite broker's TLS listeners")
     parser.addini("kafkalite_console", default="", help="[HOST:]PORT of the kafkalite broker's web console")
+    group.addoption("--schema-registry-url", default=None, metavar="URL",
+                    help="the schema registry of the external broker (default: the SCHEMA_REGISTRY_URL "
+                         "environment variable); kafkalite's own serves one")
     group.addoption("--kafkalite-nodes", default=None, type=int, metavar="N",
                     help="node ids the kafkalite broker the session starts serves, each on its own port (default 1)")
     parser.addini("kafkalite_nodes", default="", help="node ids the kafkalite broker serves (kafkalite --nodes)")
@@ -141,7 +149,8 @@ def _start_broker(config: pytest.Config):
     broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
                              listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
-                             controls="127.0.0.1:0" if _controls_available() else None)
+                             controls="127.0.0.1:0" if _controls_available() else None,
+                             schema_registry="127.0.0.1:0" if _controls_available() else None)
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -222,6 +231,19 @@ def kafka_topic(kafka_topic_factory: Callable[..., str], request: pytest.Fixture
     if marker and marker.args:
         kwargs.setdefault("partitions", marker.args[0])
     return kafka_topic_factory(**kwargs)
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(pytestconfig: pytest.Config, kafkalite_broker) -> str:
+    """The schema registry's base URL, "http://HOST:PORT/"."""
+    if kafkalite_broker is None:
+        url = pytestconfig.getoption("schema_registry_url", None) or os.environ.get("SCHEMA_REGISTRY_URL")
+        if not url:
+            pytest.fail("schema_registry_url with an external broker needs --schema-registry-url or SCHEMA_REGISTRY_URL")
+        return url
+    if kafkalite_broker.schema_registry_url is None:
+        pytest.fail("schema_registry_url needs Starlette and hypercorn: pip install 'kafkalite[schema-registry]'")
+    return kafkalite_broker.schema_registry_url
 
 
 @pytest.fixture

@@ -13,6 +13,9 @@ The container runs two listeners:
   container's IP when it has no alias), for other containers on the same Docker network
   (``get_internal_bootstrap_server()``).
 
+With ``schema_registry=True`` the broker also serves Confluent Schema Registry's REST API on
+container port 8081, exposed (``get_schema_registry_url()``).
+
 The mapped port is only known once the container runs, so, as testcontainers' own
 KafkaContainer does, the broker waits for a file: the container starts with
 ``KAFKALITE_WAIT_FOR_ENV_FILE`` set, and ``start()`` writes ``KAFKALITE_ADVERTISED_LISTENERS``
@@ -50,6 +53,9 @@ def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+SCHEMA_REGISTRY_PORT = 8081
+
+
 class KafkaliteContainer(DockerContainer):
     """A kafkalite broker in a container; ``get_bootstrap_server()`` after ``start()``."""
 
@@ -62,6 +68,7 @@ class KafkaliteContainer(DockerContainer):
         internal_port: int = 19092,
         config: Mapping[str, Any] | None = None,
         log_level: str | None = None,
+        schema_registry: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(image, **kwargs)
@@ -74,6 +81,10 @@ class KafkaliteContainer(DockerContainer):
             self.with_env("KAFKALITE_LOG_LEVEL", log_level)
         for key, value in (config or {}).items():
             self.with_config(key, value)
+        self.schema_registry = schema_registry
+        if schema_registry:
+            self.with_exposed_ports(SCHEMA_REGISTRY_PORT)
+            self.with_env("KAFKALITE_SCHEMA_REGISTRY", f"0.0.0.0:{SCHEMA_REGISTRY_PORT}")
 
     def with_config(self, key: str, value: Any) -> "KafkaliteContainer":
         """A broker setting by its Kafka name (``with_config("num.partitions", 3)``)."""
@@ -84,6 +95,13 @@ class KafkaliteContainer(DockerContainer):
     def get_bootstrap_server(self) -> str:
         """``host:port`` for clients on the machine running the tests."""
         return _hostport(self.get_container_host_ip(), int(self.get_exposed_port(self.port)))
+
+    def get_schema_registry_url(self) -> str:
+        """``http://host:port/`` of the schema registry (started with ``schema_registry=True``)."""
+        if not self.schema_registry:
+            raise RuntimeError("this container was started without the schema registry; pass schema_registry=True")
+        port = int(self.get_exposed_port(SCHEMA_REGISTRY_PORT))
+        return f"http://{_hostport(self.get_container_host_ip(), port)}/"
 
     def internal_host(self) -> str:
         """The name other containers reach this one by: its first network alias, else its IP."""

@@ -72,6 +72,9 @@ maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/refer
 maven_jars spark-kafka  # spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10, passed to Spark as spark.jars
 grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-kafka/pom.xml \
     || { echo "scripts/maven/spark-kafka/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
+maven_jars spark-avro  # spark-avro (from_avro), for the schema registry's Spark example
+grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-avro/pom.xml \
+    || { echo "scripts/maven/spark-avro/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
 maven_jars kafka-streams
 maven_jars spring-kafka
 maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py

@@ -69,6 +69,8 @@ def spark(tmp_path_factory):
 
     try:
         jars = connector_jars(pyspark.__version__)
+        # spark-avro (from_avro) for the schema registry's example; its test fails without it
+        jars += sorted((JAR_SET.parent / "spark-avro").glob(f"spark-avro_2.13-{pyspark.__version__}.jar"))
     except RuntimeError as e:
         pytest.fail(str(e), pytrace=False)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

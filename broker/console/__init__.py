@@ -18,6 +18,11 @@ Endpoints (all GET, all JSON unless said):
   `__transaction_state` / `__consumer_offsets` (where the coordinators write every change, for
   the appends that wake); each also looks at least every second (those two every half second),
   and only while connected.
+- with the schema registry on too (`--schema-registry`): `/api/schemas` lists its subjects, levels
+  and versions (the "Schemas" page), and `/api/records/...` adds `value_schema` to a record whose
+  value is in Confluent's wire format with a registered id (`broker.schema_registry`, the
+  registry's RegistryView);
+  without it `/api/schemas` answers `{"enabled": false}`.
 - with the controls endpoint on too (`--controls`): `/api/controls` lists the test controls and
   `POST /api/controls/NAME` runs one (broker.controls.http.run); the page shows them as forms
   with a run button ("Controls"). Without `--controls` the list is empty and the POST is 404, so

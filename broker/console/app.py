@@ -98,7 +98,7 @@ def make_app(broker) -> Starlette:
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         try:
-            found = state.batch_records(part, offset if offset is not None else 0)
+            found = state.batch_records(part, offset if offset is not None else 0, schema_decoder())
         except (ValueError, RuntimeError) as exc:  # a codec that is not installed, a corrupt batch
             log.warning("cannot decode the batch at offset %s of %s-%s: %s", offset, part.topic.name, part.index, exc)
             return JSONResponse({"error": f"cannot decode the batch: {exc}"}, status_code=422)
@@ -148,6 +148,18 @@ def make_app(broker) -> Starlette:
 
     # every endpoint is a coroutine: Starlette would run a plain function in a worker thread,
     # and broker state may only be read on the trio loop
+    # the schema registry's view (broker.schema_registry.decoding.RegistryView) when it is served;
+    # read through its methods, so the console imports nothing of the registry's package
+    def schema_decoder():
+        view = getattr(broker, "schema_registry", None)
+        return None if view is None else view.decode
+
+    async def schemas(_request: Request) -> Response:
+        view = getattr(broker, "schema_registry", None)
+        if view is None:
+            return JSONResponse({"enabled": False, "subjects": []})
+        return JSONResponse(view.summary())
+
     async def overview(_request: Request) -> Response:
         return JSONResponse(state.overview(broker))
 
@@ -183,6 +195,7 @@ def make_app(broker) -> Starlette:
         Route("/api/transactions", json_view("transactions")),
         Route("/api/groups", json_view("groups")),
         Route("/api/stream/{view}", stream),
+        Route("/api/schemas", schemas),
         Route("/api/controls", controls_listing),
         Route("/api/controls/{name}", controls_run, methods=["POST"]),
     ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import binascii
 import json
 from collections import deque
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kafkalite.protocol.batch import BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader
 from kafkalite.protocol.control_records import parse_control_record
@@ -290,8 +290,10 @@ def _bytes_view(data: bytes | None) -> dict[str, Any] | None:
     return view
 
 
-def batch_records(part, offset: int) -> dict[str, Any] | None:
-    """The records of the batch holding `offset`, decoded (key, value, headers, timestamps)."""
+def batch_records(part, offset: int, decode_value: Callable[[bytes | None], Any] | None = None) -> dict[str, Any] | None:
+    """The records of the batch holding `offset`, decoded (key, value, headers, timestamps);
+    with `decode_value` (the schema registry's), a value in Confluent's wire format also as the
+    registered schema reads it ("value_schema")."""
     for base, data in part.log.batches_from(offset):
         h = BatchHeader(data, 0)
         if base > offset:
@@ -304,6 +306,7 @@ def batch_records(part, offset: int) -> dict[str, Any] | None:
                 "key": _bytes_view(rec.key),
                 "value": _bytes_view(rec.value),
                 "headers": [{"key": k, "value": _bytes_view(v)} for k, v in rec.headers],
+                "value_schema": decode_value(rec.value) if decode_value is not None else None,
             })
         return {"base_offset": base, "last_offset": base + h.last_offset_delta, "record_count": h.record_count,
                 "control": h.is_control, "records": records}

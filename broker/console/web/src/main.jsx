@@ -1,4 +1,5 @@
-// The kafkalite console: topics, a partition's timeline, transactions and groups, live.
+// The kafkalite console: topics, a partition's timeline, transactions and groups, live; the schema
+// registry's subjects when the broker serves one.
 // Every page subscribes to /api/stream/VIEW (server-sent events) and redraws on each snapshot.
 import { Fragment, render } from "preact";
 import { useEffect, useState } from "preact/hooks";
@@ -179,7 +180,11 @@ function Records({ topic, partition, offset }) {
               <td>{r.offset}</td>
               <td class="nowrap">{fmtTime(r.timestamp)}</td>
               <td><BytesView view={r.key} mode={mode} /></td>
-              <td><BytesView view={r.value} mode={mode} /></td>
+              <td>{r.value_schema && mode === "auto" && r.value_schema.json != null
+                ? <div data-testid="value-schema"><span class="muted small">schema id {r.value_schema.schema_id} ({r.value_schema.schema_type})</span>
+                  <pre class="bytes as-json">{r.value_schema.json}</pre></div>
+                : <BytesView view={r.value} mode={mode} />}
+                {r.value_schema && r.value_schema.error && <span class="muted small">schema id {r.value_schema.schema_id}: {r.value_schema.error}</span>}</td>
               <td>{r.headers.map((h) => <div key={h.key}><b>{h.key}</b>: <BytesView view={h.value} mode={mode} /></div>)}</td>
             </tr>
           ))}
@@ -505,20 +510,77 @@ function Controls({ controls }) {
   );
 }
 
+// --- schemas (the schema registry, with --schema-registry) ----------------------------------------
+
+function Schemas() {
+  const [data, setData] = useState(null);
+  const [shown, setShown] = useState(null); // "subject/version" whose schema text is open
+  useEffect(() => {
+    let live = true;
+    const load = () => fetch("/api/schemas").then((r) => r.json()).then((j) => live && setData(j), () => {});
+    load();
+    const timer = setInterval(load, 2000); // registrations are rare: a look every 2 s while open
+    return () => { live = false; clearInterval(timer); };
+  }, []);
+  if (!data) return <Loading />;
+  return (
+    <section>
+      <h2>Schemas</h2>
+      <p class="muted">global compatibility {data.compatibility}, mode {data.mode}</p>
+      {data.subjects.length === 0 && <p class="muted">no subjects yet</p>}
+      <table>
+        <thead><tr><th>subject</th><th>compatibility</th><th>mode</th><th>versions (id, type)</th></tr></thead>
+        <tbody>
+          {data.subjects.map((s) => (
+            <Fragment key={s.subject}>
+              <tr data-testid="subject" data-subject={s.subject} class={s.deleted ? "muted" : ""}>
+                <td><b>{s.subject}</b>{s.deleted && " (deleted)"}</td>
+                <td>{s.compatibility}</td>
+                <td>{s.mode}</td>
+                <td>{s.versions.map((v) => {
+                  const key = `${s.subject}/${v.version}`;
+                  return (
+                    <button key={v.version} class={shown === key ? "active" : ""} title={v.deleted ? "soft-deleted" : ""}
+                      onClick={() => setShown(shown === key ? null : key)}>
+                      v{v.version} (id {v.id}, {v.schema_type}){v.deleted ? " deleted" : ""}
+                    </button>
+                  );
+                })}</td>
+              </tr>
+              {s.versions.filter((v) => shown === `${s.subject}/${v.version}`).map((v) => (
+                <tr key="schema"><td colSpan={4}><pre class="bytes" data-testid="schema-text">{pretty(v.schema)}</pre>
+                  {v.references.length > 0 && <p class="small">references: {v.references.map((r) => `${r.name} → ${r.subject} v${r.version}`).join(", ")}</p>}
+                </td></tr>
+              ))}
+            </Fragment>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function pretty(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
+}
+
 // --- the frame -----------------------------------------------------------------------------------
 
 function App() {
   const hash = useHash();
   const parts = hash.slice(2).split("/").map(decodeURIComponent);
   const [controls, setControls] = useState(null);
+  const [registry, setRegistry] = useState(false);
   useEffect(() => {
     fetch("/api/controls").then((r) => r.json()).then((j) => setControls(j.enabled ? j.controls : null), () => {});
+    fetch("/api/schemas").then((r) => r.json()).then((j) => setRegistry(j.enabled), () => {});
   }, []);
   let page;
   if (parts[0] === "partition" && parts.length >= 3) page = <Partition topic={parts[1]} partition={Number(parts[2])} key={hash} />;
   else if (parts[0] === "transactions") page = <Transactions />;
   else if (parts[0] === "groups") page = <Groups />;
   else if (parts[0] === "controls" && controls) page = <Controls controls={controls} />;
+  else if (parts[0] === "schemas" && registry) page = <Schemas />;
   else page = <Topics />;
   const nav = (name, label) => <a href={`#/${name}`} class={parts[0] === name || (name === "topics" && parts[0] === "partition") ? "active" : ""}>{label}</a>;
   return (
@@ -526,7 +588,7 @@ function App() {
       <header>
         <h1>kafkalite</h1>
         <nav>{nav("topics", "Topics")}{nav("transactions", "Transactions")}{nav("groups", "Groups")}
-          {controls && nav("controls", "Controls")}</nav>
+          {registry && nav("schemas", "Schemas")}{controls && nav("controls", "Controls")}</nav>
       </header>
       <main>{page}</main>
     </>
