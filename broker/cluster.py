@@ -429,13 +429,21 @@ class Cluster:
         self.save()
 
     def delete_topic(self, topic: Topic) -> None:
-        del self.topics[topic.name]
-        del self.topics_by_id[topic.topic_id]
+        self.delete_topics([topic])
+
+    def delete_topics(self, topics: list[Topic]) -> None:
+        """Delete topics with one write of topics.json (the reset control deletes them all)."""
+        if not topics:
+            return
+        for topic in topics:
+            del self.topics[topic.name]
+            del self.topics_by_id[topic.topic_id]
         self.save()
-        for part in topic.partitions:
-            part.wake()
-            part.log.delete()
-        log.info("deleted topic %s", topic.name)
+        for topic in topics:
+            for part in topic.partitions:
+                part.wake()
+                part.log.delete()
+            log.info("deleted topic %s", topic.name)
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = dict(configs)

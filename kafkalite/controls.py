@@ -72,7 +72,7 @@ class Controls:
     def names(self) -> builtins.list[str]:
         return [c["name"] for c in self.list()]
 
-    def call(self, name: str, **arguments: Any) -> Any:
+    def call(self, name: str, /, **arguments: Any) -> Any:
         """Run control `name` with these arguments and return its result."""
         body = json.dumps(arguments).encode()
         return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body)["result"]
