@@ -34,7 +34,7 @@ import struct
 import time
 from types import SimpleNamespace
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
@@ -60,6 +60,9 @@ from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
 from .kafka_versions import KafkaRelease
 from .kafka_versions import release as kafka_release
+
+if TYPE_CHECKING:
+    from .controls.request_log import RequestLog
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -90,6 +93,8 @@ class Broker:
     controls_url: str | None = None
     # armed faults by api key (broker.controls.faults); empty unless a test arms one
     faults: dict[int, list] = field(default_factory=dict)
+    # what the broker received (broker.controls.request_log); None until the record-requests control
+    request_log: RequestLog | None = None
     # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
     # the API table, or its intersection with that release's
     release: KafkaRelease | None = field(init=False)
@@ -464,6 +469,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
                 sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)
+            if broker.request_log is not None:  # the request log control records (off: this test only)
+                broker.request_log.record(ctx, request)
             fault = None
             armed = broker.faults.get(header.api_key)
             if armed:

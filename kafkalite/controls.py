@@ -27,9 +27,9 @@ import builtins
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, Iterator, Sequence, overload
 
-__all__ = ["Controls", "ControlFailed", "main"]
+__all__ = ["Controls", "ControlFailed", "Requests", "main"]
 
 URL_ENV = "KAFKALITE_CONTROLS_URL"
 
@@ -77,6 +77,11 @@ class Controls:
         body = json.dumps(arguments).encode()
         return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body)["result"]
 
+    def requests(self, **filters: Any) -> "Requests":
+        """The broker's request log (after ``record_requests()``), as :class:`Requests`;
+        filters: api, client_id, topic, group_id, transactional_id, clear."""
+        return Requests(self.call("requests", **filters))
+
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("_"):
             raise AttributeError(attr)
@@ -90,6 +95,68 @@ class Controls:
 
     def __repr__(self) -> str:
         return f"Controls({self.url!r})"
+
+
+def _api_name(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+class Requests(Sequence[dict]):
+    """Entries of a broker's request log (the `requests` control), oldest first, with helpers
+    for assertions:
+
+        broker.controls.record_requests()
+        ... run the client ...
+        log = broker.controls.requests(client_id="my-producer")
+        assert log.of("InitProducerId")                      # it asked for a producer id
+        assert all(e["producer_id"] >= 0 for e in log.of("Produce"))   # idempotent
+        assert len(log.of("OffsetCommit").where(group_id="billing")) == 2
+    """
+
+    def __init__(self, entries: builtins.list[dict]):
+        self.entries = entries
+
+    @overload
+    def __getitem__(self, index: int) -> dict: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> "Requests": ...
+
+    def __getitem__(self, index: int | slice) -> "dict | Requests":
+        if isinstance(index, slice):
+            return Requests(self.entries[index])
+        return self.entries[index]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.entries)
+
+    def __eq__(self, other: object) -> bool:
+        return self.entries == (other.entries if isinstance(other, Requests) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def of(self, *apis: str | int) -> "Requests":
+        """The entries of these APIs (Kafka's name in any case, with or without _ and -, or the key)."""
+        keys = {a for a in apis if isinstance(a, int)}
+        names = {_api_name(a) for a in apis if isinstance(a, str)}
+        return Requests([e for e in self.entries if e["api_key"] in keys or _api_name(e["api"]) in names])
+
+    def where(self, **fields: Any) -> "Requests":
+        """The entries whose fields have these values (topic=NAME: entries naming that topic)."""
+        topic = fields.pop("topic", None)
+        return Requests([e for e in self.entries
+                         if all(e.get(k) == v for k, v in fields.items())
+                         and (topic is None or topic in (e.get("topics") or {}))])
+
+    def apis(self) -> builtins.list[str]:
+        """The API names in the order received."""
+        return [e["api"] for e in self.entries]
+
+    def __repr__(self) -> str:
+        return f"Requests({self.apis()!r})"
 
 
 def _value(text: str) -> Any:
