@@ -312,7 +312,7 @@ class Cluster:
             return min(len(self.node_ids), 3)
         return self.config["default.replication.factor"]
 
-    def save(self) -> None:
+    def save(self, *, fsync: bool = True) -> None:
         self.meta_dir.mkdir(parents=True, exist_ok=True)
         data = {"topics": [
             {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs,
@@ -323,7 +323,8 @@ class Cluster:
         with open(tmp, "w") as f:
             json.dump(data, f, indent=1)
             f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                os.fsync(f.fileno())
         os.replace(tmp, self.meta_dir / "topics.json")
 
     # --- topics ----------------------------------------------------------------------------
@@ -431,18 +432,20 @@ class Cluster:
     def delete_topic(self, topic: Topic) -> None:
         self.delete_topics([topic])
 
-    def delete_topics(self, topics: list[Topic]) -> None:
-        """Delete topics with one write of topics.json (the reset control deletes them all)."""
+    def delete_topics(self, topics: list[Topic], *, trash: Path | None = None, fsync: bool = True) -> None:
+        """Delete topics with one write of topics.json (the reset control deletes them all);
+        with `trash`, their partition directories are moved there for the caller to remove;
+        without `fsync`, topics.json is not fsynced (the restore control replaces it at once)."""
         if not topics:
             return
         for topic in topics:
             del self.topics[topic.name]
             del self.topics_by_id[topic.topic_id]
-        self.save()
+        self.save(fsync=fsync)
         for topic in topics:
             for part in topic.partitions:
                 part.wake()
-                part.log.delete()
+                part.log.delete(trash=trash)
             log.info("deleted topic %s", topic.name)
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:

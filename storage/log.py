@@ -19,6 +19,7 @@ closed (or reused) under it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -557,8 +558,7 @@ class PartitionLog:
 
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
-        data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, R.crc32c(blob)) + bytes(blob)
-        write_atomic(self._snapshot_path(offset), data, fsync=self.config.fsync != "never")
+        write_atomic(self._snapshot_path(offset), producer_snapshot_bytes(blob), fsync=self.config.fsync != "never")
         self._dir_dirty = True
         offs = self._snapshot_offsets()
         for off in offs[:-SNAPSHOTS_KEPT]:
@@ -648,13 +648,19 @@ class PartitionLog:
                 seg.close()
             self._close_retired()
 
-    def delete(self) -> None:
-        """Close and remove the partition directory (DeleteTopics)."""
+    def delete(self, *, trash: Path | None = None) -> None:
+        """Close and remove the partition directory (DeleteTopics); with `trash`, move it into that
+        directory instead, for the caller to remove later (a rename is much cheaper than removing
+        a directory on some file systems)."""
         with self._lock:
             self._closed = True
             for seg in self.segments:
                 seg.close()
             self._close_retired()
+            if trash is not None:
+                with contextlib.suppress(OSError):
+                    os.rename(self.directory, trash / self.directory.name)
+                    return
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _close_retired(self) -> None:
@@ -665,6 +671,16 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.directory}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self.segments)})")
+
+
+def producer_snapshot_bytes(blob: bytes) -> bytes:
+    """The content of a producer snapshot file holding `blob` (ProducerStates.to_snapshot)."""
+    return _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, R.crc32c(blob)) + bytes(blob)
+
+
+def producer_snapshot_name(offset: int) -> str:
+    """The file name of the producer snapshot taken at `offset`."""
+    return f"{segment_name(offset)}{SNAPSHOT_SUFFIX}"
 
 
 def _mtime_ms(seg: Segment) -> int:
