@@ -56,7 +56,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
                    "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS", "KAFKALITE_CLOCK",
-                   "KAFKALITE_KAFKA_VERSION", "KAFKALITE_TLS_SELF_SIGNED")
+                   "KAFKALITE_KAFKA_VERSION", "KAFKALITE_TLS_SELF_SIGNED", "KAFKALITE_SEED")
 
 
 @dataclass
@@ -179,6 +179,7 @@ def broker_args(
     kafka_version: str | None = None,
     nodes: int | None = None,
     tls_self_signed: bool = False,
+    seed: str | os.PathLike | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -210,6 +211,8 @@ def broker_args(
         args += ["--nodes", str(nodes)]
     if tls_self_signed:
         args.append("--tls-self-signed")
+    if seed is not None:
+        args += ["--seed", str(seed)]
     return args + list(extra_args)
 
 
@@ -229,6 +232,7 @@ def start(
     kafka_version: str | None = None,
     nodes: int | None = None,
     tls_self_signed: bool = False,
+    seed: str | os.PathLike | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -250,6 +254,8 @@ def start(
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     ``tls_self_signed`` makes a throwaway CA and server certificate for TLS listeners; the CA
     certificate's path is ``ca_path``.
+    ``seed`` is a seed file (JSON: topics with records, group offsets, ACLs, SCRAM users; see
+    ``kafkalite.broker.seed``), in place when the broker is ready.
     """
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
@@ -267,7 +273,7 @@ def start(
                        advertised_listeners=advertised_listeners, log_level=log_level,
                        metrics_port=metrics_port, console=console, controls=controls, clock=clock,
                        kafka_version=kafka_version, nodes=nodes, tls_self_signed=tls_self_signed,
-                       extra_args=extra_args)
+                       seed=seed, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),
