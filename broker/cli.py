@@ -564,7 +564,7 @@ def _apply_seed(broker, seed: Seed) -> None:
     from .seed import SeedError, apply_seed
 
     try:
-        apply_seed(broker, seed)
+        apply_seed(broker, seed, at_start=True)
     except SeedError as exc:
         print(f"kafkalite: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

@@ -65,6 +65,15 @@ _ACL_KEYS = {"principal", "resource_type", "name", "pattern", "operation", "perm
 _USER_KEYS = {"name", "mechanism", "password", "iterations"}
 
 
+# id(broker) -> the seed it started with (--seed): the reset control applies it again, since a
+# fresh start of that broker has it
+_AT_START: dict[int, "Seed"] = {}
+
+
+def seed_at_start(broker: "Broker") -> "Seed | None":
+    return _AT_START.get(id(broker))
+
+
 class SeedError(ValueError):
     """A seed document that cannot be applied; the text names the file, the entry and the fault."""
 
@@ -366,10 +375,12 @@ def _write_records(broker: "Broker", topic, records: list[SeedRecord]) -> int:
     return written
 
 
-def apply_seed(broker: "Broker", seed: Seed) -> dict[str, Any]:
+def apply_seed(broker: "Broker", seed: Seed, *, at_start: bool = False) -> dict[str, Any]:
     """Write the seed into the broker (on its trio loop, no await); raises SeedError for what only
     the running broker can refuse (a replication factor above the nodes, ACLs without an
-    authorizer)."""
+    authorizer). `at_start`: the broker's --seed, which the reset control applies again."""
+    if at_start:
+        _AT_START[id(broker)] = seed
     cluster = broker.cluster
     if seed.acls and broker.authorizer is None:
         raise seed.fail("acls", "ACLs need the broker's authorizer (authorizer.class.name)")

@@ -4,7 +4,8 @@
                     groups, offsets, transactions and share-group state), forget every
                     coordinator's state, producer state, ACLs, SCRAM users added at run time,
                     group configs and fetch sessions; disarm every fault; the clock back to the
-                    mode the broker started in at the wall clock's time; the request log emptied.
+                    mode the broker started in at the wall clock's time; the request log emptied;
+                    then the seed the broker started with (--seed), if any, applied again.
                     Returns what it removed and how long it took in the broker (`took_ms`).
 
 What a fresh start keeps stays: the configuration (and the SCRAM users of `scram.users`), the
@@ -128,9 +129,10 @@ def _reset_acls(broker: "Broker") -> int:
     return len(authorizer.delete([everything])[0])
 
 
-def reset_state(broker: "Broker", *, fsync: bool = True) -> dict[str, Any]:
+def reset_state(broker: "Broker", *, fsync: bool = True, reseed: bool = True) -> dict[str, Any]:
     """The reset, in one step of the trio loop (no await: no request sees half of it). Without
-    `fsync` the emptied topics.json is not fsynced (restore writes another at once)."""
+    `fsync` the emptied topics.json is not fsynced (restore writes another at once); with
+    `reseed`, the seed the broker started with (--seed) is applied again."""
     t0 = time.perf_counter()
     cluster = broker.cluster
     topics = list(cluster.topics.values())
@@ -158,12 +160,19 @@ def reset_state(broker: "Broker", *, fsync: bool = True) -> dict[str, Any]:
         CLOCK.reset(CLOCK.start_mode)
     if broker.request_log is not None:
         broker.request_log.clear()
+    seeded = None
+    if reseed:
+        from ..seed import apply_seed, seed_at_start
+
+        start_seed = seed_at_start(broker)
+        if start_seed is not None:  # a fresh start of this broker has its seed
+            seeded = apply_seed(broker, start_seed)
     took_ms = (time.perf_counter() - t0) * 1000
     log.info("reset: %d topic(s), %d group(s), %d transactional id(s), %d ACL(s), %d SCRAM user(s), "
              "%d fault(s) removed in %.2f ms", len(user_topics), group_count, txn_count, acls, users, faults,
              took_ms)
     return {"topics": user_topics, "groups": group_count, "transactional_ids": txn_count, "acls": acls,
-            "scram_users": users, "faults": faults, "took_ms": round(took_ms, 3)}
+            "scram_users": users, "faults": faults, "seeded": seeded, "took_ms": round(took_ms, 3)}
 
 
 @control("reset")

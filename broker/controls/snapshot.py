@@ -167,7 +167,7 @@ async def restore_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
     if not source.is_dir():
         raise ControlError(f"no snapshot named {name!r}")
     t0 = time.perf_counter()
-    reset_state(broker, fsync=False)
+    reset_state(broker, fsync=False, reseed=False)
     data_dir = Path(broker.config.data_dir)
     copied = 0
     for src in (source / _PARTITIONS).iterdir():

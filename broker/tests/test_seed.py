@@ -180,3 +180,15 @@ def test_kafkalite_seed_environment_variable(tmp_path):
                           env={**_broker_env(), "KAFKALITE_SEED": str(path)})
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"kafkalite: {path}: topics[0] (t): partitions must be a positive integer, not 'three'"
+
+
+def test_reset_puts_the_start_seed_back(seeded):
+    admin = AdminClient({"bootstrap.servers": seeded.bootstrap})
+    for fut in admin.delete_topics(["payments"]).values():
+        fut.result(10)
+    result = seeded.controls.reset()
+    assert "orders" in result["topics"] and "payments" not in result["topics"]
+    assert result["seeded"]["topics"] == ["orders", "payments"]
+    topics = admin.list_topics(timeout=10).topics
+    assert {"orders", "payments"} <= set(topics) and "late" not in topics
+    assert len(_consume(seeded.bootstrap, "payments", 1, "read_committed", 5)) == 5
