@@ -15,6 +15,12 @@ Fixtures
         the test, the faults it armed are cleared. The broker serves them on a free loopback port
         whenever Starlette and hypercorn are installed (``pip install 'kafkalite[console]'``); a
         test asking for them fails, with the reason, against an external broker or without those.
+    ``kafka_clean`` (function): the session broker reset before the test (the reset control: no
+        topic, group, offset, transactional id, ACL or fault of an earlier test; the seed of
+        ``kafkalite_seed`` put back); returns the bootstrap string. Needs the controls, as above.
+    ``kafkalite_fresh`` (function): a broker of the test's own (:class:`kafkalite.Broker`, with the
+        session's settings and seed, controls on when available), from a fork server started once
+        per session (:mod:`kafkalite.forkserver`); killed and its data removed after the test.
 
 Topics are created with a real CreateTopics request (no Kafka client library needed) and
 deleted when the test ends.
@@ -35,6 +41,8 @@ Options
         of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
     ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
         on its own port, over one copy of the data (``kafkalite --nodes N``).
+    ini ``kafkalite_seed``: a seed file (``kafkalite --seed``; relative to the ini file's directory)
+        for the session broker and every ``kafkalite_fresh`` broker.
 
 The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -54,7 +62,8 @@ import pytest
 
 _BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
 _LOG_OFFSET = pytest.StashKey[int]()
-_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls"}
+_FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls",
+             "kafka_clean"}
 _MAX_SECTION = 64 * 1024
 
 
@@ -82,6 +91,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kafkalite_config", type="linelist", default=[],
                   help="broker settings KEY=VALUE for the kafkalite broker the session starts")
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
+    parser.addini("kafkalite_seed", default="", help="a seed file for the kafkalite brokers (kafkalite --seed), "
+                                                     "relative to the ini file's directory")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -141,7 +152,7 @@ def _start_broker(config: pytest.Config):
     broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
                              listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
-                             controls="127.0.0.1:0" if _controls_available() else None)
+                             controls="127.0.0.1:0" if _controls_available() else None, seed=_seed(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -288,3 +299,62 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report.sections.append(
         (f"Captured kafkalite broker log {report.when}",
          f"{alive}{note}{data.decode('utf-8', 'replace')}"))
+
+
+# --- isolation: a reset session broker, or a broker of the test's own ------------------------------
+
+_FORK_SERVER = pytest.StashKey[Any]()
+
+
+def _seed(config: pytest.Config) -> str | None:
+    """ini kafkalite_seed, relative to the ini file's directory."""
+    value = config.getini("kafkalite_seed")
+    if not value:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return str((base / value).resolve())
+
+
+@pytest.fixture
+def kafka_clean(pytestconfig: pytest.Config, kafkalite_broker) -> str:
+    """The session broker, reset before this test (no topic, group, offset, transactional id,
+    ACL or fault of an earlier test; the session's seed put back); its bootstrap string."""
+    if kafkalite_broker is None:
+        pytest.fail("kafka_clean resets the kafkalite broker the session starts; it cannot reset an external "
+                    f"one ({external_bootstrap(pytestconfig)})")
+    if kafkalite_broker.controls_url is None:
+        pytest.fail("kafka_clean needs the broker's controls: pip install 'kafkalite[console]'")
+    kafkalite_broker.controls.call("reset")
+    return kafkalite_broker.bootstrap
+
+
+def _fork_server(config: pytest.Config):
+    server = config.stash.get(_FORK_SERVER, None)
+    if server is None:
+        from kafkalite.forkserver import ForkServer
+
+        server = config.stash[_FORK_SERVER] = ForkServer()
+    return server
+
+
+@pytest.fixture
+def kafkalite_fresh(pytestconfig: pytest.Config):
+    """A broker of this test's own (kafkalite.Broker), with the session's settings and seed,
+    forked by a server started once per session; killed and removed after the test."""
+    level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
+    broker = _fork_server(pytestconfig).start(
+        config=_broker_config(pytestconfig), log_level=level, seed=_seed(pytestconfig),
+        listeners=pytestconfig.getini("kafkalite_listeners"),
+        controls="127.0.0.1:0" if _controls_available() else None)
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = config.stash.get(_FORK_SERVER, None)
+    if server is not None:
+        config.stash[_FORK_SERVER] = None
+        server.close()
