@@ -14,7 +14,8 @@ A control that refuses its arguments raises `ControlFailed` with the broker's te
 From a shell: `kafkalite control [--url URL] NAME key=value ...` (URL defaults to
 $KAFKALITE_CONTROLS_URL) prints the JSON result; a value that reads as JSON (3, true, null,
 [1,2], "x") is taken as such, anything else as a string. `kafkalite control --url URL` with no
-name lists the controls.
+name lists the controls. `kafkalite control seed file=SEED.json` sends a seed file of this
+machine (its JSON Lines records files read here) to the broker.
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ class Controls:
         """Run control `name` with these arguments and return its result."""
         body = json.dumps(arguments).encode()
         return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body)["result"]
+
+    def seed_file(self, path: str | os.PathLike) -> Any:
+        """Apply a seed file of this machine (the broker may run elsewhere): its JSON Lines
+        records files, relative to it, are read here and sent inline."""
+        return self.call("seed", document=inline_seed(path))
 
     def requests(self, **filters: Any) -> "Requests":
         """The broker's request log (after ``record_requests()``), as :class:`Requests`;
@@ -159,6 +165,24 @@ class Requests(Sequence[dict]):
         return f"Requests({self.apis()!r})"
 
 
+def inline_seed(path: str | os.PathLike) -> dict:
+    """A seed file's document with every records file (JSON Lines, relative to the seed file)
+    read into the document, so that it means the same on a broker that cannot read those files."""
+    from pathlib import Path
+
+    seed_path = Path(path).expanduser()
+    document = json.loads(seed_path.read_text(encoding="utf-8"))
+    for topic in document.get("topics") or [] if isinstance(document, dict) else []:
+        records = topic.get("records") if isinstance(topic, dict) else None
+        if isinstance(records, str):
+            file = Path(records).expanduser()
+            if not file.is_absolute():
+                file = seed_path.resolve().parent / file
+            topic["records"] = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()
+                                if line.strip()]
+    return document
+
+
 def _value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -187,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kafkalite control: expected KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
         arguments[key.replace("-", "_")] = _value(value)
+    if args.name == "seed" and "file" in arguments:  # a seed file of this machine, sent inline
+        try:
+            arguments = {"document": inline_seed(str(arguments.pop("file")))}
+        except (OSError, ValueError) as exc:
+            print(f"kafkalite control: cannot read the seed file: {exc}", file=sys.stderr)
+            return 2
     controls = Controls(url)
     try:
         if args.name is None:

@@ -194,3 +194,37 @@ def test_reset_answers_members_waiting_in_join_group(broker):
             broker.controls.reset()
             answer = decode_response(11, 5, second.recv_frame())
             assert answer.error_code == 16  # NOT_COORDINATOR
+
+
+ISOLATION_CONTROLS = {"reset", "snapshot", "restore", "snapshots", "drop-snapshot", "seed", "record-requests",
+                      "requests"}
+
+
+def test_listed_and_reachable_from_the_shell(broker, tmp_path):
+    """GET controls lists them; `kafkalite control` runs them, and `seed file=` sends a seed file
+    of this machine (its JSON Lines records read here) to the broker."""
+    import json
+    import subprocess
+
+    from kafkalite.launcher import _broker_env, broker_command
+
+    assert ISOLATION_CONTROLS <= set(broker.controls.names())
+    (tmp_path / "records.jsonl").write_text('{"value": "one"}\n{"value": "two"}\n')
+    (tmp_path / "seed.json").write_text(json.dumps({"topics": [{"name": "shell", "records": "records.jsonl"}]}))
+
+    def control(*args):
+        proc = subprocess.run(broker_command(["control", "--url", broker.controls_url, *args]), capture_output=True,
+                              text=True, timeout=60, env=_broker_env(), cwd="/")
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    assert control("seed", f"file={tmp_path / 'seed.json'}") == {
+        "topics": ["shell"], "records": 2, "groups": [], "acls": 0, "users": []}
+    assert control("snapshot", "name=shell")["topics"] == ["shell"]
+    assert control("reset")["topics"] == ["shell"]
+    assert control("restore", "name=shell")["topics"] == ["shell"]
+    control("record-requests")
+    assert control("requests", "api=Produce") == []
+    control("record-requests", "enabled=false")
+    control("drop-snapshot", "name=shell")
+    control("reset")
