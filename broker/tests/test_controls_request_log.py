@@ -10,14 +10,12 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-import kafkalite
 from kafkalite.controls import ControlFailed
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with kafkalite.running(controls=0) as b:
-        yield b
+def broker(controls_broker):
+    return controls_broker
 
 
 @pytest.fixture
