@@ -16,9 +16,13 @@ from (a source checkout or site-packages) first, so the child runs the same code
     with kafkalite.running(console=0) as broker:
         print(broker.console_url)   # "http://127.0.0.1:PORT/"
 
-    # the test controls (faults, the clock, ...; see kafkalite.controls)
+    # the test controls (faults, the clock, reset, snapshots, ...; see kafkalite.controls)
     with kafkalite.running(controls=0) as broker:
         broker.controls.advance_clock(ms=60_000)
+
+    # topics, records, group offsets, ACLs and users from a seed file, in place when ready
+    with kafkalite.running(seed="fixtures/seed.json") as broker:
+        ...
 
     # SASL_SSL with PLAIN users and a throwaway CA (needs the tls extra: trustme)
     with kafkalite.running(listeners=["SASL_SSL://127.0.0.1:0"], tls_self_signed=True, config={

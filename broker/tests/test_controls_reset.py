@@ -224,3 +224,23 @@ def test_listed_and_reachable_from_the_shell(broker, tmp_path):
     control("record-requests", "enabled=false")
     control("drop-snapshot", "name=shell")
     control("reset")
+
+
+def test_share_and_streams_groups_go_too(broker, admin):
+    """Every group kind: a share group and a streams group (joined by raw heartbeats, as Kafka's
+    Java clients would) are listed before the reset and gone after it."""
+    from .test_nodes_share_streams import share_heartbeat, streams_heartbeat
+
+    topic = f"kinds-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+
+    def groups(wire):
+        resp = wire.request(request(16, 5, states_filter=[], types_filter=[]))
+        return {(g.group_id, g.group_type) for g in resp.groups}
+
+    with WireClient(broker.bootstrap) as wire:
+        assert wire.request(share_heartbeat(f"share-{topic}", "m1", topic)).error_code == 0
+        assert wire.request(streams_heartbeat(f"streams-{topic}", "m2", topic)).error_code == 0
+        assert {(f"share-{topic}", "share"), (f"streams-{topic}", "streams")} <= groups(wire)
+        assert broker.controls.reset()["groups"] >= 1
+        assert groups(wire) == set()
