@@ -277,6 +277,14 @@ def _wait(pid: int, timeout: float | None) -> int | None:
         time.sleep(0.001)
 
 
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGKILL when the server ends, however it ends (no orphan brokers)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _reap(children: dict[int, int], statuses: dict[int, int]) -> None:
     """Collect the children that exited (killed by their broker's close) without waiting."""
     for pid in list(children):
@@ -295,6 +303,7 @@ class _Spare:
         self.out_read, out_write = os.pipe()
         pid = os.fork()
         if pid == 0:
+            _die_with_parent()
             os.close(self.args_write)
             os.close(self.out_read)
             for fd in others.values():
