@@ -31,7 +31,9 @@ handful of dictionary operations.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 import threading
 import time
@@ -54,10 +56,19 @@ GROUP_CONFIGS_FILE = "group_configs.json"
 # deleted partition directories are moved here and removed by a thread: removing a directory
 # costs milliseconds on some file systems, a rename a fraction of that
 TRASH_DIR = ".kafkalite-trash"
+TRASH_DELAY_S = 1.0
+
+
+def _empty_trash(trash: Path) -> None:
+    # at the lowest priority, and after a moment: a test runs right after a reset
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    time.sleep(TRASH_DELAY_S)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def _empty_trash_later(trash: Path) -> None:
-    threading.Thread(target=shutil.rmtree, args=(trash, True), name="kafkalite-trash", daemon=True).start()
+    threading.Thread(target=_empty_trash, args=(trash,), name="kafkalite-trash", daemon=True).start()
 
 
 def _answer_waiting_members(broker: "Broker") -> int:

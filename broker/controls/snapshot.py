@@ -11,10 +11,11 @@ rich fixture once and returns to it before each test.
 
 A snapshot lives in `<data dir>/.kafkalite-snapshots/NAME/`: per partition a directory like the
 partition's own. A snapshot first rolls each partition's log (a new, empty active segment), so
-every record is in a segment file that is never written again: those files are hard links in the
-snapshot and again in each restored copy, so saving and restoring a large state costs a link per
-segment; only the indexes (appended in place while a segment is active), the empty active
-segment and the small metadata files are copied. A
+every record is in a segment file that is never written again: those files and their indexes are
+hard links in the snapshot and again in each restored copy, as are the checkpoint, producer
+snapshot and marker files (the log replaces or removes them by name, never writes into them), so
+saving and restoring a large state costs a link per file; only the empty active segment's files
+(appended in place) and the metadata files of the broker are copied. A
 clean-shutdown marker and a producer snapshot at the log end offset go with each partition, so a
 restore opens each log from its indexes without a recovery scan and replays no producer state.
 
@@ -60,6 +61,7 @@ _META_FILES = (_TOPICS_FILE, "__cluster_metadata/acls.json",
                f"__cluster_metadata/{GROUP_CONFIGS_FILE}", ScramStore.FILE)
 _PARTITIONS = "partitions"
 _SKIPPED_SUFFIXES = (".snapshot", ".tmp", ".cleaned")
+_SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 
 
 def _root(broker: "Broker") -> Path:
@@ -94,15 +96,19 @@ def _copy(src: str | Path, dest: str | Path) -> int:
     return len(data)
 
 
-def _active_log(directory: Path) -> str | None:
+def _active_segment(directory: Path) -> str | None:
+    """The file name stem of the partition's active segment (the highest base offset)."""
     logs = sorted(name for name in os.listdir(directory) if name.endswith(".log"))
-    return logs[-1] if logs else None
+    return logs[-1][:-len(".log")] if logs else None
 
 
 def _link_or_copy_log_dir(src: Path, dest: Path, active: str | None, *, live: bool = False) -> int:
-    """The files of a partition directory: sealed segments linked, the rest copied. Returns the
-    bytes copied. From a `live` log, its own clean-shutdown marker and producer snapshots are
-    left out (the snapshot gets its own, taken now)."""
+    """The files of a partition directory into `dest`: the active segment's (`active`: its file
+    name stem) copied, since the log appends to them in place; every other file linked: sealed
+    segments and their indexes are never written again, and the log replaces or removes its other
+    files (checkpoints, producer snapshots, the clean-shutdown marker) by name, never in place.
+    Returns the bytes copied. From a `live` log, its own clean-shutdown marker and producer
+    snapshots are left out (the snapshot gets its own, taken now)."""
     os.mkdir(dest)
     copied = 0
     with os.scandir(src) as entries:
@@ -113,10 +119,10 @@ def _link_or_copy_log_dir(src: Path, dest: Path, active: str | None, *, live: bo
             if not entry.is_file(follow_symlinks=False):
                 continue
             target = os.path.join(dest, name)
-            if name.endswith(".log") and name != active:
-                os.link(entry.path, target)
-            else:
+            if active is not None and name.startswith(active) and name.endswith(_SEGMENT_SUFFIXES):
                 copied += _copy(entry.path, target)
+            else:
+                os.link(entry.path, target)
     return copied
 
 
@@ -129,7 +135,7 @@ def _save_partition(part: "Partition", dest: Path) -> int:
         segments = list(plog.segments)
         for seg in segments:
             seg.persist_indexes()
-        copied = _link_or_copy_log_dir(plog.directory, dest, segments[-1].log_path.name, live=True)
+        copied = _link_or_copy_log_dir(plog.directory, dest, segments[-1].log_path.stem, live=True)
     end = plog.log_end_offset
     (dest / producer_snapshot_name(end)).write_bytes(producer_snapshot_bytes(part.producers.to_snapshot()))
     (dest / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
@@ -174,7 +180,7 @@ async def restore_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
         dest = data_dir / src.name
         if dest.exists():  # left behind by a topic deleted while a file of it was in use
             shutil.rmtree(dest)
-        copied += _link_or_copy_log_dir(src, dest, _active_log(src))
+        copied += _link_or_copy_log_dir(src, dest, _active_segment(src))
     for rel in _META_FILES:
         src = source / rel
         if src.exists():
