@@ -380,12 +380,6 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
                                   advertised_listeners=settings.advertised, values=settings.values,
                                   origins=settings.origins, kafka_version=settings.kafka_version)
             _check_security(config, settings.tls_self_signed)
-            # --seed: read and checked before anything starts (a SeedError is one line, exit 2)
-            seed = None
-            if settings.seed is not None:
-                from .seed import load_seed
-
-                seed = load_seed(settings.seed, config.values)
         except BaseException:
             if ephemeral:
                 shutil.rmtree(data_dir, ignore_errors=True)
@@ -412,6 +406,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     hidden = _hide_hypothesis()
     _import_kio_serial_without_asyncio()
     try:
+        seed = _load_seed(settings.seed, config)
         trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls,
                  seed)
     except KeyboardInterrupt:
@@ -558,6 +553,20 @@ def write_ready_file(path: str, line: str, broker) -> None:
     with open(tmp, "w") as f:
         f.write(f"{line} bound={bound}\n")
     os.replace(tmp, path)
+
+
+def _load_seed(path: str | None, config: BrokerConfig) -> Seed | None:
+    """--seed: read and checked before the broker starts (after kio is imported the quick way); a
+    mistake is one line and exit status 2."""
+    if path is None:
+        return None
+    from .seed import SeedError, load_seed
+
+    try:
+        return load_seed(path, config.values)
+    except SeedError as exc:
+        print(f"kafkalite: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def _apply_seed(broker, seed: Seed) -> None:
