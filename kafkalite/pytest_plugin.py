@@ -20,7 +20,8 @@ Fixtures
         ``kafkalite_seed`` put back); returns the bootstrap string. Needs the controls, as above.
     ``kafkalite_fresh`` (function): a broker of the test's own (:class:`kafkalite.Broker`, with the
         session's settings and seed, controls on when available), from a fork server started once
-        per session (:mod:`kafkalite.forkserver`); killed and its data removed after the test.
+        per session (:mod:`kafkalite.forkserver`); killed and its data removed after the test; its
+        log is attached to the report of a failing test ("Captured kafkalite_fresh broker log").
 
 Topics are created with a real CreateTopics request (no Kafka client library needed) and
 deleted when the test ends.
@@ -273,6 +274,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
+    fresh = item.stash.get(_FRESH, None)
+    if report.failed and fresh is not None:  # kafkalite_fresh: the whole log of the test's broker
+        report.sections.append((f"Captured kafkalite_fresh broker log {report.when}",
+                                fresh.log_text()[-_MAX_SECTION:] or "(the broker logged nothing)\n"))
     if not report.failed or not _uses_broker(item):
         return
     broker = item.config.stash.get(_BROKER, None)
@@ -304,6 +309,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 # --- isolation: a reset session broker, or a broker of the test's own ------------------------------
 
 _FORK_SERVER = pytest.StashKey[Any]()
+_FRESH = pytest.StashKey[Any]()  # the kafkalite_fresh broker of a test, for its failure report
 
 
 def _seed(config: pytest.Config) -> str | None:
@@ -338,7 +344,7 @@ def _fork_server(config: pytest.Config):
 
 
 @pytest.fixture
-def kafkalite_fresh(pytestconfig: pytest.Config):
+def kafkalite_fresh(pytestconfig: pytest.Config, request: pytest.FixtureRequest):
     """A broker of this test's own (kafkalite.Broker), with the session's settings and seed,
     forked by a server started once per session; killed and removed after the test."""
     level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
@@ -346,6 +352,7 @@ def kafkalite_fresh(pytestconfig: pytest.Config):
         config=_broker_config(pytestconfig), log_level=level, seed=_seed(pytestconfig),
         listeners=pytestconfig.getini("kafkalite_listeners"),
         controls="127.0.0.1:0" if _controls_available() else None)
+    request.node.stash[_FRESH] = broker
     try:
         yield broker
     finally:

@@ -85,9 +85,14 @@ def test_kafkalite_seed_ini_seeds_the_session_and_fresh_brokers(pytester: pytest
 
         def test_fresh_broker_is_seeded(kafkalite_fresh):
             assert len(_topics(kafkalite_fresh.bootstrap)["orders"].partitions) == 2
+
+
+        def test_fails_with_the_fresh_brokers_log(kafkalite_fresh):
+            assert kafkalite_fresh.bootstrap == "not this"
     """))
     result = run(pytester, PYTHONPATH=CHECKOUT)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*Captured kafkalite_fresh broker log call*", "*created topic orders*"])
 
 
 def test_the_fixtures_cost_less_than_a_broker_per_test(pytester: pytest.Pytester, tmp_path):
