@@ -9,6 +9,13 @@ HTTP/JSON controls endpoint (`kafkalite --controls PORT`), with the standard lib
     # a broker started elsewhere
     Controls("http://127.0.0.1:PORT/").call(...)
 
+    # isolation: reset, snapshots, seeds, the request log (docs/ci-usage.md "Isolating tests")
+    broker.controls.reset()
+    broker.controls.snapshot(name="base"); broker.controls.restore(name="base")
+    broker.controls.seed_file("fixtures/seed.json")   # records files read on this machine
+    broker.controls.record_requests()
+    broker.controls.requests(client_id="me").of("Produce")   # a `Requests`
+
 A control that refuses its arguments raises `ControlFailed` with the broker's text.
 
 From a shell: `kafkalite control [--url URL] NAME key=value ...` (URL defaults to
