@@ -120,7 +120,10 @@ def _link_or_copy_log_dir(src: Path, dest: Path, active: str | None, *, live: bo
                 continue
             target = os.path.join(dest, name)
             if active is not None and name.startswith(active) and name.endswith(_SEGMENT_SUFFIXES):
-                copied += _copy(entry.path, target)
+                if entry.stat().st_size:
+                    copied += _copy(entry.path, target)
+                else:  # the empty active segment a snapshot's roll leaves
+                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             else:
                 os.link(entry.path, target)
     return copied
