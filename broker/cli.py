@@ -18,7 +18,7 @@ Where settings come from, a later source overriding an earlier one key by key:
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
 KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
-KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNED; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNED, KAFKALITE_SEED; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
@@ -51,6 +51,7 @@ from .settings.sources import ENV_PREFIX, env_name, env_values, load_properties
 from .settings.values import parse_bool
 
 if TYPE_CHECKING:  # the services import kio, which must wait for _hide_hypothesis
+    from .seed import Seed
     from .services import Wiring
 
 log = logging.getLogger("kafkalite")
@@ -74,6 +75,7 @@ FLAG_ENV = {
     "kafka_version": "KAFKALITE_KAFKA_VERSION",
     "ready_file": "KAFKALITE_READY_FILE",
     "tls_self_signed": "KAFKALITE_TLS_SELF_SIGNED",
+    "seed": "KAFKALITE_SEED",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
@@ -137,6 +139,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="make a throwaway CA and a certificate for the listener hosts (in the data dir) for TLS "
                         "listeners without a keystore; the ready line names the CA (ca=PATH) "
                         "[KAFKALITE_TLS_SELF_SIGNED=true]")
+    p.add_argument("--seed", default=None, metavar="FILE",
+                   help="a seed file (JSON: topics with records, group offsets, ACLs, SCRAM users; see "
+                        "broker.seed) put in place before the ready line [KAFKALITE_SEED]")
     p.add_argument("--list-configs", action="store_true", help="print the settings that -c accepts and exit")
     return p.parse_args(argv)
 
@@ -159,6 +164,7 @@ class Settings:
     clock: str = "system"
     kafka_version: str | None = None
     tls_self_signed: bool = False
+    seed: str | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -211,7 +217,8 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
                     console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"),
-                    tls_self_signed=tls_self_signed, schema_registry=schema_registry)
+                    tls_self_signed=tls_self_signed, schema_registry=schema_registry,
+                    seed=flag("seed"))
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
@@ -400,8 +407,9 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     hidden = _hide_hypothesis()
     _import_kio_serial_without_asyncio()
     try:
+        seed = _load_seed(settings.seed, config)
         trio.run(_run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls,
-                 settings.schema_registry)
+                 settings.schema_registry, seed)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - report bind errors without a traceback
@@ -548,6 +556,30 @@ def write_ready_file(path: str, line: str, broker) -> None:
     os.replace(tmp, path)
 
 
+def _load_seed(path: str | None, config: BrokerConfig) -> Seed | None:
+    """--seed: read and checked before the broker starts (after kio is imported the quick way); a
+    mistake is one line and exit status 2."""
+    if path is None:
+        return None
+    from .seed import SeedError, load_seed
+
+    try:
+        return load_seed(path, config.values)
+    except SeedError as exc:
+        print(f"kafkalite: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
+def _apply_seed(broker, seed: Seed) -> None:
+    from .seed import SeedError, apply_seed
+
+    try:
+        apply_seed(broker, seed, at_start=True)
+    except SeedError as exc:
+        print(f"kafkalite: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
 def _check_http_libraries(what: str) -> None:
     """The console and the controls endpoint are served with Starlette and hypercorn: without
     them the start fails with a reason and without a ready line. Found, not imported: they are
@@ -565,7 +597,8 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
                ready_file: str | None = None, wiring: Wiring | None = None,
                console_addr: tuple[str, int] | None = None,
                controls_addr: tuple[str, int] | None = None,
-               schema_registry_addr: tuple[str, int] | None = None) -> None:
+               schema_registry_addr: tuple[str, int] | None = None,
+               seed: Seed | None = None) -> None:
     from .server import serve
 
     _imports_done()
@@ -580,6 +613,8 @@ async def _run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None
 
         await nursery.start(stop_on_signal)
         broker = await nursery.start(partial(serve, config, wiring=wiring))
+        if seed is not None:  # --seed: in place before the ready line
+            _apply_seed(broker, seed)
         metrics_url = None
         if metrics_addr is not None:
             from .metrics import serve_metrics

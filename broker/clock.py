@@ -32,6 +32,8 @@ MODES = ("system", "manual")
 class BrokerClock:
     def __init__(self) -> None:
         self.offset_ms = 0
+        # the mode the broker started in (reset() sets it), which the reset control returns to
+        self.start_mode = "system"
         # the time in manual mode; None in system mode
         self.frozen_ms: int | None = None
         self._listeners: list[Callable[[], None]] = []
@@ -73,9 +75,12 @@ class BrokerClock:
         self._jumped()
 
     def reset(self, mode: str = "system") -> None:
+        self.start_mode = mode
         self.offset_ms = 0
         self.frozen_ms = None
         self.set_mode(mode)
+        # timers re-read their deadlines (time may have gone back to the wall clock)
+        self._jumped()
 
     def on_jump(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` (on the trio loop) whenever time jumps; returns a function that

@@ -105,12 +105,12 @@ class Cluster:
             return min(len(self.node_ids), 3)
         return self.config["default.replication.factor"]
 
-    def save(self) -> None:
+    def save(self, *, fsync: bool = True) -> None:
         save_topics(self.meta_dir, [
             {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs,
              "replicas": [p.replicas for p in t.partitions]}
             for t in self.topics.values()
-        ])
+        ], fsync=fsync)
 
     # --- topics ----------------------------------------------------------------------------
     def log_config(self, topic: Topic) -> LogConfig:
@@ -199,13 +199,23 @@ class Cluster:
         self.save()
 
     def delete_topic(self, topic: Topic) -> None:
-        del self.topics[topic.name]
-        del self.topics_by_id[topic.topic_id]
-        self.save()
-        for part in topic.partitions:
-            part.wake()
-            part.log.delete()
-        log.info("deleted topic %s", topic.name)
+        self.delete_topics([topic])
+
+    def delete_topics(self, topics: list[Topic], *, trash: Path | None = None, fsync: bool = True) -> None:
+        """Delete topics with one write of topics.json (the reset control deletes them all);
+        with `trash`, their partition directories are moved there for the caller to remove;
+        without `fsync`, topics.json is not fsynced (the restore control replaces it at once)."""
+        if not topics:
+            return
+        for topic in topics:
+            del self.topics[topic.name]
+            del self.topics_by_id[topic.topic_id]
+        self.save(fsync=fsync)
+        for topic in topics:
+            for part in topic.partitions:
+                part.wake()
+                part.log.delete(trash=trash)
+            log.info("deleted topic %s", topic.name)
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = dict(configs)

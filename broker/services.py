@@ -27,12 +27,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+import trio
+
 from .cluster import Cluster
 from .internal_topics import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
-    import trio
-
     from .groups.coordinator import GroupCoordinator
     from .share.coordinator import ShareCoordinator
     from .transactions.coordinator import TransactionCoordinator
@@ -108,6 +108,8 @@ class Services:
         self._nursery: "trio.Nursery | None" = None
         self._closed = False
         self._producer_ids: "ProducerIdManager | None" = None
+        # name -> the cancel scope of that coordinator's run (discard() ends it)
+        self._scopes: dict[str, trio.CancelScope] = {}
 
     @property
     def groups(self) -> "GroupCoordinator":
@@ -152,11 +154,37 @@ class Services:
         earlier = self.all()
         self._nursery = nursery
         for service in earlier:
-            await nursery.start(service.run)
+            await nursery.start(self._run, self._name_of(service), service)
         for name in eager:
             if name not in self._built:
                 service = self._built[name] = self._make(name)
-                await nursery.start(service.run)
+                await nursery.start(self._run, name, service)
+
+    async def _run(self, name: str, service: Any, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._scopes[name] = scope
+            await service.run(task_status=task_status)
+
+    def _name_of(self, service: Any) -> str:
+        return next(name for name, built in self._built.items() if built is service)
+
+    def discard(self) -> None:
+        """Stop and forget every coordinator built so far (the reset and restore controls, which
+        delete or replace their internal topics): each one's run is cancelled and it is closed;
+        the next use builds a new one from what is on disk then. The producer id blocks stay, so
+        ids handed out before are never handed out again."""
+        for name, service in list(self._built.items()):
+            scope = self._scopes.pop(name, None)
+            if scope is not None:
+                scope.cancel()
+            service.close()
+        self._built.clear()
+
+    async def restart(self) -> None:
+        """After discard() and new internal topics (restore): build and start the coordinators
+        whose state is on disk, as at start."""
+        if self._nursery is not None:
+            await self.start(self._nursery)
 
     def close(self) -> None:
         """Close every built coordinator, in start order; nothing is built after this."""
@@ -172,7 +200,7 @@ class Services:
             service = self._built[name] = self._make(name)
             if self._nursery is not None:
                 # its state is loaded already; run() only starts its timers
-                self._nursery.start_soon(service.run)
+                self._nursery.start_soon(self._run, name, service)
         return service
 
     def _make(self, name: str) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kafkalite.protocol.apis import API_TABLE, ApiRange
 
@@ -40,6 +40,15 @@ from .security import build as build_security
 from .services import Services, Wiring
 
 log = logging.getLogger("kafkalite.state")
+
+
+class RequestRecorder(Protocol):
+    """The request log (broker.controls.request_log) as the dispatch path and the reset control
+    see it; a protocol, so that the state does not import the controls that import it."""
+
+    def record(self, ctx: Any, request: Any) -> None: ...
+
+    def clear(self) -> None: ...
 
 
 class NodePorts(Protocol):
@@ -71,6 +80,8 @@ class Broker:
     controls_url: str | None = None
     # what test controls intercept before dispatch (broker.hooks); empty unless a test arms one
     hooks: DispatchHooks = field(default_factory=DispatchHooks)
+    # what the broker received (broker.controls.request_log); None until the record-requests control
+    request_log: RequestRecorder | None = None
     # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
     # the API table, or its intersection with that release's
     release: KafkaRelease | None = field(init=False)

@@ -37,12 +37,14 @@ def load_topics(meta_dir: Path) -> list[StoredTopic]:
     return list(data["topics"])
 
 
-def save_topics(meta_dir: Path, topics: list[StoredTopic]) -> None:
-    """Replace the stored topics with `topics`, atomically and durably."""
+def save_topics(meta_dir: Path, topics: list[StoredTopic], *, fsync: bool = True) -> None:
+    """Replace the stored topics with `topics`, atomically, and durably unless `fsync` is off (the
+    restore control replaces the file at once again)."""
     meta_dir.mkdir(parents=True, exist_ok=True)
     tmp = meta_dir / (FILE_NAME + ".tmp")
     with open(tmp, "w") as f:
         json.dump({"topics": topics}, f, indent=1)
         f.flush()
-        os.fsync(f.fileno())
+        if fsync:
+            os.fsync(f.fileno())
     os.replace(tmp, meta_dir / FILE_NAME)

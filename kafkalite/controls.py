@@ -9,12 +9,20 @@ HTTP/JSON controls endpoint (`kafkalite --controls PORT`), with the standard lib
     # a broker started elsewhere
     Controls("http://127.0.0.1:PORT/").call(...)
 
+    # isolation: reset, snapshots, seeds, the request log (docs/ci-usage.md "Isolating tests")
+    broker.controls.reset()
+    broker.controls.snapshot(name="base"); broker.controls.restore(name="base")
+    broker.controls.seed_file("fixtures/seed.json")   # records files read on this machine
+    broker.controls.record_requests()
+    broker.controls.requests(client_id="me").of("Produce")   # a `Requests`
+
 A control that refuses its arguments raises `ControlFailed` with the broker's text.
 
 From a shell: `kafkalite control [--url URL] NAME key=value ...` (URL defaults to
 $KAFKALITE_CONTROLS_URL) prints the JSON result; a value that reads as JSON (3, true, null,
 [1,2], "x") is taken as such, anything else as a string. `kafkalite control --url URL` with no
-name lists the controls.
+name lists the controls. `kafkalite control seed file=SEED.json` sends a seed file of this
+machine (its JSON Lines records files read here) to the broker.
 """
 
 from __future__ import annotations
@@ -27,9 +35,9 @@ import builtins
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, Iterator, Sequence, overload
 
-__all__ = ["Controls", "ControlFailed", "main"]
+__all__ = ["Controls", "ControlFailed", "Requests", "main"]
 
 URL_ENV = "KAFKALITE_CONTROLS_URL"
 
@@ -72,10 +80,20 @@ class Controls:
     def names(self) -> builtins.list[str]:
         return [c["name"] for c in self.list()]
 
-    def call(self, name: str, **arguments: Any) -> Any:
+    def call(self, name: str, /, **arguments: Any) -> Any:
         """Run control `name` with these arguments and return its result."""
         body = json.dumps(arguments).encode()
         return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body)["result"]
+
+    def seed_file(self, path: str | os.PathLike) -> Any:
+        """Apply a seed file of this machine (the broker may run elsewhere): its JSON Lines
+        records files, relative to it, are read here and sent inline."""
+        return self.call("seed", document=inline_seed(path))
+
+    def requests(self, **filters: Any) -> "Requests":
+        """The broker's request log (after ``record_requests()``), as :class:`Requests`;
+        filters: api, client_id, topic, group_id, transactional_id, clear."""
+        return Requests(self.call("requests", **filters))
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("_"):
@@ -90,6 +108,86 @@ class Controls:
 
     def __repr__(self) -> str:
         return f"Controls({self.url!r})"
+
+
+def _api_name(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+class Requests(Sequence[dict]):
+    """Entries of a broker's request log (the `requests` control), oldest first, with helpers
+    for assertions:
+
+        broker.controls.record_requests()
+        ... run the client ...
+        log = broker.controls.requests(client_id="my-producer")
+        assert log.of("InitProducerId")                      # it asked for a producer id
+        assert all(e["producer_id"] >= 0 for e in log.of("Produce"))   # idempotent
+        assert len(log.of("OffsetCommit").where(group_id="billing")) == 2
+    """
+
+    def __init__(self, entries: builtins.list[dict]):
+        self.entries = entries
+
+    @overload
+    def __getitem__(self, index: int) -> dict: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> "Requests": ...
+
+    def __getitem__(self, index: int | slice) -> "dict | Requests":
+        if isinstance(index, slice):
+            return Requests(self.entries[index])
+        return self.entries[index]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.entries)
+
+    def __eq__(self, other: object) -> bool:
+        return self.entries == (other.entries if isinstance(other, Requests) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def of(self, *apis: str | int) -> "Requests":
+        """The entries of these APIs (Kafka's name in any case, with or without _ and -, or the key)."""
+        keys = {a for a in apis if isinstance(a, int)}
+        names = {_api_name(a) for a in apis if isinstance(a, str)}
+        return Requests([e for e in self.entries if e["api_key"] in keys or _api_name(e["api"]) in names])
+
+    def where(self, **fields: Any) -> "Requests":
+        """The entries whose fields have these values (topic=NAME: entries naming that topic)."""
+        topic = fields.pop("topic", None)
+        return Requests([e for e in self.entries
+                         if all(e.get(k) == v for k, v in fields.items())
+                         and (topic is None or topic in (e.get("topics") or {}))])
+
+    def apis(self) -> builtins.list[str]:
+        """The API names in the order received."""
+        return [e["api"] for e in self.entries]
+
+    def __repr__(self) -> str:
+        return f"Requests({self.apis()!r})"
+
+
+def inline_seed(path: str | os.PathLike) -> dict:
+    """A seed file's document with every records file (JSON Lines, relative to the seed file)
+    read into the document, so that it means the same on a broker that cannot read those files."""
+    from pathlib import Path
+
+    seed_path = Path(path).expanduser()
+    document = json.loads(seed_path.read_text(encoding="utf-8"))
+    for topic in document.get("topics") or [] if isinstance(document, dict) else []:
+        records = topic.get("records") if isinstance(topic, dict) else None
+        if isinstance(records, str):
+            file = Path(records).expanduser()
+            if not file.is_absolute():
+                file = seed_path.resolve().parent / file
+            topic["records"] = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()
+                                if line.strip()]
+    return document
 
 
 def _value(text: str) -> Any:
@@ -120,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kafkalite control: expected KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
         arguments[key.replace("-", "_")] = _value(value)
+    if args.name == "seed" and "file" in arguments:  # a seed file of this machine, sent inline
+        try:
+            arguments = {"document": inline_seed(str(arguments.pop("file")))}
+        except (OSError, ValueError) as exc:
+            print(f"kafkalite control: cannot read the seed file: {exc}", file=sys.stderr)
+            return 2
     controls = Controls(url)
     try:
         if args.name is None:

@@ -16,9 +16,13 @@ from (a source checkout or site-packages) first, so the child runs the same code
     with kafkalite.running(console=0) as broker:
         print(broker.console_url)   # "http://127.0.0.1:PORT/"
 
-    # the test controls (faults, the clock, ...; see kafkalite.controls)
+    # the test controls (faults, the clock, reset, snapshots, ...; see kafkalite.controls)
     with kafkalite.running(controls=0) as broker:
         broker.controls.advance_clock(ms=60_000)
+
+    # topics, records, group offsets, ACLs and users from a seed file, in place when ready
+    with kafkalite.running(seed="fixtures/seed.json") as broker:
+        ...
 
     # SASL_SSL with PLAIN users and a throwaway CA (needs the tls extra: trustme)
     with kafkalite.running(listeners=["SASL_SSL://127.0.0.1:0"], tls_self_signed=True, config={
@@ -56,7 +60,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _CONTROLLED_ENV = ("KAFKALITE_HOST", "KAFKALITE_PORT", "KAFKALITE_LISTENERS", "KAFKALITE_ADVERTISED_LISTENERS",
                    "KAFKALITE_DATA_DIR", "KAFKALITE_LOG_LEVEL", "KAFKALITE_METRICS_PORT", "KAFKALITE_READY_FILE",
                    "KAFKALITE_CONSOLE", "KAFKALITE_CONTROLS", "KAFKALITE_CLOCK",
-                   "KAFKALITE_KAFKA_VERSION", "KAFKALITE_TLS_SELF_SIGNED")
+                   "KAFKALITE_KAFKA_VERSION", "KAFKALITE_TLS_SELF_SIGNED", "KAFKALITE_SEED")
 
 
 @dataclass
@@ -182,6 +186,7 @@ def broker_args(
     kafka_version: str | None = None,
     nodes: int | None = None,
     tls_self_signed: bool = False,
+    seed: str | os.PathLike | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command-line arguments for a broker with these settings."""
@@ -215,6 +220,8 @@ def broker_args(
         args += ["--nodes", str(nodes)]
     if tls_self_signed:
         args.append("--tls-self-signed")
+    if seed is not None:
+        args += ["--seed", str(seed)]
     return args + list(extra_args)
 
 
@@ -235,6 +242,7 @@ def start(
     kafka_version: str | None = None,
     nodes: int | None = None,
     tls_self_signed: bool = False,
+    seed: str | os.PathLike | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
@@ -257,6 +265,8 @@ def start(
     ``module`` is the program run with ``python -P -m`` (see :func:`broker_command`).
     ``tls_self_signed`` makes a throwaway CA and server certificate for TLS listeners; the CA
     certificate's path is ``ca_path``.
+    ``seed`` is a seed file (JSON: topics with records, group offsets, ACLs, SCRAM users; see
+    ``kafkalite.broker.seed``), in place when the broker is ready.
     """
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
@@ -275,7 +285,7 @@ def start(
                        metrics_port=metrics_port, console=console, controls=controls,
                        schema_registry=schema_registry, clock=clock,
                        kafka_version=kafka_version, nodes=nodes, tls_self_signed=tls_self_signed,
-                       extra_args=extra_args)
+                       seed=seed, extra_args=extra_args)
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
             broker_command(args, module),

@@ -18,6 +18,13 @@ Fixtures
     ``schema_registry_url`` (session): ``"http://HOST:PORT/"`` of the started broker's schema
         registry (Confluent's REST API; served like the controls whenever Starlette and hypercorn
         are installed), or of ``--schema-registry-url`` / ``SCHEMA_REGISTRY_URL`` with an external broker.
+    ``kafka_clean`` (function): the session broker reset before the test (the reset control: no
+        topic, group, offset, transactional id, ACL or fault of an earlier test; the seed of
+        ``kafkalite_seed`` put back); returns the bootstrap string. Needs the controls, as above.
+    ``kafkalite_fresh`` (function): a broker of the test's own (:class:`kafkalite.Broker`, with the
+        session's settings and seed, controls on when available), from a fork server started once
+        per session (:mod:`kafkalite.forkserver`); killed and its data removed after the test; its
+        log is attached to the report of a failing test ("Captured kafkalite_fresh broker log").
 
 Topics are created with a real CreateTopics request (no Kafka client library needed) and
 deleted when the test ends.
@@ -39,6 +46,8 @@ Options
     ``--schema-registry-url URL`` (or ``SCHEMA_REGISTRY_URL``): the registry of an external broker.
     ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
         on its own port, over one copy of the data (``kafkalite --nodes N``).
+    ini ``kafkalite_seed``: a seed file (``kafkalite --seed``; relative to the ini file's directory)
+        for the session broker and every ``kafkalite_fresh`` broker.
 
 The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -59,7 +68,7 @@ import pytest
 _BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
 _LOG_OFFSET = pytest.StashKey[int]()
 _FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls",
-             "schema_registry_url"}
+             "schema_registry_url", "kafka_clean"}
 _MAX_SECTION = 64 * 1024
 
 
@@ -90,6 +99,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kafkalite_config", type="linelist", default=[],
                   help="broker settings KEY=VALUE for the kafkalite broker the session starts")
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
+    parser.addini("kafkalite_seed", default="", help="a seed file for the kafkalite brokers (kafkalite --seed), "
+                                                     "relative to the ini file's directory")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -150,7 +161,8 @@ def _start_broker(config: pytest.Config):
                              listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
                              controls="127.0.0.1:0" if _controls_available() else None,
-                             schema_registry="127.0.0.1:0" if _controls_available() else None)
+                             schema_registry="127.0.0.1:0" if _controls_available() else None,
+                             seed=_seed(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -284,6 +296,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
+    fresh = item.stash.get(_FRESH, None)
+    if report.failed and fresh is not None:  # kafkalite_fresh: the whole log of the test's broker
+        report.sections.append((f"Captured kafkalite_fresh broker log {report.when}",
+                                fresh.log_text()[-_MAX_SECTION:] or "(the broker logged nothing)\n"))
     if not report.failed or not _uses_broker(item):
         return
     broker = item.config.stash.get(_BROKER, None)
@@ -310,3 +326,64 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report.sections.append(
         (f"Captured kafkalite broker log {report.when}",
          f"{alive}{note}{data.decode('utf-8', 'replace')}"))
+
+
+# --- isolation: a reset session broker, or a broker of the test's own ------------------------------
+
+_FORK_SERVER = pytest.StashKey[Any]()
+_FRESH = pytest.StashKey[Any]()  # the kafkalite_fresh broker of a test, for its failure report
+
+
+def _seed(config: pytest.Config) -> str | None:
+    """ini kafkalite_seed, relative to the ini file's directory."""
+    value = config.getini("kafkalite_seed")
+    if not value:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return str((base / value).resolve())
+
+
+@pytest.fixture
+def kafka_clean(pytestconfig: pytest.Config, kafkalite_broker) -> str:
+    """The session broker, reset before this test (no topic, group, offset, transactional id,
+    ACL or fault of an earlier test; the session's seed put back); its bootstrap string."""
+    if kafkalite_broker is None:
+        pytest.fail("kafka_clean resets the kafkalite broker the session starts; it cannot reset an external "
+                    f"one ({external_bootstrap(pytestconfig)})")
+    if kafkalite_broker.controls_url is None:
+        pytest.fail("kafka_clean needs the broker's controls: pip install 'kafkalite[console]'")
+    kafkalite_broker.controls.call("reset")
+    return kafkalite_broker.bootstrap
+
+
+def _fork_server(config: pytest.Config):
+    server = config.stash.get(_FORK_SERVER, None)
+    if server is None:
+        from kafkalite.forkserver import ForkServer
+
+        server = config.stash[_FORK_SERVER] = ForkServer()
+    return server
+
+
+@pytest.fixture
+def kafkalite_fresh(pytestconfig: pytest.Config, request: pytest.FixtureRequest):
+    """A broker of this test's own (kafkalite.Broker), with the session's settings and seed,
+    forked by a server started once per session; killed and removed after the test."""
+    level = pytestconfig.getoption("kafkalite_log_level", None) or pytestconfig.getini("kafkalite_log_level")
+    broker = _fork_server(pytestconfig).start(
+        config=_broker_config(pytestconfig), log_level=level, seed=_seed(pytestconfig),
+        listeners=pytestconfig.getini("kafkalite_listeners"),
+        controls="127.0.0.1:0" if _controls_available() else None)
+    request.node.stash[_FRESH] = broker
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = config.stash.get(_FORK_SERVER, None)
+    if server is not None:
+        config.stash[_FORK_SERVER] = None
+        server.close()

@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Protocol
 
 from kafkalite.protocol.regions import FileRegion
@@ -131,6 +132,7 @@ class PartitionStorage(Protocol):
         """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
         ...
 
-    def delete(self) -> None:
-        """Close and remove the partition's data (DeleteTopics)."""
+    def delete(self, *, trash: Path | None = None) -> None:
+        """Close and remove the partition's data (DeleteTopics); with `trash`, move its directory
+        there instead, for the caller to remove later (the reset control deletes every topic)."""
         ...

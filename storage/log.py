@@ -30,6 +30,7 @@ closed (or reused) under it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -565,13 +566,19 @@ class PartitionLog:
                 seg.close()
             self._close_retired()
 
-    def delete(self) -> None:
-        """Close and remove the partition directory (DeleteTopics)."""
+    def delete(self, *, trash: Path | None = None) -> None:
+        """Close and remove the partition directory (DeleteTopics); with `trash`, move it into that
+        directory instead, for the caller to remove later (a rename is much cheaper than removing
+        a directory on some file systems)."""
         with self._lock:
             self._closed = True
             for seg in self.segments:
                 seg.close()
             self._close_retired()
+            if trash is not None:
+                with contextlib.suppress(OSError):
+                    os.rename(self.directory, trash / self.directory.name)
+                    return
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _close_retired(self) -> None:

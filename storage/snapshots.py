@@ -26,8 +26,18 @@ _SNAPSHOT_HEADER = struct.Struct(">4shI")      # magic, version, crc32c of the b
 SNAPSHOTS_KEPT = 2
 
 
+def producer_snapshot_name(offset: int) -> str:
+    """The file name of the producer snapshot taken at `offset`."""
+    return f"{segment_name(offset)}{SNAPSHOT_SUFFIX}"
+
+
+def producer_snapshot_bytes(blob: bytes) -> bytes:
+    """The content of a producer snapshot file holding `blob` (ProducerStates.to_snapshot)."""
+    return _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, _batch.crc32c(blob)) + bytes(blob)
+
+
 def _snapshot_path(directory: Path, offset: int) -> Path:
-    return directory / f"{segment_name(offset)}{SNAPSHOT_SUFFIX}"
+    return directory / producer_snapshot_name(offset)
 
 
 def snapshot_offsets(directory: Path) -> list[int]:
@@ -41,8 +51,7 @@ def snapshot_offsets(directory: Path) -> list[int]:
 
 def write_snapshot(directory: Path, offset: int, blob: bytes, *, fsync: bool) -> None:
     """Write `<offset>.snapshot` atomically; keep the newest two."""
-    data = _SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, 0, _batch.crc32c(blob)) + bytes(blob)
-    write_atomic(_snapshot_path(directory, offset), data, fsync=fsync)
+    write_atomic(_snapshot_path(directory, offset), producer_snapshot_bytes(blob), fsync=fsync)
     offs = snapshot_offsets(directory)
     for off in offs[:-SNAPSHOTS_KEPT]:
         unlink(_snapshot_path(directory, off))

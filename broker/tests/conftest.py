@@ -12,6 +12,13 @@ def broker():
         yield b
 
 
+@pytest.fixture(scope="module")
+def controls_broker():
+    """A broker of the module with its test controls on a free port."""
+    with kafkalite.running(controls=0) as b:
+        yield b
+
+
 @pytest.fixture
 def wire(broker):
     with WireClient(broker.bootstrap) as c:

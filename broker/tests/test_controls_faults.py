@@ -19,9 +19,8 @@ from kafkalite.protocol.records import Record, build_batch
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with kafkalite.running(controls=0) as b:
-        yield b
+def broker(controls_broker):
+    return controls_broker
 
 
 @pytest.fixture

@@ -1,0 +1,245 @@
+"""Snapshots: the broker's whole state saved under a name and put back, so that a suite sets up a
+rich fixture once and returns to it before each test.
+
+    snapshot        name: save every topic (internal ones included: groups, offsets, transactions
+                    and share-group state live there) with its records and configs, the ACLs,
+                    the SCRAM users and the group configs; a snapshot of the same name is replaced
+    restore         name: the reset control's reset, then that state put back; the coordinators
+                    start again from it, as after a restart
+    snapshots       the names saved, with their sizes
+    drop-snapshot   name: delete one
+
+A snapshot lives in `<data dir>/.kafkalite-snapshots/NAME/`: per partition a directory like the
+partition's own. A snapshot first rolls each partition's log (a new, empty active segment), so
+every record is in a segment file that is never written again: those files and their indexes are
+hard links in the snapshot and again in each restored copy, as are the checkpoint, producer
+snapshot and marker files (the log replaces or removes them by name, never writes into them), so
+saving and restoring a large state costs a link per file; only the empty active segment's files
+(appended in place) and the metadata files of the broker are copied. A
+clean-shutdown marker and a producer snapshot at the log end offset go with each partition, so a
+restore opens each log from its indexes without a recovery scan and replays no producer state.
+
+A restore deletes the current topics (their directories are renamed into a trash directory that
+a thread empties), links and copies the snapshot's files into place and opens the logs.
+
+Both run on the trio loop with no await until the state is whole (no request sees half of it)
+and fsync nothing; a snapshot is a test fixture, not a backup.
+
+What is not saved: the producer id blocks (ids are handed out from where the broker is, never
+again from where the snapshot was), fetch sessions (clients start new ones), armed faults, the
+clock and the request log (reset as by the reset control).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from kafkalite.storage.log import CLEAN_SHUTDOWN_FILE, PartitionLog
+from kafkalite.storage.snapshots import producer_snapshot_bytes, producer_snapshot_name
+
+from ..clock import now_ms
+from ..credentials import ScramStore
+from . import ControlError, control
+from .reset import GROUP_CONFIGS_FILE, reset_state
+
+if TYPE_CHECKING:
+    from ..cluster import Partition
+    from ..state import Broker
+
+log = logging.getLogger("kafkalite.snapshot")
+
+SNAPSHOTS_DIR = ".kafkalite-snapshots"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$")
+# the metadata files a snapshot holds, relative to the data dir
+_TOPICS_FILE = "__cluster_metadata/topics.json"
+_META_FILES = (_TOPICS_FILE, "__cluster_metadata/acls.json",
+               f"__cluster_metadata/{GROUP_CONFIGS_FILE}", ScramStore.FILE)
+_PARTITIONS = "partitions"
+_SKIPPED_SUFFIXES = (".snapshot", ".tmp", ".cleaned")
+_SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def _root(broker: "Broker") -> Path:
+    return Path(broker.config.data_dir) / SNAPSHOTS_DIR
+
+
+def _checked_name(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ControlError(f"a snapshot name is 1-100 letters, digits, '.', '_' or '-' (not starting with "
+                           f"'.' or '-'), not {name!r}")
+    return name
+
+
+def _copy(src: str | Path, dest: str | Path) -> int:
+    """Copy a small file with a few system calls; returns its size."""
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        data = b""
+        chunk = os.read(fd, 1 << 20)
+        while chunk:
+            data += chunk
+            chunk = os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os.close(out)
+    return len(data)
+
+
+def _active_segment(directory: Path) -> str | None:
+    """The file name stem of the partition's active segment (the highest base offset)."""
+    logs = sorted(name for name in os.listdir(directory) if name.endswith(".log"))
+    return logs[-1][:-len(".log")] if logs else None
+
+
+def _link_or_copy_log_dir(src: Path, dest: Path, active: str | None, *, live: bool = False) -> int:
+    """The files of a partition directory into `dest`: the active segment's (`active`: its file
+    name stem) copied, since the log appends to them in place; every other file linked: sealed
+    segments and their indexes are never written again, and the log replaces or removes its other
+    files (checkpoints, producer snapshots, the clean-shutdown marker) by name, never in place.
+    Returns the bytes copied. From a `live` log, its own clean-shutdown marker and producer
+    snapshots are left out (the snapshot gets its own, taken now)."""
+    os.mkdir(dest)
+    copied = 0
+    with os.scandir(src) as entries:
+        for entry in entries:
+            name = entry.name
+            if live and (name == CLEAN_SHUTDOWN_FILE or name.endswith(_SKIPPED_SUFFIXES)):
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            target = os.path.join(dest, name)
+            if active is not None and name.startswith(active) and name.endswith(_SEGMENT_SUFFIXES):
+                if entry.stat().st_size:
+                    copied += _copy(entry.path, target)
+                else:  # the empty active segment a snapshot's roll leaves
+                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            else:
+                os.link(entry.path, target)
+    return copied
+
+
+def _save_partition(part: "Partition", dest: Path) -> int:
+    # A snapshot works on the log's files themselves (sealed segments linked, the lock a flush or
+    # compaction holds), which only the file-backed PartitionLog has.
+    plog = cast(PartitionLog, part.log)
+    with plog._lock:  # a flush or compaction in a worker thread holds it while it swaps files
+        # the records so far go into a sealed segment, which neither the broker nor a restored
+        # copy ever writes again: linked, not copied, here and at every restore
+        plog.roll(now_ms())
+        segments = list(plog.segments)
+        for seg in segments:
+            seg.persist_indexes()
+        copied = _link_or_copy_log_dir(plog.directory, dest, segments[-1].log_path.stem, live=True)
+    end = plog.log_end_offset
+    (dest / producer_snapshot_name(end)).write_bytes(producer_snapshot_bytes(part.producers.to_snapshot()))
+    (dest / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+    return copied
+
+
+def save_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    root = _root(broker)
+    target, tmp = root / name, root / f".{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / _PARTITIONS).mkdir(parents=True)
+    data_dir = Path(broker.config.data_dir)
+    copied = records = 0
+    parts = list(broker.cluster.all_partitions())
+    for part in parts:
+        copied += _save_partition(part, tmp / _PARTITIONS / cast(PartitionLog, part.log).directory.name)
+        records += part.log.log_end_offset - part.log.log_start_offset
+    for rel in _META_FILES:
+        src = data_dir / rel
+        if src.exists():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            _copy(src, tmp / rel)
+    shutil.rmtree(target, ignore_errors=True)
+    os.rename(tmp, target)
+    took_ms = (time.perf_counter() - t0) * 1000
+    log.info("snapshot %s: %d partition(s), %d offset(s), %d byte(s) copied in %.2f ms", name, len(parts),
+             records, copied, took_ms)
+    return {"name": name, "topics": sorted(t.name for t in broker.cluster.topics.values() if not t.internal),
+            "partitions": len(parts), "bytes_copied": copied, "took_ms": round(took_ms, 3)}
+
+
+async def restore_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
+    source = _root(broker) / name
+    if not source.is_dir():
+        raise ControlError(f"no snapshot named {name!r}")
+    t0 = time.perf_counter()
+    reset_state(broker, fsync=False, reseed=False)
+    data_dir = Path(broker.config.data_dir)
+    copied = 0
+    for src in (source / _PARTITIONS).iterdir():
+        dest = data_dir / src.name
+        if dest.exists():  # left behind by a topic deleted while a file of it was in use
+            shutil.rmtree(dest)
+        copied += _link_or_copy_log_dir(src, dest, _active_segment(src))
+    for rel in _META_FILES:
+        src = source / rel
+        if src.exists():
+            _copy(src, data_dir / rel)
+        elif rel == _TOPICS_FILE:  # a snapshot of a broker without topics
+            (data_dir / rel).unlink(missing_ok=True)
+    cluster = broker.cluster
+    cluster.load()
+    if broker.authorizer is not None:
+        broker.authorizer.load()
+    # in place: open connections' SASL sessions hold this store
+    broker.scram.users = ScramStore(data_dir).users
+    await broker.services.restart()
+    took_ms = (time.perf_counter() - t0) * 1000
+    log.info("restored snapshot %s: %d topic(s), %d byte(s) copied in %.2f ms", name, len(cluster.topics),
+             copied, took_ms)
+    return {"name": name, "topics": sorted(t.name for t in cluster.topics.values() if not t.internal),
+            "bytes_copied": copied, "took_ms": round(took_ms, 3)}
+
+
+@control("snapshot")
+async def snapshot(broker, *, name):
+    """Save the broker's whole state (topics with their records and configs, groups and offsets,
+    transactions, ACLs, SCRAM users) as `name`, replacing a snapshot of that name."""
+    return save_snapshot(broker, _checked_name(name))
+
+
+@control("restore")
+async def restore(broker, *, name):
+    """Reset the broker and put back the state saved as `name` (clients stay connected, as after a
+    reset)."""
+    return await restore_snapshot(broker, _checked_name(name))
+
+
+@control("snapshots")
+async def snapshots(broker):
+    """The snapshots saved, by name, with their size on disk."""
+    root = _root(broker)
+    if not root.is_dir():
+        return []
+    out = []
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and not d.name.startswith("."):
+            size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+            out.append({"name": d.name, "bytes": size})
+    return out
+
+
+@control("drop-snapshot")
+async def drop_snapshot(broker, *, name):
+    """Delete the snapshot `name`."""
+    target = _root(broker) / _checked_name(name)
+    if not target.is_dir():
+        raise ControlError(f"no snapshot named {name!r}")
+    shutil.rmtree(target)
+    return {"name": name}

@@ -1,0 +1,438 @@
+"""A broker of its own for every test, in milliseconds: a warm server process that has imported
+the broker's modules once and forks a new broker (a new port, a new data dir) on request.
+
+    with ForkServer() as server:              # one per test session: ~0.4 s, once
+        with server.running() as broker:      # a kafkalite.Broker, ready; a few ms
+            broker.bootstrap
+        broker = server.start(config={"num.partitions": 3}, controls=0)
+        broker.close()
+
+`start` takes the arguments of `kafkalite.start` that make a broker's command line (config,
+listeners, controls, clock, seed, ...); the forked broker runs `kafkalite.broker.cli` exactly as
+`python -m kafkalite` would, in a child of the server. Its data dir is a new temporary directory
+(removed by `close()`), its log a file in it; `close()` kills it (a test's broker has nothing to
+keep: no shutdown flush is waited for) unless `graceful=True`.
+
+The server is `python -P -m kafkalite.forkserver`, talking JSON lines on its stdin and stdout; it
+is single-threaded (forking a process with threads is unsafe) and never starts trio itself, so
+each child starts its own trio loop from a clean state. A child's stdout is a pipe the server
+reads the ready line from; its stderr is its log file. The pytest plugin's `kafkalite_fresh`
+fixture uses one server per session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from .launcher import Broker, _broker_env, broker_args, parse_ready_line
+
+__all__ = ["ForkServer", "ForkedBroker"]
+
+_START_KEYS = ("host", "port", "config", "listeners", "advertised_listeners", "log_level", "metrics_port", "console",
+               "controls", "clock", "kafka_version", "nodes", "tls_self_signed", "seed", "extra_args")
+
+
+class ForkedProcess:
+    """The part of subprocess.Popen a kafkalite.Broker uses, for a broker forked by the server."""
+
+    def __init__(self, server: "ForkServer", pid: int):
+        self.server = server
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.server._call({"op": "poll", "pid": self.pid})["status"]
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            status = self.server._call({"op": "wait", "pid": self.pid, "timeout": timeout})["status"]
+            if status is None:
+                raise subprocess.TimeoutExpired(f"kafkalite broker {self.pid}", timeout or 0)
+            self.returncode = status
+        return self.returncode
+
+
+class ForkServer:
+    """The warm server; see the module docstring."""
+
+    def __init__(self, timeout: float = 30.0):
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        # data dirs of closed brokers, removed by a thread (removing directories costs
+        # milliseconds each on some file systems; a test's teardown need not wait for it)
+        self._trash: queue.Queue[Path | None] = queue.Queue()
+        self._cleaner = threading.Thread(target=self._clean, name="kafkalite-forkserver-cleaner", daemon=True)
+        self._cleaner.start()
+        self.process = subprocess.Popen([sys.executable, "-P", "-m", "kafkalite.forkserver"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env=_broker_env(), text=True, bufsize=1)
+        hello = self._read()
+        if hello.get("ready") is not True:
+            raise RuntimeError(f"the kafkalite fork server did not start: {hello}")
+
+    def _clean(self) -> None:
+        while (path := self._trash.get()) is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def remove_later(self, path: Path) -> None:
+        self._trash.put(path)
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            code = self.process.wait()
+            raise RuntimeError(f"the kafkalite fork server exited (status {code})")
+        return json.loads(line)
+
+    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            answer = self._read()
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer
+
+    def start(self, **kwargs: Any):
+        """A new broker, ready: a kafkalite.Broker (its data dir and log removed by close())."""
+        unknown = set(kwargs) - set(_START_KEYS)
+        if unknown:
+            raise TypeError(f"ForkServer.start() got unexpected argument(s) {', '.join(sorted(unknown))}")
+        kwargs.setdefault("host", "127.0.0.1")
+        answer = self._call({"op": "start", "args": broker_args(**kwargs), "timeout": self.timeout})
+        data_dir, log_path = Path(answer["data_dir"]), Path(answer["log"])
+        if answer.get("ready") is None:
+            log = log_path.read_text(errors="replace") if log_path.exists() else ""
+            self.remove_later(data_dir)
+            raise RuntimeError(f"kafkalite did not become ready (exit status {answer.get('status')}); "
+                               f"log:\n{log[-4000:]}")
+        info = parse_ready_line(answer["ready"])
+        return ForkedBroker(process=ForkedProcess(self, answer["pid"]), bootstrap=info["bootstrap"],  # type: ignore[arg-type]
+                             data_dir=data_dir, log_path=log_path, listeners=info.get("listeners", {}),
+                             metrics_url=info.get("metrics"), console_url=info.get("console"),
+                             controls_url=info.get("controls"), nodes=info.get("nodes", {}),
+                             ca_path=Path(info["ca"]) if "ca" in info else None, _owned_data_dir=True)
+
+    @contextlib.contextmanager
+    def running(self, **kwargs: Any) -> Iterator[Any]:
+        broker = self.start(**kwargs)
+        try:
+            yield broker
+        finally:
+            broker.close()
+
+    def close(self) -> None:
+        self._trash.put(None)
+        self._cleaner.join(30)
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()  # the server kills what it forked and exits
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "ForkServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class ForkedBroker(Broker):
+    """A kafkalite.Broker forked by a ForkServer: close() kills it (a test's broker has nothing
+    to keep), without waiting for the process to end, and has its data dir removed by the
+    server's cleaner thread; close(graceful=True) stops it with SIGTERM and waits first."""
+
+    def close(self, graceful: bool = False) -> None:
+        process = self.process
+        if graceful:
+            self.stop()
+        elif isinstance(process, ForkedProcess):
+            process.kill()  # the server reaps it; its port is free once the signal lands
+        else:
+            self.kill()
+        if isinstance(process, ForkedProcess):
+            process.server.remove_later(self.data_dir)
+        else:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+# --- the server process ---------------------------------------------------------------------
+
+def _warm_up() -> None:
+    """Import what every broker start imports, once, before any fork."""
+    from kafkalite.broker import cli
+
+    cli._hide_hypothesis()
+    cli._import_kio_serial_without_asyncio()
+    from kafkalite.broker import seed, server  # noqa: F401
+    from kafkalite.broker.controls import load_all as load_controls
+    from kafkalite.broker.handlers import load_all as load_handlers
+
+    load_handlers()
+    load_controls()
+    with contextlib.suppress(ImportError):  # the controls endpoint, when its libraries are there
+        from kafkalite.broker.controls import http  # noqa: F401
+        import hypercorn.trio  # noqa: F401
+        import starlette.applications  # noqa: F401
+    # what the coordinators would import on their first request
+    from kafkalite.broker.groups import coordinator  # noqa: F401
+    from kafkalite.broker.transactions import coordinator as txn  # noqa: F401
+
+
+def _child(args: list[str], log: str, write_fd: int) -> None:
+    """In the forked child: run the broker with stdout to the server's pipe, stderr to the log."""
+    try:
+        os.setpgid(0, 0)  # its own process group: a signal to the test run's group is not its
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(write_fd, 1)
+        err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(err, 2)
+        for fd in (null, write_fd, err):
+            os.close(fd)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own descriptors
+        sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        from kafkalite.broker import cli
+
+        code = cli.main(args)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the log gets it; the server sees the status
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def _read_ready(fd: int, pid: int, timeout: float) -> str | None:
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None  # the child exited without a ready line
+        buf += chunk
+    return buf.split(b"\n", 1)[0].decode(errors="replace").strip()
+
+
+def _status(raw: int) -> int:
+    return os.waitstatus_to_exitcode(raw)
+
+
+def _wait(pid: int, timeout: float | None) -> int | None:
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return _status(raw)
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(0.001)
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGKILL when the server ends, however it ends (no orphan brokers)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _reap(children: dict[int, int], statuses: dict[int, int]) -> None:
+    """Collect the children that exited (killed by their broker's close) without waiting."""
+    for pid in list(children):
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            statuses[pid] = _status(raw)
+            os.close(children.pop(pid))
+
+
+class _Spare:
+    """A child forked ahead of the next start request, waiting for its command line: the fork
+    (tens of milliseconds for a process of this size on a busy machine) is off the start's path."""
+
+    def __init__(self, others: dict[int, int]):
+        args_read, self.args_write = os.pipe()
+        self.out_read, out_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _die_with_parent()
+            os.close(self.args_write)
+            os.close(self.out_read)
+            for fd in others.values():
+                os.close(fd)
+            with os.fdopen(args_read) as f:
+                request = json.loads(f.read() or "null")
+            if request is None:  # the server is closing
+                os._exit(0)
+            _child(request["args"], request["log"], out_write)
+        os.close(args_read)
+        os.close(out_write)
+        self.pid = pid
+
+    def run(self, args: list[str], log: str) -> None:
+        os.write(self.args_write, json.dumps({"args": args, "log": log}).encode())
+        os.close(self.args_write)
+
+    def discard(self) -> None:
+        os.close(self.args_write)  # it reads nothing and exits
+        os.close(self.out_read)
+        _wait(self.pid, 5)
+
+
+# command lines a broker is kept started for, the most recent last (a session uses one or two)
+WARM_KEPT = 2
+
+
+class _Server:
+    """The server's state: its children, the spare fork, and a broker started ahead for each of
+    the last command lines asked for, so that the next request for the same one is answered with
+    a broker that is ready already (and another is started behind it)."""
+
+    def __init__(self) -> None:
+        self.children: dict[int, int] = {}  # pid -> the read end of its stdout
+        self.statuses: dict[int, int] = {}
+        # json of the command line -> (pid, stdout read end, data dir, log path) of a started broker
+        self.warm: dict[str, tuple[int, int, str, str]] = {}
+        self.spare: _Spare | None = _Spare(self.children)
+
+    def _launch(self, args: list[str]) -> tuple[int, int, str, str]:
+        """Hand the spare fork a command line with a new data dir; fork the next spare."""
+        data_dir = tempfile.mkdtemp(prefix="kafkalite-")
+        log = os.path.join(data_dir, "broker.log")
+        child, self.spare = self.spare, None
+        assert child is not None
+        child.run([*args, "--data-dir", data_dir], log)
+        self.children[child.pid] = child.out_read
+        self.spare = _Spare(self.children)
+        return child.pid, child.out_read, data_dir, log
+
+    def start(self, args: list[str], timeout: float) -> dict[str, Any]:
+        _reap(self.children, self.statuses)
+        key = json.dumps(args)
+        launched = self.warm.pop(key, None) or self._launch(args)
+        pid, read_fd, data_dir, log = launched
+        ready = _read_ready(read_fd, pid, timeout)
+        if ready is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            status = _wait(pid, None)
+            os.close(self.children.pop(pid))
+            return {"pid": pid, "ready": None, "status": status, "data_dir": data_dir, "log": log}
+        # the next one for this command line starts now, while the test uses this one
+        self.warm[key] = self._launch(args)
+        while len(self.warm) > WARM_KEPT:
+            self._discard(self.warm.pop(next(iter(self.warm))))
+        return {"pid": pid, "ready": ready, "data_dir": data_dir, "log": log}
+
+    def _discard(self, launched: tuple[int, int, str, str]) -> None:
+        pid, read_fd, data_dir, _log = launched
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _wait(pid, 5)
+        os.close(self.children.pop(pid))
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    def status(self, pid: int, timeout: float | None) -> int | None:
+        if pid not in self.statuses:
+            if pid not in self.children:
+                raise ValueError(f"no broker with pid {pid}")
+            status = _wait(pid, timeout)
+            if status is not None:
+                self.statuses[pid] = status
+                os.close(self.children.pop(pid))
+        return self.statuses.get(pid)
+
+    def close(self) -> None:
+        if self.spare is not None:
+            self.spare.discard()
+        for launched in list(self.warm.values()):
+            self._discard(launched)
+        for pid in list(self.children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _wait(pid, 5)
+
+
+def serve() -> None:
+    import gc
+
+    _warm_up()
+    # what was imported stays put: the children's garbage collections do not touch (and copy) it
+    gc.freeze()
+    out = sys.stdout
+
+    def answer(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    server = _Server()
+    answer({"ready": True, "pid": os.getpid()})
+    try:
+        for line in sys.stdin:
+            try:
+                request = json.loads(line)
+                op = request["op"]
+                if op == "start":
+                    answer(server.start(request["args"], float(request.get("timeout") or 30)))
+                elif op == "poll":
+                    answer({"status": server.status(int(request["pid"]), 0)})
+                elif op == "wait":
+                    answer({"status": server.status(int(request["pid"]), request.get("timeout"))})
+                else:
+                    raise ValueError(f"unknown op {op!r}")
+            except Exception as exc:  # noqa: BLE001 - one bad request is answered, not fatal
+                answer({"error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        server.close()  # stdin closed: the session is over; what it forked goes with it
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,66 @@
+"""kafkalite.forkserver: brokers forked from a warm server are real, separate brokers; close()
+ends the process and removes the data dir; a bad setting fails with the broker's own line; the
+server's end takes every broker it forked with it."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import kafkalite
+from kafkalite.forkserver import ForkServer
+from kafkalite.protocol.client import WireClient
+from compat_tests.differ.core import request
+
+
+def _eventually(cond, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ForkServer() as s:
+        yield s
+
+
+def test_separate_brokers_that_answer_and_go_away(server):
+    first = server.start(config={"num.partitions": 3})
+    second = server.start(config={"num.partitions": 3})  # the one started ahead for this command line
+    assert isinstance(first, kafkalite.Broker) and first.port != second.port and first.pid != second.pid
+    for broker in (first, second):
+        with WireClient(broker.bootstrap) as wire:
+            meta = wire.request(request(3, 12, topics=[{"name": "auto", "topic_id": None}],
+                                        allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+        assert meta.topics[0].name == "auto"
+    _eventually(lambda: len(list(first.data_dir.glob("auto-*"))) == 3)
+    assert second.data_dir != first.data_dir and len(list(second.data_dir.glob("auto-*"))) == 3
+    first.close()
+    assert first.process.wait(10) is not None
+    _eventually(lambda: not first.data_dir.exists())
+    second.close(graceful=True)
+    assert second.process.returncode == 0
+
+
+def test_a_bad_setting_fails_with_the_brokers_line(server):
+    with pytest.raises(RuntimeError, match="unknown broker config 'no.such.key'"):
+        server.start(config={"no.such.key": 1})
+
+
+def test_the_servers_end_ends_its_brokers():
+    with ForkServer() as s:
+        broker = s.start()
+        pid = broker.pid
+    _eventually(lambda: not _alive(pid))
