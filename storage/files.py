@@ -70,3 +70,19 @@ def unlink(path: Path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a directory (or file) by path, so that a rename or new file in it is durable; a path
+    that cannot be opened or synced is left as it is (the data was written; only its durability
+    across a power loss is not certain)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

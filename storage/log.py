@@ -53,7 +53,7 @@ from kafkalite.protocol.batch_patches import (
 
 from .config import LogConfig
 from .compaction import compact_segments
-from .files import unlink, write_atomic
+from .files import fsync_path, unlink, write_atomic
 from .segment import AbortedTxn, Segment, segment_name
 from .retention import segments_past_retention
 from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
@@ -543,9 +543,9 @@ class PartitionLog:
                     raise
                 # EBADF: the segment was deleted (and closed) meanwhile
         for p in txn_paths:
-            _fsync_path(p)
+            fsync_path(p)
         if dir_dirty:
-            _fsync_path(self.directory)
+            fsync_path(self.directory)
 
     def close(self) -> None:
         """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker."""
@@ -561,7 +561,7 @@ class PartitionLog:
             self._closed = True
             write_atomic(self.directory / CLEAN_SHUTDOWN_FILE, b"", fsync=self.config.fsync != "never")
             if self.config.fsync != "never":
-                _fsync_path(self.directory)
+                fsync_path(self.directory)
             for seg in self.segments:
                 seg.close()
             self._close_retired()
@@ -590,15 +590,3 @@ class PartitionLog:
         return (f"PartitionLog({self.directory}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self.segments)})")
 
-
-def _fsync_path(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
