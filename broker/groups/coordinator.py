@@ -139,9 +139,11 @@ class GroupCoordinator:
     def _offsets_topic(self):
         topic = self.cluster.topics.get(OFFSETS_TOPIC)
         if topic is None:
-            # OSError when the disk is full or failing (nothing is created then)
+            # OSError when the disk is full or failing (nothing is created then). The configs are
+            # Kafka's (GroupCoordinatorService: offsets.topic.segment.bytes is 100 MiB).
             topic = self.cluster.create_topic(OFFSETS_TOPIC, max(1, self.config["offsets.topic.num.partitions"]),
-                                              {"cleanup.policy": "compact"})
+                                              {"cleanup.policy": "compact", "compression.type": "producer",
+                                               "segment.bytes": str(100 * 1024 * 1024)})
         return topic
 
     def offsets_partition(self, group_id: str):

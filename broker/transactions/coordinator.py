@@ -57,7 +57,10 @@ class TxnLogStore:
         topic = cluster.topics.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
             topic = cluster.create_topic(TRANSACTION_STATE_TOPIC, broker.config["transaction.state.log.num.partitions"],
-                                         {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+                                         # Kafka's TransactionLog configs (min.insync.replicas aside)
+                                         {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
+                                          "compression.type": "uncompressed",
+                                          "unclean.leader.election.enable": "false"})
         self.topic = topic
         self.version = 1 if broker.config["transaction.version"] >= 1 else 0
         self.fsync_always = broker.config["fsync"] == "always"
