@@ -97,17 +97,20 @@ def test_configs_dynamic_broker_and_cluster_default(kt):
         r = kt("kafka-configs", "--alter", "--entity-type", "brokers", "--entity-name", "1",
                "--add-config", "log.cleaner.threads=3")
         assert r.lines() == ["Completed updating config for broker 1."]
-        assert kt("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name", "1").lines() == [
+        # the broker applies the change a moment after the controller took it
+        wait_until(lambda: kt("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name",
+                              "1").lines() == [
             "Dynamic configs for broker 1 are:",
             "log.cleaner.threads=3 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=3, "
-            "DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}"]
+            "DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}"],
+            what="the broker's dynamic config")
     finally:
         kt("kafka-configs", "--alter", "--entity-type", "brokers", "--entity-name", "1",
            "--delete-config", "log.cleaner.threads")
         kt("kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default",
            "--delete-config", "log.cleaner.threads")
-    assert kt("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name", "1").lines() == [
-        "Dynamic configs for broker 1 are:"]
+    wait_until(lambda: kt("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name",
+                          "1").lines() == ["Dynamic configs for broker 1 are:"], what="no dynamic config left")
 
 
 def test_features_describe_downgrade_upgrade(kt):
