@@ -32,20 +32,11 @@ import pytest
 
 from compat_tests import brokers
 from compat_tests.clients.java import deps_dir, jar_set
+from compat_tests.reference import _LOG4J2 as LOG4J2  # a log file per JVM, as the reference broker's
 from compat_tests.waiting import wait_until
 
 pytestmark = [pytest.mark.connect, pytest.mark.timeout(300)]
 
-LOG4J2 = """\
-status = error
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {path}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = file
-"""
 
 
 def _free_port() -> int:
