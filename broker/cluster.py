@@ -114,7 +114,14 @@ class Cluster:
 
     # --- topics ----------------------------------------------------------------------------
     def log_config(self, topic: Topic) -> LogConfig:
+        from .settings.topic_keys import topic_config_default
+
         eff = self.effective_configs(topic)
+
+        def value(key: str) -> Any:
+            # the keys kafkalite's broker settings do not default (Kafka's topic default then)
+            return eff.get(key) if eff.get(key) is not None else topic_config_default(key)
+
         return LogConfig(
             # internal.segment.bytes (Kafka's test-only override) wins over segment.bytes
             segment_bytes=int(eff.get("internal.segment.bytes") or eff["segment.bytes"]),
@@ -124,6 +131,8 @@ class Cluster:
             index_interval_bytes=int(eff["index.interval.bytes"]),
             max_message_bytes=int(eff["max.message.bytes"]),
             cleanup_policy=str(eff["cleanup.policy"]),
+            delete_retention_ms=int(value("delete.retention.ms")),
+            min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
             timestamp_type=str(eff["message.timestamp.type"]),
             fsync=self.config["fsync"],
         )

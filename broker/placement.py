@@ -19,7 +19,8 @@ class PlacementError(ValueError):
 
 def replication_error_text(replication_factor: int, brokers: int) -> str:
     return (f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-            f"factor of {replication_factor} cannot be reached because only {brokers} broker(s) are registered.")
+            f"factor of {replication_factor} cannot be reached because only {brokers} broker(s) are registered "
+            "or some brokers have all their log directories cordoned.")
 
 
 def topic_seed(topic: str, brokers: int) -> int:

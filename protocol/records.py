@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from typing import Iterable, NamedTuple, Sequence
 
-from .batch import (BATCH_HEADER_SIZE, COMPRESSION_MASK, COMPRESSION_NONE, CONTROL_MASK, HEADER_STRUCT,
+from .batch import (BATCH_HEADER_SIZE, COMPRESSION_MASK, COMPRESSION_NONE, CONTROL_MASK, DELETE_HORIZON_MASK,
+                    HEADER_STRUCT,
                     LOG_OVERHEAD, MAGIC, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
                     TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, BatchHeader, CorruptBatch, ReadableBuffer)
 from .batch_patches import rewrite_crc
@@ -98,13 +99,17 @@ def encode_batch(entries: Iterable[tuple[int, int, bytes | None, bytes | None, t
                  transactional: bool = False, control: bool = False, partition_leader_epoch: int = 0,
                  compression: int = COMPRESSION_NONE, last_offset_delta: int | None = None,
                  log_append_time_ms: int | None = None, base_timestamp: int | None = None,
-                 compression_level: int | None = None) -> bytearray:
+                 compression_level: int | None = None, delete_horizon_ms: int | None = None) -> bytearray:
     """Build a batch from (offset_delta, timestamp, key, value, headers) entries.
 
     Offset deltas are kept as given (a compacted batch keeps its records' offsets);
     `last_offset_delta` defaults to the last entry's delta (Kafka keeps the original last
-    offset of a compacted batch so producer sequences stay right)."""
+    offset of a compacted batch so producer sequences stay right). `delete_horizon_ms` (set by
+    the log cleaner, KIP-534) becomes the base timestamp with the delete-horizon attribute; the
+    records' timestamps stay what they were (their deltas are taken from it)."""
     entries = list(entries)
+    if delete_horizon_ms is not None:
+        base_timestamp = delete_horizon_ms
     if base_timestamp is None:
         base_timestamp = entries[0][1] if entries else NO_TIMESTAMP
     max_ts = NO_TIMESTAMP
@@ -123,6 +128,8 @@ def encode_batch(entries: Iterable[tuple[int, int, bytes | None, bytes | None, t
         attrs |= TRANSACTIONAL_MASK
     if control:
         attrs |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attrs |= DELETE_HORIZON_MASK
     if log_append_time_ms is not None:
         attrs |= TIMESTAMP_TYPE_MASK
         max_ts = log_append_time_ms

@@ -78,6 +78,8 @@ grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-av
 maven_jars kafka-streams
 maven_jars spring-kafka
 maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
+maven_jars kafka-tools  # Kafka 4.4's command-line tools for compat_tests/tools
+maven_jars kafka-connect  # a Connect worker, the FileStream connectors and MirrorMaker 2 for compat_tests/connect
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with

@@ -2,7 +2,10 @@
 
 Scope: the closed segments that lie wholly below the first unstable offset (the start of
 the oldest open transaction) - the active segment and anything an open transaction could
-still abort or commit are never touched.
+still abort or commit are never touched. As Kafka's LogCleanerManager, a log is cleaned only
+when its dirty ratio (the bytes of those segments from the cleaner's checkpoint, the first
+dirty offset, over the bytes of all of them) is above min.cleanable.dirty.ratio; after a
+pass the checkpoint is the end of the cleaned range.
 
 Rules, after Kafka's LogCleaner:
 - the latest record of each key (over the cleaned range) is kept; older ones go;
@@ -15,8 +18,12 @@ Rules, after Kafka's LogCleaner:
   delta, producer id/epoch, base sequence, attributes and codec, its records keeping their
   offsets; a batch that loses all of them is dropped, except the last batch of each
   producer in the range, which is kept empty so producer sequence state survives a restart;
-- tombstones (null values) are kept as the latest record of their key: there is no
-  delete.retention.ms here, so they are never removed.
+- tombstones (null values) are kept as the latest record of their key until their delete
+  horizon (KIP-534): the first pass that keeps a tombstone in a batch without a horizon
+  rewrites the batch with horizon = now + delete.retention.ms (the batch's base timestamp,
+  with the delete-horizon attribute); a later pass at or past the horizon removes the
+  tombstones of that batch. Control batches are kept (Kafka also removes the markers of
+  transactions left empty; kafkalite does not).
 
 Each segment is rewritten to `<base>.log.cleaned`, its index files are removed, and the
 new file replaces the old by rename; a crash at any point leaves either the old or the new
@@ -30,7 +37,7 @@ import logging
 import os
 from typing import Sequence
 
-from kafkalite.protocol.batch import (COMPRESSION_MASK, CONTROL_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK,
+from kafkalite.protocol.batch import (COMPRESSION_MASK, CONTROL_MASK, DELETE_HORIZON_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK,
                                       TRANSACTIONAL_MASK, CorruptBatch, HeaderFields)
 from kafkalite.protocol.records import DecodedRecord, decode_records, encode_batch
 from kafkalite.protocol.codecs import UnsupportedCompression
@@ -42,10 +49,12 @@ log = logging.getLogger("kafkalite.storage")
 
 
 def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstable_offset: int | None, *,
-                     index_interval_bytes: int, fsync: bool) -> dict[int, Segment]:
+                     first_dirty_offset: int, now_ms: int, delete_retention_ms: int, min_cleanable_ratio: float,
+                     index_interval_bytes: int, fsync: bool) -> tuple[dict[int, Segment], int]:
     """Compact the eligible closed segments of a log (`segs`, oldest first, the last one
-    active). Returns the replacement of each rewritten segment by its index in `segs`; the
-    caller (holding the log's lock) swaps them in and retires the old ones."""
+    active) if enough of them is dirty. Returns the replacement of each rewritten segment by
+    its index in `segs` (the caller, holding the log's lock, swaps them in and retires the old
+    ones) and the cleaner's new first dirty offset."""
     limit = log_end_offset if first_unstable_offset is None else min(first_unstable_offset, log_end_offset)
     eligible = []
     for i in range(len(segs) - 1):
@@ -54,7 +63,14 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
         else:
             break
     if not eligible:
-        return {}
+        return {}, first_dirty_offset
+    cleaned_end = segs[len(eligible)].base_offset
+    total = sum(seg.size for seg in eligible)
+    # Kafka's LogCleanerManager: the segments holding offsets at or after the first dirty one
+    dirty = sum(seg.size for i, seg in enumerate(eligible)
+                if (segs[i + 1].base_offset if i + 1 < len(segs) else log_end_offset) > first_dirty_offset)
+    if total == 0 or dirty / total <= min_cleanable_ratio:
+        return {}, first_dirty_offset
 
     aborted: dict[int, list[tuple[int, int]]] = {}
     for seg in segs:
@@ -99,6 +115,8 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
             if f.attributes & CONTROL_MASK:
                 out += raw
                 continue
+            horizon = f.base_timestamp if f.attributes & DELETE_HORIZON_MASK else None
+            set_horizon = False
             if f.attributes & TRANSACTIONAL_MASK and is_aborted(f.producer_id, f.base_offset):
                 kept = []
             else:
@@ -107,21 +125,23 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
                 except (CorruptBatch, UnsupportedCompression):
                     out += raw
                     continue
-                kept = [r for r in recs if r.key is not None and latest.get(r.key) == r.offset]
-                if len(kept) == len(recs):
+                kept = [r for r in recs if r.key is not None and latest.get(r.key) == r.offset
+                        and (r.value is not None or horizon is None or now_ms < horizon)]
+                set_horizon = horizon is None and any(r.value is None for r in kept)
+                if len(kept) == len(recs) and not set_horizon:
                     out += raw
                     continue
             changed = True
             keep_empty = f.producer_id >= 0 and last_batch_of.get(f.producer_id) == f.base_offset
             if not kept and not keep_empty:
                 continue
-            out += _rebuild_batch(f, kept)
+            out += _rebuild_batch(f, kept, now_ms + delete_retention_ms if set_horizon else horizon)
         if changed:
             replaced[idx] = _replace_segment(seg, out, index_interval_bytes, fsync)
-    return replaced
+    return replaced, max(first_dirty_offset, cleaned_end)
 
 
-def _rebuild_batch(f: HeaderFields, kept: list[DecodedRecord]) -> bytearray:
+def _rebuild_batch(f: HeaderFields, kept: list[DecodedRecord], delete_horizon_ms: int | None) -> bytearray:
     log_append = f.max_timestamp if f.attributes & TIMESTAMP_TYPE_MASK else None
     return encode_batch(
         [(r.offset - f.base_offset, r.timestamp, r.key, r.value, r.headers) for r in kept],
@@ -129,6 +149,7 @@ def _rebuild_batch(f: HeaderFields, kept: list[DecodedRecord]) -> bytearray:
         base_sequence=f.base_sequence, transactional=bool(f.attributes & TRANSACTIONAL_MASK),
         partition_leader_epoch=f.partition_leader_epoch, compression=f.attributes & COMPRESSION_MASK,
         last_offset_delta=f.last_offset_delta, log_append_time_ms=log_append, base_timestamp=f.base_timestamp,
+        delete_horizon_ms=delete_horizon_ms,
     )
 
 

@@ -100,6 +100,9 @@ class PartitionLog:
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.retention_floor: int | None = None
+        # the log cleaner's checkpoint: where the records not cleaned yet start (in memory: a
+        # restart cleans the whole log once more)
+        self.first_dirty_offset = 0
         self._lock = threading.RLock()
         self._retired: list[Segment] = []
         self._dir_dirty = False
@@ -448,9 +451,12 @@ class PartitionLog:
         writes the replacements; the log swaps them in). Returns how many were rewritten."""
         with self._lock:
             self._close_retired()
-            replaced = compact_segments(self.segments, self.log_end_offset, first_unstable_offset,
-                                        index_interval_bytes=self.config.index_interval_bytes,
-                                        fsync=self.config.fsync != "never")
+            cfg = self.config
+            replaced, self.first_dirty_offset = compact_segments(
+                self.segments, self.log_end_offset, first_unstable_offset,
+                first_dirty_offset=max(self.first_dirty_offset, self.log_start_offset), now_ms=now_ms,
+                delete_retention_ms=cfg.delete_retention_ms, min_cleanable_ratio=cfg.min_cleanable_dirty_ratio,
+                index_interval_bytes=cfg.index_interval_bytes, fsync=cfg.fsync != "never")
             if replaced:
                 old = self.segments
                 self.segments = [replaced.get(i, seg) for i, seg in enumerate(old)]

@@ -91,8 +91,9 @@ def _validate_heartbeat(group_id: str, member_id: str, member_epoch: int, instan
             return "RebalanceTimeoutMs must be provided in first request."
         if owned is None or any(owned.values()):
             return "TopicPartitions must be empty when (re-)joining."
-        if not subscribed_topic_names and not subscribed_topic_regex:
-            return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+        # an empty list of names or an empty regex is a member subscribed to nothing, as in Kafka
+        if subscribed_topic_names is None and subscribed_topic_regex is None:
+            return "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
     elif member_epoch == -2:
         if not member_id:
             return "MemberId can't be empty."

@@ -76,7 +76,9 @@ class GroupPersistence:
         self._offset_topic_ids: dict[str, uuid.UUID | None] = {}
         self._wake: trio.Event | None = None
         self.store = InternalTopicStore(
-            broker.cluster, OFFSETS_TOPIC, configs={"cleanup.policy": "compact"}, clock=clock,
+            # Kafka's configs (GroupCoordinatorService: offsets.topic.segment.bytes is 100 MiB)
+            broker.cluster, OFFSETS_TOPIC, clock=clock,
+            configs={"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)},
             num_partitions=lambda: max(1, self.config["offsets.topic.num.partitions"]))
 
     @property

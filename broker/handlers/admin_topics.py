@@ -13,7 +13,8 @@ CreateTopics
 - num_partitions and replication_factor -1 mean num.partitions and default.replication.factor.
   A replication factor above the node count is INVALID_REPLICATION_FACTOR ("Unable to
   replicate the partition 3 time(s): The target replication factor of 3 cannot be reached
-  because only 1 broker(s) are registered."); 0 or below -1 is INVALID_REPLICATION_FACTOR and
+  because only 1 broker(s) are registered or some brokers have all their log directories
+  cordoned."); 0 or below -1 is INVALID_REPLICATION_FACTOR and
   0 partitions INVALID_PARTITIONS. Replicas are placed by Kafka's rack-unaware rule
   (broker.placement); the first replica leads.
 - Manual assignments need num_partitions = replication_factor = -1 (else INVALID_REQUEST), name

@@ -15,7 +15,9 @@
   an open transaction (KIP-447). A partition without a commit answers offset -1, metadata "".
   v9+ members of KIP-848 groups are checked (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID).
 - OffsetDelete (47) v0: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group that is not
-  a consumer group, GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume.
+  a consumer group, GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume; a
+  partition the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION, answered (as an unreadable
+  topic is) even beside a group error.
 - On a node that does not coordinate the group, all three answer NOT_COORDINATOR.
 
 With an authorizer: OffsetCommit needs READ on the group (every partition
@@ -189,19 +191,31 @@ async def offset_delete(ctx: RequestContext, request: Any) -> Any:
         return make(mod.OffsetDeleteResponse, error_code=ErrorCode.group_authorization_failed, throttle_time=0,
                     topics=())
     readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
-    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
-           if readable is None or t.name in readable]
+    # As Kafka's KafkaApis: unreadable topics and partitions the cluster does not have are
+    # answered before the coordinator sees the rest; a group error keeps those answers.
+    answered: dict[tuple[str, int], ErrorCode] = {}
+    tps = []
+    for t in request.topics:
+        topic = ctx.cluster.topics.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if readable is not None and t.name not in readable:
+                answered[tp] = ErrorCode.topic_authorization_failed
+            elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                answered[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                tps.append(tp)
     refused = group_coordinator_error(ctx, request.group_id)
-    err, errors = (refused, {}) if refused is not None else _coordinator(ctx).delete_offsets(request.group_id, tps)
-    if readable is not None and refused is None:
-        errors = dict(errors)
-        errors.update({(t.name, p.partition_index): ErrorCode.topic_authorization_failed
-                       for t in request.topics if t.name not in readable for p in t.partitions})
+    if refused is not None:
+        return make(mod.OffsetDeleteResponse, error_code=refused, throttle_time=0, topics=())
+    err, errors = _coordinator(ctx).delete_offsets(request.group_id, tps)
     if err != ErrorCode.none:
-        return make(mod.OffsetDeleteResponse, error_code=err, throttle_time=0, topics=())
-    return make(mod.OffsetDeleteResponse, error_code=ErrorCode.none, throttle_time=0, topics=tuple(
+        errors = {}
+    errors = {**errors, **answered}
+    listed = [t for t in request.topics if any((t.name, p.partition_index) in errors for p in t.partitions)]
+    return make(mod.OffsetDeleteResponse, error_code=err, throttle_time=0, topics=tuple(
         make(mod.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(
             make(mod.OffsetDeleteResponsePartition, partition_index=p.partition_index,
-                 error_code=errors.get((t.name, p.partition_index), ErrorCode.none))
-            for p in t.partitions))
-        for t in request.topics))
+                 error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions if (t.name, p.partition_index) in errors))
+        for t in listed))

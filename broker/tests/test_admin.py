@@ -302,7 +302,8 @@ def test_create_topic_colliding_on_dot_and_underscore(wire):
 
 @pytest.mark.parametrize("spec, code, message", [
     ({"rf": 3}, E.invalid_replication_factor, "Unable to replicate the partition 3 time(s): The target replication "
-                                              "factor of 3 cannot be reached because only 1 broker(s) are registered."),
+                                              "factor of 3 cannot be reached because only 1 broker(s) are registered "
+                                              "or some brokers have all their log directories cordoned."),
     ({"rf": 0}, E.invalid_replication_factor, "Replication factor must be larger than 0, or -1 to use the default "
                                               "value."),
     ({"rf": -2}, E.invalid_replication_factor, "Replication factor must be larger than 0, or -1 to use the default "

@@ -272,8 +272,16 @@ def test_offset_delete(wire):
     assert delete("missing-group", [0]).error_code == ErrorCode.group_id_not_found
     r = delete(group, [0])
     assert r.error_code == ErrorCode.none and r.topics[0].partitions[0].error_code == ErrorCode.none
+    # a partition the topic does not have: answered before the group is looked at (KafkaApis)
+    r = delete(group, [1, 99])
+    assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
+        (1, ErrorCode.none), (99, ErrorCode.unknown_topic_or_partition)]
+    r = delete("missing-group", [99])
+    assert r.error_code == ErrorCode.group_id_not_found
+    assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
+        (99, ErrorCode.unknown_topic_or_partition)]
     f = _fetch(wire, group, name, tid, [0, 1], version=8)
-    assert [p.committed_offset for p in f.groups[0].topics[0].partitions] == [-1, 4]
+    assert [p.committed_offset for p in f.groups[0].topics[0].partitions] == [-1, -1]
 
 
 def _cgh(wire, group, member_id, epoch, version=1, topics=None, owned=(), instance=None):

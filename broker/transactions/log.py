@@ -147,7 +147,9 @@ class TxnLogStore:
         self.topic_store = InternalTopicStore(
             broker.cluster, TRANSACTION_STATE_TOPIC, clock=now_ms,
             num_partitions=lambda: config["transaction.state.log.num.partitions"],
-            configs={"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+            # Kafka's TransactionLog configs (min.insync.replicas aside)
+            configs={"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
+                     "compression.type": "uncompressed", "unclean.leader.election.enable": "false"})
         self.topic_store.topic()  # OSError when it cannot be created: no transaction coordinator then
         self.version = 1 if config["transaction.version"] >= 1 else 0
 

@@ -102,3 +102,42 @@ def test_compaction_matches_model(ops, segment_bytes, fuo_frac, reopen):
         plog.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_tombstone_delete_horizon_and_dirty_ratio(tmp_path):
+    """KIP-534: the first pass keeps a tombstone and stamps its batch with the delete horizon
+    (now + delete.retention.ms); a pass at or after the horizon removes it. A pass runs only when
+    the dirty ratio is above min.cleanable.dirty.ratio."""
+    cfg = LogConfig(segment_bytes=200, index_interval_bytes=64, cleanup_policy="compact", fsync="never",
+                    delete_retention_ms=1000, min_cleanable_dirty_ratio=0.01)
+    plog = PartitionLog.open(tmp_path / "c-0", cfg, now_ms=0)
+
+    def put(key: bytes, value: bytes | None) -> None:
+        plog.append(build_batch([Record(key, value, (), 5)]), now_ms=0)
+
+    def kept() -> list[tuple[bytes | None, bytes | None]]:
+        out = []
+        for seg in plog.segments:
+            for _pos, h in seg.iter_batches():
+                out += [(r.key, r.value) for r in decode_records(h.buf, h.pos)]
+        return out
+
+    for key, value in [(b"a", b"1"), (b"b", b"1"), (b"a", None), (b"b", b"2")]:
+        put(key, value)
+    for i in range(12):  # later records that roll segments
+        put(b"f%d" % (i % 3), b"x" * 40)
+    assert plog.compact(100, first_unstable_offset=None) > 0
+    assert kept()[:2] == [(b"a", None), (b"b", b"2")]
+    horizons = [h.base_timestamp for seg in plog.segments for _p, h in seg.iter_batches() if h.has_delete_horizon]
+    assert horizons == [1100]
+    # nothing dirty since: no pass, even past the horizon
+    assert plog.compact(5000, first_unstable_offset=None) == 0
+    for i in range(12):
+        put(b"g%d" % (i % 3), b"y" * 40)
+    plog.compact(1099, first_unstable_offset=None)
+    assert kept()[:2] == [(b"a", None), (b"b", b"2")]  # before the horizon
+    for i in range(12):
+        put(b"h%d" % (i % 3), b"z" * 40)
+    plog.compact(1100, first_unstable_offset=None)
+    assert kept()[0] == (b"b", b"2")
+    plog.close()

@@ -1,0 +1,114 @@
+"""Log compaction as Kafka's log cleaner does it, checked record by record on kafkalite and on
+Apache Kafka 4.4 with the same produce sequence: keys with several versions, tombstones, keys
+written again after their tombstone, segments rolled by size (1 MiB, the smallest segment.bytes
+Kafka 4.x takes), a cleaner that runs every 300 ms and cleans at any dirty ratio above 0.01.
+
+After the cleaner's passes each key keeps its latest record. A tombstone stays until its delete
+horizon, set by the first pass that keeps it to that time plus delete.retention.ms (KIP-534), and
+goes on a pass after it: with delete.retention.ms=0 the tombstones are gone once more segments
+roll (a pass needs dirty data, so the test rolls segments until the result holds), with the
+default (a day) they stay. kafkalite kept every tombstone for ever before.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from compat_tests import brokers
+from compat_tests.waiting import wait_until
+
+pytestmark = [pytest.mark.produce_fetch, pytest.mark.timeout(300)]
+
+KEYS = 40
+VALUE_BYTES = 6000  # about 170 records to a 1 MiB segment
+
+
+def history() -> list[tuple[str, str | None]]:
+    """(key, value) in produce order: five rounds of every key, tombstones for every 7th key and
+    every 14th key written again after its tombstone."""
+    out: list[tuple[str, str | None]] = []
+    for rnd in range(5):
+        out += [(f"k{k}", f"k{k}:{rnd}") for k in range(KEYS)]
+        out += [(f"k{k}", None) for k in range(0, KEYS, 7)]
+        out += [(f"k{k}", f"k{k}:again{rnd}") for k in range(0, KEYS, 14)]
+    return out
+
+
+def latest(records: list[tuple[str, str | None]], keep_tombstones: bool) -> list[tuple[str, str | None]]:
+    last = {key: i for i, (key, _v) in enumerate(records)}
+    return [(k, v) for i, (k, v) in enumerate(records) if last[k] == i and (v is not None or keep_tombstones)]
+
+
+def read_all(bootstrap: str, topic: str) -> list[tuple[str, str | None]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compaction-reader",
+                         "enable.auto.commit": False})
+    try:
+        tp = TopicPartition(topic, 0, 0)
+        consumer.assign([tp])
+        _low, high = consumer.get_watermark_offsets(tp, timeout=10)
+        out: list[tuple[str, str | None]] = []
+        last = -1
+        while last < high - 1:
+            msg = consumer.poll(5)
+            assert msg is not None, f"read stopped at offset {last} of {high}"
+            if msg.error():
+                continue
+            last = msg.offset()
+            value = msg.value()
+            out.append((msg.key().decode(), None if value is None else value.decode().split("|", 1)[0]))
+        return out
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="module")
+def cleaning_broker(tmp_path_factory):
+    brokers.requires_own_broker("a broker whose cleaner runs often")
+    config = {"log.cleaner.backoff.ms": "300"} if brokers.on_kafka() else {"log.retention.check.interval.ms": "300"}
+    with brokers.start(tmp_path_factory.mktemp("compaction"), config) as b:
+        yield b
+
+
+@pytest.mark.parametrize("delete_retention_ms", ["0", "86400000"])
+def test_compaction_keeps_what_kafkas_cleaner_keeps(cleaning_broker, topic_name, delete_retention_ms):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bs = cleaning_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic_name, 1, 1, config={
+        "cleanup.policy": "compact", "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": delete_retention_ms})])[topic_name].result(30)
+    # one record a request: the same batches, so the same segment rolls, on both brokers
+    producer = Producer({"bootstrap.servers": bs, "linger.ms": 0, "max.in.flight": 1, "enable.idempotence": False})
+    pad = "|" + "x" * VALUE_BYTES
+
+    def send(key: str, value: str | None) -> None:
+        producer.produce(topic_name, key=key.encode(), value=None if value is None else (value + pad).encode(),
+                         partition=0)
+        producer.flush(30)
+
+    records = history()
+    for key, value in records:
+        send(key, value)
+    fillers = iter(range(100_000))
+
+    def roll() -> None:
+        """A segment's worth of other keys: the history moves into cleaned segments, and each
+        roll is dirty data that makes the cleaner pass over the whole log again."""
+        for _ in range(180):
+            i = next(fillers)
+            send(f"filler{i % 50}", f"filler{i}")
+
+    roll()
+    roll()
+    want = latest(records, keep_tombstones=delete_retention_ms != "0")
+
+    def cleaned() -> bool:
+        got = [(k, v) for k, v in read_all(bs, topic_name) if not k.startswith("filler")]
+        if got != want:
+            roll()  # a tombstone goes on a pass after its horizon: give the cleaner one more
+        assert got == want, f"{len(got)} records of the history left, {len(want)} expected"
+        return True
+
+    wait_until(cleaned, timeout=120, interval=0.5, what="the cleaner's result")
