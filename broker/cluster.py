@@ -182,7 +182,7 @@ class Cluster:
             # it whole.
             self._detach(topic)
             for part in topic.partitions:
-                part.log.delete()
+                part.delete()
             raise
         log.info("created topic %s with %d partition(s) id=%s", name, num_partitions, topic.topic_id)
         return topic
@@ -204,7 +204,7 @@ class Cluster:
         self.save()
         for part in topic.partitions:
             part.wake()
-            part.log.delete()
+            part.delete()
         log.info("deleted topic %s", topic.name)
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
@@ -212,7 +212,7 @@ class Cluster:
         topic.policy = self.produce_policy(topic)
         self.save()
         for part in topic.partitions:
-            part.log.update_config(self.log_config(topic))
+            part.update_config(self.log_config(topic))
 
     def partition(self, topic_name: str, index: int) -> Partition | None:
         topic = self.topics.get(topic_name)
@@ -282,10 +282,10 @@ class Cluster:
         what is appended after them (replay_producer_state)."""
         for part in list(self.all_partitions()):
             try:
-                part.log.write_producer_snapshot(part.log.log_end_offset, part.producers.to_snapshot())
+                part.write_producer_snapshot()
             except Exception:
                 log.exception("cannot write the producer snapshot of %s-%d", part.topic.name, part.index)
 
     def close(self) -> None:
         for part in self.all_partitions():
-            part.log.close()
+            part.close()

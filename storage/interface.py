@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from typing import Iterator, Protocol
 
+from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.regions import FileRegion
 
 from .config import LogConfig
+from .headers import BatchLocation, SegmentSummary
 from .log import AppendInfo
 from .segment import AbortedTxn
 
@@ -68,6 +70,15 @@ class PartitionStorage(Protocol):
     def aborted_txns(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start_offset, end_offset), in marker order
         (read_committed Fetch)."""
+        ...
+
+    def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
+        """(base offset, header, location) of every batch whose last offset is >= offset, in
+        order, reading headers only; `location.read()` reads one batch whole (the console)."""
+        ...
+
+    def segment_summaries(self) -> list[SegmentSummary]:
+        """(base offset, next offset, size in bytes) of every segment, oldest first (the console)."""
         ...
 
     # --- lookups --------------------------------------------------------------------------

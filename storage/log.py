@@ -45,7 +45,7 @@ from typing import Iterator
 
 from kafkalite.protocol.regions import FileRegion
 from kafkalite.protocol.batch import (BASE_OFFSET_OFFSET, INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET,
-                                      PARTITION_LEADER_EPOCH_OFFSET, iter_batches)
+                                      PARTITION_LEADER_EPOCH_OFFSET, BatchHeader, iter_batches)
 from kafkalite.protocol.batch_patches import (
     set_base_offset, set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
@@ -53,6 +53,7 @@ from kafkalite.protocol.batch_patches import (
 from .config import LogConfig
 from .compaction import compact_segments
 from .files import unlink, write_atomic
+from .headers import BatchLocation, SegmentSummary, batch_headers_from
 from .segment import AbortedTxn, Segment, segment_name
 from .retention import segments_past_retention
 from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
@@ -105,9 +106,7 @@ class PartitionLog:
         self._txn_dirty: set[Path] = set()
         self._closed = False
 
-    # ======================================================================================
-    # open / recovery
-    # ======================================================================================
+    # --- open / recovery -----------------------------------------------------------------------
     @classmethod
     def open(cls, directory: os.PathLike, config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
         """Create the partition directory or recover the log in it."""
@@ -150,9 +149,7 @@ class PartitionLog:
     def update_config(self, config: LogConfig) -> None:
         self.config = config
 
-    # ======================================================================================
-    # append
-    # ======================================================================================
+    # --- append --------------------------------------------------------------------------------
     def append(self, batches: bytes | bytearray | memoryview, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
         """Append already-validated v2 batches: assign offsets from log_end_offset, stamp the
         leader epoch, apply LogAppendTime if configured, and write them with os.write before
@@ -249,9 +246,7 @@ class PartitionLog:
             self._dir_dirty = True
             return new
 
-    # ======================================================================================
-    # read
-    # ======================================================================================
+    # --- read ----------------------------------------------------------------------------------
     def _first_batch(self, offset: int, upper_bound: int | None) -> tuple[Segment, int, int, int] | None:
         """(segment, position, total size, upper bound) of the batch that contains `offset`,
         or None when there is nothing to read below `upper_bound` (default log_end_offset)."""
@@ -333,9 +328,14 @@ class PartitionLog:
                 f_base = h.base_offset
                 yield f_base, h.bytes()
 
-    # ======================================================================================
-    # timestamps (storage.timestamps)
-    # ======================================================================================
+    def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
+        """Headers of the batches whose last offset is >= offset (storage.headers)."""
+        return batch_headers_from(list(self.segments), offset)
+
+    def segment_summaries(self) -> list[SegmentSummary]:
+        return [SegmentSummary(s.base_offset, s.next_offset, s.size) for s in list(self.segments)]
+
+    # --- timestamps (storage.timestamps) -------------------------------------------------------
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after log_start_offset whose
         timestamp is >= timestamp_ms, or None."""
@@ -346,9 +346,7 @@ class PartitionLog:
         log_start_offset carrying the largest timestamp, or None for an empty log."""
         return max_timestamp_offset(list(self.segments), self.log_start_offset)
 
-    # ======================================================================================
-    # moving the start, truncating, retention
-    # ======================================================================================
+    # --- moving the start, truncating, retention -----------------------------------------------
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
@@ -439,9 +437,7 @@ class PartitionLog:
                 self._drop_segments(k)
             return deleted + k
 
-    # ======================================================================================
-    # compaction
-    # ======================================================================================
+    # --- compaction ----------------------------------------------------------------------------
     def compact(self, now_ms: int, *, first_unstable_offset: int | None) -> int:
         """Compact the closed segments below the first unstable offset (storage.compaction
         writes the replacements; the log swaps them in). Returns how many were rewritten."""
@@ -458,9 +454,7 @@ class PartitionLog:
                 self._dir_dirty = True
             return len(replaced)
 
-    # ======================================================================================
-    # transaction index
-    # ======================================================================================
+    # --- transaction index ---------------------------------------------------------------------
     def append_aborted_txn(self, producer_id: int, first_offset: int, last_offset: int,
                            last_stable_offset: int) -> None:
         """Record an aborted transaction in the .txnindex of the segment holding its ABORT
@@ -488,9 +482,7 @@ class PartitionLog:
                     out.append(t)
         return out
 
-    # ======================================================================================
-    # producer state snapshots (storage.snapshots)
-    # ======================================================================================
+    # --- producer state snapshots (storage.snapshots) ------------------------------------------
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
         write_snapshot(self.directory, offset, blob, fsync=self.config.fsync != "never")
@@ -500,9 +492,7 @@ class PartitionLog:
         """(offset, blob) of the newest intact snapshot at or below log_end_offset."""
         return latest_snapshot(self.directory, self.log_end_offset)
 
-    # ======================================================================================
-    # checkpoint
-    # ======================================================================================
+    # --- checkpoint ----------------------------------------------------------------------------
     def _read_log_start_checkpoint(self) -> int | None:
         try:
             text = (self.directory / LOG_START_CHECKPOINT).read_text()
@@ -515,9 +505,7 @@ class PartitionLog:
                       fsync=self.config.fsync != "never")
         self._dir_dirty = True
 
-    # ======================================================================================
-    # flush / close / delete
-    # ======================================================================================
+    # --- flush / close / delete ----------------------------------------------------------------
     def flush(self) -> None:
         """fsync the log data, the index entries so far, new files and the directory."""
         with self._lock:

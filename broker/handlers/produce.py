@@ -74,7 +74,7 @@ def append_to_partition(ctx: RequestContext, part: Partition, records: bytes | b
         not_leader, f"node {ctx.node_id} does not lead {part.topic.name}-{part.index}"))
     if isinstance(checked, Refused):
         res = PartitionResult(checked.error, message=checked.message, record_errors=checked.record_errors,
-                              log_start_offset=part.log.log_start_offset if checked.with_log_start_offset else -1)
+                              log_start_offset=part.log_start_offset if checked.with_log_start_offset else -1)
         if not_leader is not None and checked.error == not_leader:
             res.part = part
         return res
@@ -89,7 +89,7 @@ def append_to_partition(ctx: RequestContext, part: Partition, records: bytes | b
         done = part.append(records, now_ms=now_ms(), header=h)
     except ProduceError as exc:
         # Kafka answers the log start offset with errors raised while validating against the log
-        return PartitionResult(exc.code, message=exc.message, log_start_offset=part.log.log_start_offset)
+        return PartitionResult(exc.code, message=exc.message, log_start_offset=part.log_start_offset)
     except OSError as exc:
         # a full disk or an I/O error: the log took nothing (its append truncates a partial
         # write) and the producer state is unchanged, so the producer may retry; Kafka answers
