@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 from types import SimpleNamespace
 
+from kafkalite.broker.console.state import timeline
 from kafkalite.broker.partition import Partition
 from kafkalite.protocol.records import Record, build_batch
 from kafkalite.storage import LogConfig, PartitionLog
@@ -74,3 +75,21 @@ def test_the_partition_reads_what_its_storage_holds(tmp_path: Path) -> None:
     assert part.aborted_txns(0, 8) == []
     assert part.delete_records_before(5) == 5 == part.log_start_offset
     assert [base for base, _h, _at in part.batch_headers_from(0)] == [4, 6]
+
+
+def test_the_console_timeline_through_the_partition(tmp_path: Path) -> None:
+    """The console reads a partition's batches (headers only, markers whole) and segments through
+    the partition: every kind of batch is told apart, and the segments add up to the size."""
+    part = _partition(tmp_path / "t-0")
+    part.append(build_batch([Record(b"k", b"plain")], timestamp_ms=NOW), now_ms=NOW)
+    for seq, commit in ((0, True), (1, False)):
+        part.append(build_batch([Record(b"k", b"txn")], producer_id=7, producer_epoch=0, base_sequence=seq,
+                                transactional=True, timestamp_ms=NOW), now_ms=NOW)
+        part.append_marker(7, 0, 0, commit, now_ms=NOW)
+    view = timeline(SimpleNamespace(services={}), part)
+    assert [b["kind"] for b in view["batches"]] == ["plain", "committed", "commit", "aborted", "abort"]
+    assert [b["base_offset"] for b in view["batches"]] == [0, 1, 2, 3, 4]
+    assert sum(s["size_bytes"] for s in view["segments"]) == view["size_bytes"] == part.size_bytes
+    assert view["segments"][0]["base_offset"] == 0 and view["segments"][-1]["next_offset"] == 5
+    # paging from an offset inside the log
+    assert [b["base_offset"] for b in timeline(SimpleNamespace(services={}), part, start=3)["batches"]] == [3, 4]
