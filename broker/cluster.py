@@ -122,7 +122,6 @@ class Cluster:
             retention_ms=int(eff["retention.ms"]),
             retention_bytes=int(eff["retention.bytes"]),
             index_interval_bytes=int(eff["index.interval.bytes"]),
-            max_message_bytes=int(eff["max.message.bytes"]),
             cleanup_policy=str(eff["cleanup.policy"]),
             timestamp_type=str(eff["message.timestamp.type"]),
             fsync=self.config["fsync"],

@@ -12,7 +12,6 @@ class LogConfig:
     retention_ms: int = 7 * 24 * 3600 * 1000     # retention.ms (-1 = forever)
     retention_bytes: int = -1                    # retention.bytes (-1 = unlimited)
     index_interval_bytes: int = 4096             # index.interval.bytes
-    max_message_bytes: int = 1048588             # max.message.bytes (checked by the broker)
     cleanup_policy: str = "delete"               # cleanup.policy: delete | compact | compact,delete
     timestamp_type: str = "CreateTime"           # message.timestamp.type: CreateTime | LogAppendTime
     fsync: str = "interval"                      # always | interval | never (broker-level --fsync)
