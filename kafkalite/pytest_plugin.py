@@ -13,8 +13,9 @@ Fixtures
     ``kafkalite_controls`` (function): the started broker's test controls
         (:class:`kafkalite.Controls`: ``kafkalite_controls.call("advance-clock", ms=1000)``); after
         the test, the faults it armed are cleared. The broker serves them on a free loopback port
-        whenever Starlette and hypercorn are installed (``pip install 'kafkalite[console]'``); a
-        test asking for them fails, with the reason, against an external broker or without those.
+        (``--kafkalite-controls`` / ini ``kafkalite_controls`` choose another) whenever the console
+        extra is installed (``pip install '.[console]'`` in a kafkalite checkout); a test asking for
+        them fails, with the reason, against an external broker or without it.
 
 Topics are created with a real CreateTopics request (no Kafka client library needed) and
 deleted when the test ends.
@@ -32,9 +33,11 @@ Options
         certificate for TLS listeners; ``kafkalite_broker.ca_path`` is the CA certificate clients trust.
     ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
         (0 picks a free port). Its address is printed when the broker starts and in the report
-        of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
+        of every failing test that used the broker (needs the console extra).
     ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
         on its own port, over one copy of the data (``kafkalite --nodes N``).
+    ``--kafkalite-controls [HOST:]PORT`` / ini ``kafkalite_controls``: where the started broker
+        serves its test controls (default ``127.0.0.1:0``, a free port; ``kafkalite_broker.controls_url``).
 
 The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -82,6 +85,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kafkalite_config", type="linelist", default=[],
                   help="broker settings KEY=VALUE for the kafkalite broker the session starts")
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
+    group.addoption("--kafkalite-controls", default=None, metavar="[HOST:]PORT",
+                    help="where the kafkalite broker the session starts serves its test controls "
+                         "(default 127.0.0.1:0, a free loopback port)")
+    parser.addini("kafkalite_controls", default="", help="[HOST:]PORT of the kafkalite broker's test controls")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -121,11 +128,18 @@ def _console(config: pytest.Config) -> str | None:
     return config.getoption("kafka_console", None) or config.getini("kafkalite_console") or None
 
 
-def _controls_available() -> bool:
-    """The controls endpoint's libraries (the broker runs on this interpreter)."""
+def _controls(config: pytest.Config) -> str | None:
+    """Where the controls are served: the option or ini value; by default a free loopback port
+    whenever the endpoint's libraries are installed (the broker runs on this interpreter). A port
+    asked for without them fails the broker's start with the install command."""
+    chosen = config.getoption("kafkalite_controls", None) or config.getini("kafkalite_controls") or None
+    if chosen:
+        return chosen
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("starlette", "hypercorn"))
+    from kafkalite.broker.startup_checks import HTTP_PACKAGES
+
+    return "127.0.0.1:0" if all(importlib.util.find_spec(m) is not None for m in HTTP_PACKAGES) else None
 
 
 def _start_broker(config: pytest.Config):
@@ -141,7 +155,7 @@ def _start_broker(config: pytest.Config):
     broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
                              listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
-                             controls="127.0.0.1:0" if _controls_available() else None)
+                             controls=_controls(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -231,7 +245,10 @@ def kafkalite_controls(pytestconfig: pytest.Config, kafkalite_broker):
         pytest.fail("kafkalite_controls needs the kafkalite broker the session starts, not an external one "
                     f"({external_bootstrap(pytestconfig)})")
     if kafkalite_broker.controls_url is None:
-        pytest.fail("kafkalite_controls needs Starlette and hypercorn: pip install 'kafkalite[console]'")
+        from kafkalite.broker.startup_checks import console_install_command
+
+        pytest.fail(f"kafkalite_controls needs the console extra (Starlette, hypercorn, anyio): "
+                    f"{console_install_command()}")
     controls = kafkalite_broker.controls
     yield controls
     controls.call("clear-faults")

@@ -240,6 +240,33 @@ def test_controls_of_the_session_broker(project: pytest.Pytester):
     result.assert_outcomes(passed=2)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_the_controls_port_can_be_chosen(project: pytest.Pytester, how: str):
+    port = _free_port()
+    project.makepyfile(test_user=textwrap.dedent(f"""
+        def test_controls_on_the_chosen_port(kafkalite_broker, kafkalite_controls):
+            assert kafkalite_broker.controls_url == "http://127.0.0.1:{port}/"
+            assert kafkalite_controls.url == kafkalite_broker.controls_url
+            kafkalite_controls.advance_clock(ms=1000)
+    """))
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
+    args: list[str] = []
+    if how == "option":
+        args.append(f"--kafkalite-controls=127.0.0.1:{port}")
+    else:
+        project.makeini(f"[pytest]\nkafkalite_controls = 127.0.0.1:{port}\n")
+    result = run(project, *args, PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(passed=1)
+
+
 def test_controls_against_an_external_broker_fail_with_the_reason(project: pytest.Pytester):
     project.makepyfile(test_user=textwrap.dedent("""
         def test_controls(kafkalite_controls):
