@@ -91,6 +91,7 @@ if ! command -v mvn >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
 maven_jars java-clients
+maven_jars java-example  # docs/java.md: kafka-clients and JUnit 5 for examples/java (kafkalite/tests/test_java_example.py)
 maven_jars testcontainers-java
 maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
 # Spark's Kafka connector for each PySpark the tests run on, at the version kafkalite.spark picks
