@@ -198,7 +198,7 @@ def _topic_base(request: pytest.FixtureRequest) -> str:
 def kafka_topic_factory(kafka_bootstrap: str, request: pytest.FixtureRequest):
     """``make(partitions=1, configs=None, name=None) -> name``: creates a topic for this test
     (deleted afterwards)."""
-    from kafkalite._wire import AdminConnection
+    from kafkalite.admin import AdminConnection
 
     created: list[str] = []
     conn: list[AdminConnection] = []

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 
 import kafkalite
-from kafkalite._wire import AdminConnection
+from kafkalite.admin import AdminConnection
 
 
 @pytest.fixture(scope="module")

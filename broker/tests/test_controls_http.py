@@ -16,7 +16,7 @@ import pytest
 
 import kafkalite
 from kafkalite import ControlFailed, Controls
-from kafkalite._wire import AdminConnection
+from kafkalite.admin import AdminConnection
 
 from .test_console import start_without
 
