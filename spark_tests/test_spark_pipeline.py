@@ -28,14 +28,14 @@ SUBMIT_ARGS = ["--master", "local[2]", "--conf", f"spark.jars.ivy={IVY}", "--con
 
 
 def run_example(bootstrap: str, source: str, sink: str, checkpoint: str) -> str:
-    """Runs the example once as its own process; returns its log (stderr)."""
+    """Runs the example once as its own process; returns what it printed (Ivy's lines and the log)."""
     env = dict(os.environ, PYSPARK_SUBMIT_ARGS=" ".join(
         a if " " not in a else f'"{a}"' for a in SUBMIT_ARGS) + " pyspark-shell", PYSPARK_PYTHON=sys.executable)
     done = subprocess.run([sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--source", source,
                            "--sink", sink, "--checkpoint", checkpoint],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, f"the example failed ({done.returncode}):\n{done.stderr[-6000:]}"
-    return done.stderr
+    return done.stdout + done.stderr
 
 
 def events(*purchases):
@@ -63,7 +63,7 @@ def test_pipeline_totals_per_user_across_runs(bootstrap, topic, tmp_path):
     import kafkalite.spark
 
     chosen = kafkalite.spark.connector_version(pyspark.__version__)
-    assert f"spark-sql-kafka-0-10_2.13:{chosen}" in log  # Ivy resolved the connector the helper picked
+    assert f"found org.apache.spark#spark-sql-kafka-0-10_2.13;{chosen} in" in log  # Ivy got the helper's pick
     said = f"using {chosen}, the newest"
     assert (said in log) == (chosen != pyspark.__version__), log[-3000:]  # one line when not PySpark's own
     assert latest_totals(bootstrap, sink) == {
