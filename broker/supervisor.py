@@ -89,6 +89,36 @@ async def _bound(what: str, host: str, port: int, start: Callable[[], Awaitable[
         raise StartupError(f"cannot listen for {what} on {_shown(host)}:{port}: {oserr.strerror or oserr}") from None
 
 
+# The endpoints beside the broker, imported only when asked for.
+def _serve_metrics() -> Callable[..., Awaitable[Any]]:
+    from .metrics import serve_metrics
+
+    return serve_metrics
+
+
+def _serve_console() -> Callable[..., Awaitable[Any]]:
+    from .console import serve_console
+
+    return serve_console
+
+
+def _serve_controls() -> Callable[..., Awaitable[Any]]:
+    from .controls.http import serve_controls
+
+    return serve_controls
+
+
+async def _endpoint(nursery: trio.Nursery, broker: Any, what: str, address: tuple[str, int] | None,
+                    serve: Callable[[], Callable[..., Awaitable[Any]]], path: str = "") -> str | None:
+    """Starts one HTTP endpoint beside the broker when asked for; its URL."""
+    if address is None:
+        return None
+    host, port = await _bound(what, *address, partial(nursery.start, serve(), broker, address[0], address[1]))
+    url = f"http://{_shown(host)}:{port}/{path}"
+    log.info("%s on %s", what, url)
+    return url
+
+
 async def run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
               ready_file: str | None = None, wiring: Wiring | None = None,
               console_addr: tuple[str, int] | None = None,
@@ -118,31 +148,10 @@ async def run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                 raise StartupError(f"cannot listen on {', '.join(l.address() for l in config.listeners)}: "
                                    f"{oserr.strerror}") from None
             raise StartupError(f"cannot start: {oserr}") from None
-        metrics_url = None
-        if metrics_addr is not None:
-            from .metrics import serve_metrics
-
-            mhost, mport = await _bound("metrics", *metrics_addr, partial(
-                nursery.start, serve_metrics, broker, metrics_addr[0], metrics_addr[1]))
-            metrics_url = f"http://{_shown(mhost)}:{mport}/metrics"
-            log.info("metrics on %s", metrics_url)
-        console_url = None
-        if console_addr is not None:
-            from .console import serve_console
-
-            chost, cport = await _bound("the console", *console_addr, partial(
-                nursery.start, serve_console, broker, console_addr[0], console_addr[1]))
-            console_url = f"http://{_shown(chost)}:{cport}/"
-            log.info("console on %s", console_url)
-        controls_url = None
-        if controls_addr is not None:
-            from .controls.http import serve_controls
-
-            khost, kport = await _bound("the controls", *controls_addr, partial(
-                nursery.start, serve_controls, broker, controls_addr[0], controls_addr[1]))
-            controls_url = f"http://{_shown(khost)}:{kport}/"
-            broker.controls_url = controls_url
-            log.info("controls on %s", controls_url)
+        metrics_url = await _endpoint(nursery, broker, "metrics", metrics_addr, _serve_metrics, "metrics")
+        console_url = await _endpoint(nursery, broker, "the console", console_addr, _serve_console)
+        controls_url = await _endpoint(nursery, broker, "the controls", controls_addr, _serve_controls)
+        broker.controls_url = controls_url
         log.info("listening on %s; data in %s",
                  ", ".join(f"{l.name}://{l.address()} (advertised {broker.advertised[l.name].address()})"
                            for l in broker.listeners),
