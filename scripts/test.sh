@@ -42,8 +42,9 @@ python -m pytest -n "$workers" --dist loadfile || status=$?
 COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups) and not slow" \
     || status=$?
-# Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh puts it first on
-# PYTHONPATH): the example pipeline and one batch test, for time.
+# Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
+# SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,
+# for time.
 PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
     -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" || status=$?
 bash scripts/test-lowest.sh || status=$?

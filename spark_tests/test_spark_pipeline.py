@@ -15,7 +15,7 @@ import pytest
 
 from spark_tests import other_client
 
-pytestmark = [pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "spark_pipeline.py"
@@ -33,7 +33,7 @@ def run_example(bootstrap: str, source: str, sink: str, checkpoint: str) -> str:
         a if " " not in a else f'"{a}"' for a in SUBMIT_ARGS) + " pyspark-shell", PYSPARK_PYTHON=sys.executable)
     done = subprocess.run([sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--source", source,
                            "--sink", sink, "--checkpoint", checkpoint],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=420)
     assert done.returncode == 0, f"the example failed ({done.returncode}):\n{done.stderr[-6000:]}"
     return done.stdout + done.stderr
 
