@@ -31,9 +31,14 @@ def run_example(bootstrap: str, source: str, sink: str, checkpoint: str) -> str:
     """Runs the example once as its own process; returns what it printed (Ivy's lines and the log)."""
     env = dict(os.environ, PYSPARK_SUBMIT_ARGS=" ".join(
         a if " " not in a else f'"{a}"' for a in SUBMIT_ARGS) + " pyspark-shell", PYSPARK_PYTHON=sys.executable)
-    done = subprocess.run([sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--source", source,
-                           "--sink", sink, "--checkpoint", checkpoint],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=420)
+    try:
+        done = subprocess.run([sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--source", source,
+                               "--sink", sink, "--checkpoint", checkpoint],
+                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=420)
+    except subprocess.TimeoutExpired as exc:
+        said = (exc.stdout or b"") + (exc.stderr or b"")
+        text = said.decode(errors="replace") if isinstance(said, bytes) else said
+        pytest.fail(f"the example did not finish in {exc.timeout} s; its output:\n{text[-6000:]}")
     assert done.returncode == 0, f"the example failed ({done.returncode}):\n{done.stderr[-6000:]}"
     return done.stdout + done.stderr
 
