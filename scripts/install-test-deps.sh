@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (Python 3.11, Java 17, Node 20):
-# the package with its test extras, kcat, Chromium, the Java jar sets from Maven Central, kafkajs,
-# podman and the container tests' base image.
-# Idempotent: a second run only checks what is already there.
+# a fresh .venv with the package, every extra and PySpark; the oldest PySpark 4 the Spark tests
+# also run on; kcat, Chromium, the Java jar sets from Maven Central, kafkajs, podman and the
+# container tests' base image.
+# Idempotent but for the venv, which is made anew (from pip's cache in .cache/pip): a second run
+# only checks what else is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS="${KAFKALITE_DEPS_DIR:-$PWD/.deps}"
