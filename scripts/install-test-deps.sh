@@ -3,7 +3,7 @@
 # a fresh .venv with the package, every extra and PySpark; the oldest PySpark 4 the Spark tests
 # also run on; kcat, Chromium, the Java jar sets from Maven Central, kafkajs, podman and the
 # container tests' base image.
-# Idempotent but for the venv, which is made anew (from pip's cache in .cache/pip): a second run
+# Idempotent but for the venv, which is made anew (from pip's cache): a second run
 # only checks what else is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +14,14 @@ mkdir -p "$DEPS"
 # .venv (ignored by git) is made anew by every run: a plain `python3 -m venv`, which does not see
 # the system's site-packages, so what the tests import is what `pip install '.[...]'` picks today
 # for a user (the newest versions pyproject.toml allows), never a pin left on the machine.
-# KAFKALITE_REUSE_VENV=1 keeps an existing .venv (for running a few tests again). pip's cache
-# (downloads and the wheel it builds from PySpark's ~430 MB sdist) lives in .cache/pip.
+# KAFKALITE_REUSE_VENV=1 keeps an existing .venv (for running a few tests again). pip's and uv's
+# caches (downloads, and the wheel pip builds once from PySpark's ~430 MB sdist) stay where they
+# keep them for this user, so that another clone on the machine (a CI run's) does not download and
+# build PySpark again; with KAFKALITE_CACHE_DIR they live in that folder instead.
 CACHE="${KAFKALITE_CACHE_DIR:-$PWD/.cache}"
 VENV="${KAFKALITE_VENV:-$PWD/.venv}"
-export PIP_CACHE_DIR="$CACHE/pip" UV_CACHE_DIR="$CACHE/uv" PIP_DISABLE_PIP_VERSION_CHECK=1
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if [ -n "${KAFKALITE_CACHE_DIR:-}" ]; then export PIP_CACHE_DIR="$CACHE/pip" UV_CACHE_DIR="$CACHE/uv"; fi
 if [ "${KAFKALITE_REUSE_VENV:-}" != 1 ] || [ ! -x "$VENV/bin/python" ]; then
     rm -rf "$VENV"
     python3 -m venv "$VENV"
