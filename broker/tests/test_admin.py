@@ -201,19 +201,7 @@ def describe_log_dirs(wire, topics=None, version=4):
     return wire.request(req)
 
 
-# --- fixtures -------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def broker():
-    with kafkalite.running() as b:
-        yield b
-
-
-@pytest.fixture
-def wire(broker):
-    with WireClient(broker.bootstrap) as c:
-        yield c
-
+# --- fixtures (`broker` and `wire` come from conftest.py) -----------------------------------------
 
 @pytest.fixture(scope="module")
 def configured(tmp_path_factory):

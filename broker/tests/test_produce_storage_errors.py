@@ -3,20 +3,16 @@ appends nothing, and writes work again once the disk does."""
 
 from __future__ import annotations
 
-import errno
-import os
-
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.storage import log as storage_log
-from kafkalite.storage import segment as storage_segment
 from kafkalite.broker.settings.broker_config import BrokerConfig
 from kafkalite.broker.settings.listeners import Listener
 from kafkalite.broker.server import serve
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import build_batch
 
+from .disk_faults import fail_fsync_while, fill_disk_while
 from .test_wire import fetch, metadata, produce, records
 
 
@@ -32,25 +28,8 @@ def _with_broker(tmp_path, values, exchange):
 
 
 def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path, monkeypatch):
-    real_write_all = storage_segment.write_all
     full = {"on": False}
-
-    def write_all(fd, data):
-        if full["on"]:
-            os.write(fd, bytes(data)[:10])      # a partial write, then the disk is full
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write_all(fd, data)
-
-    monkeypatch.setattr(storage_segment, "write_all", write_all)
-    real_writev_all = storage_segment.writev_all
-
-    def writev_all(fd, parts):       # produced bytes are written with writev, header stamped apart
-        if full["on"]:
-            os.write(fd, bytes(parts[0])[:10])
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_writev_all(fd, parts)
-
-    monkeypatch.setattr(storage_segment, "writev_all", writev_all)
+    fill_disk_while(monkeypatch, full, "on")
 
     def exchange(address):
         with WireClient(address) as c:
@@ -70,15 +49,8 @@ def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path
 
 
 def test_failed_fsync_with_fsync_always_is_not_acknowledged(tmp_path, monkeypatch):
-    real_fsync = os.fsync
     failing = {"on": False}
-
-    def fsync(fd):
-        if failing["on"]:
-            raise OSError(errno.EIO, "Input/output error")
-        return real_fsync(fd)
-
-    monkeypatch.setattr(storage_log.os, "fsync", fsync)
+    fail_fsync_while(monkeypatch, failing, "on")
 
     def exchange(address):
         with WireClient(address) as c:
@@ -101,15 +73,8 @@ def test_failed_fsync_of_a_write_txn_markers_request_is_not_acknowledged(tmp_pat
 
     from .test_transactions_wire import _init, _produce
 
-    real_fsync = os.fsync
     failing = {"on": False}
-
-    def fsync(fd):
-        if failing["on"]:
-            raise OSError(errno.EIO, "Input/output error")
-        return real_fsync(fd)
-
-    monkeypatch.setattr(storage_log.os, "fsync", fsync)
+    fail_fsync_while(monkeypatch, failing, "on")
 
     def abort(c, pid, epoch):
         r = c.request(wm1.WriteTxnMarkersRequest(markers=(wm1.WritableTxnMarker(
