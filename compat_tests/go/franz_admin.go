@@ -49,6 +49,39 @@ func parseTopicID(s string) ([16]byte, error) {
 	return id, nil
 }
 
+// parseTopicIDs parses every id of a request, or fails on the first bad one.
+func parseTopicIDs(ids []string) ([][16]byte, error) {
+	out := make([][16]byte, 0, len(ids))
+	for _, s := range ids {
+		id, err := parseTopicID(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// listOffsetsTimestamp is the ListOffsets timestamp a request's spec names: "earliest" (-2),
+// "latest" (-1), "max_timestamp" (-3) or a timestamp in milliseconds.
+func listOffsetsTimestamp(raw json.RawMessage) (int64, error) {
+	var spec any
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return 0, err
+	}
+	switch s := spec.(type) {
+	case string:
+		ts, ok := map[string]int64{"earliest": -2, "latest": -1, "max_timestamp": -3}[s]
+		if !ok {
+			return 0, fmt.Errorf("bad spec %q", s)
+		}
+		return ts, nil
+	case float64:
+		return int64(s), nil
+	}
+	return 0, fmt.Errorf("bad spec %s", raw)
+}
+
 func codeErr(code int16, msg *string) error {
 	if err := kerr.ErrorForCode(code); err != nil {
 		if msg != nil && *msg != "" {
@@ -115,11 +148,11 @@ func (franzDriver) admin(r *Request) (any, error) {
 	case "delete_topics_by_id":
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.TimeoutMillis = 20000
-		for _, s := range a.IDs {
-			id, err := parseTopicID(s)
-			if err != nil {
-				return nil, err
-			}
+		ids, err := parseTopicIDs(a.IDs)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
 			t := kmsg.NewDeleteTopicsRequestTopic()
 			t.TopicID = id
 			req.Topics = append(req.Topics, t)
@@ -149,11 +182,11 @@ func (franzDriver) admin(r *Request) (any, error) {
 				req.Topics = append(req.Topics, t)
 			}
 		} else {
-			for _, s := range a.IDs {
-				id, err := parseTopicID(s)
-				if err != nil {
-					return nil, err
-				}
+			ids, err := parseTopicIDs(a.IDs)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
 				t := kmsg.NewMetadataRequestTopic()
 				t.TopicID = id
 				req.Topics = append(req.Topics, t)
@@ -277,19 +310,9 @@ func (franzDriver) admin(r *Request) (any, error) {
 		}
 		return true, nil
 	case "list_offsets":
-		var spec any
-		if err := json.Unmarshal(a.Spec, &spec); err != nil {
+		ts, err := listOffsetsTimestamp(a.Spec)
+		if err != nil {
 			return nil, err
-		}
-		ts := int64(0)
-		switch s := spec.(type) {
-		case string:
-			ts = map[string]int64{"earliest": -2, "latest": -1, "max_timestamp": -3}[s]
-			if ts == 0 {
-				return nil, fmt.Errorf("bad spec %q", s)
-			}
-		case float64:
-			ts = int64(s)
 		}
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.ReplicaID = -1

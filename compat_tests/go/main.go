@@ -36,6 +36,18 @@ type Msg struct {
 	headers   []headerKV // decoded Headers
 }
 
+// targetPartition is the partition a record goes to: its own, else the request's; ok is false
+// when neither names one (the client's partitioner chooses).
+func (m Msg) targetPartition(partition *int32) (int32, bool) {
+	if m.Partition != nil {
+		return *m.Partition, true
+	}
+	if partition != nil {
+		return *partition, true
+	}
+	return 0, false
+}
+
 type headerKV struct {
 	Key   string
 	Value []byte

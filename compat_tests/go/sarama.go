@@ -65,10 +65,8 @@ func toSaramaMessage(topic string, m Msg, partition *int32) *sarama.ProducerMess
 	for _, h := range m.headers {
 		pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
 	}
-	if m.Partition != nil {
-		pm.Partition = *m.Partition
-	} else if partition != nil {
-		pm.Partition = *partition
+	if p, ok := m.targetPartition(partition); ok {
+		pm.Partition = p
 	}
 	return pm
 }
@@ -276,26 +274,32 @@ func (saramaDriver) plan(r *Request) (any, error) {
 	return true, nil
 }
 
+// saramaTxnBegun is a transactional producer with a transaction open and `value` sent in it to
+// partition 0 of r.Topic.
+func saramaTxnBegun(r *Request, c *sarama.Config, value string) (sarama.SyncProducer, error) {
+	p, err := sarama.NewSyncProducer([]string{r.Bootstrap}, c)
+	if err != nil {
+		return nil, err
+	}
+	err = p.BeginTxn()
+	if err == nil {
+		err = saramaSend(p, r.Topic, 0, []byte(value))
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
 func (saramaDriver) fence(r *Request) (any, error) {
-	a, err := sarama.NewSyncProducer([]string{r.Bootstrap}, saramaTxnConfig(r))
+	a, err := saramaTxnBegun(r, saramaTxnConfig(r), "zombie-1")
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
-	if err := a.BeginTxn(); err != nil {
-		return nil, err
-	}
-	if err := saramaSend(a, r.Topic, 0, []byte("zombie-1")); err != nil {
-		return nil, err
-	}
-	b, err := sarama.NewSyncProducer([]string{r.Bootstrap}, saramaTxnConfig(r))
+	b, err := saramaTxnBegun(r, saramaTxnConfig(r), "winner")
 	if err != nil {
-		return nil, err
-	}
-	if err := b.BeginTxn(); err != nil {
-		return nil, err
-	}
-	if err := saramaSend(b, r.Topic, 0, []byte("winner")); err != nil {
 		return nil, err
 	}
 	if err := b.CommitTxn(); err != nil {
@@ -312,17 +316,11 @@ func (saramaDriver) fence(r *Request) (any, error) {
 func (saramaDriver) timeOut(r *Request) (any, error) {
 	c := saramaTxnConfig(r)
 	c.Producer.Transaction.Timeout = time.Duration(r.TxnTimeoutMs) * time.Millisecond
-	p, err := sarama.NewSyncProducer([]string{r.Bootstrap}, c)
+	p, err := saramaTxnBegun(r, c, "late")
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	if err := p.BeginTxn(); err != nil {
-		return nil, err
-	}
-	if err := saramaSend(p, r.Topic, 0, []byte("late")); err != nil {
-		return nil, err
-	}
 	if err := waitForPath(r.Until); err != nil {
 		return nil, err
 	}
