@@ -90,7 +90,7 @@ def measure_once(name: str, timeout: float | None = None, importtime: bool = Fal
             logf.flush()
             raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-800:]}") from exc
         finally:
-            peers._terminate(proc)
+            peers.terminate(proc)
         return t1 - t0, rss, cpu
     finally:
         logf.close()

@@ -77,6 +77,19 @@ def producer_config(bootstrap: str, records: int, linger_ms: float) -> dict:
     }
 
 
+def produce_waiting(producer, topic: str, value: bytes, deadline: float, **kw) -> None:
+    """Produce one record to partition 0, polling while librdkafka's queue is full (BufferError)
+    until `deadline` (time.monotonic())."""
+    while True:
+        try:
+            producer.produce(topic, value, partition=0, **kw)
+            return
+        except BufferError:
+            producer.poll(0.01)
+            if time.monotonic() > deadline:
+                raise TimeoutError("producer queue full until timeout") from None
+
+
 def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms: float = 5,
             pid: int | None = None, timeout: float = TIMEOUT, client_config: dict | None = None) -> Phase:
     from confluent_kafka import Producer
@@ -95,14 +108,7 @@ def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms
     cpu0 = _cpu(pid)
     t0 = time.perf_counter()
     for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, value, partition=0, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.01)
-                if time.monotonic() > deadline:
-                    raise TimeoutError("producer queue full until timeout") from None
+        produce_waiting(producer, topic, value, deadline, on_delivery=on_delivery)
         if i % 1000 == 0:
             producer.poll(0)
     left = producer.flush(max(1.0, deadline - time.monotonic()))

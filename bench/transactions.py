@@ -32,7 +32,7 @@ import uuid
 
 from bench import peers
 from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
-from bench.throughput import TIMEOUT, _drop_topic, produce
+from bench.throughput import TIMEOUT, _drop_topic, produce, produce_waiting
 
 
 def produce_transactional(bootstrap: str, topic: str, records: int, value_size: int,
@@ -58,14 +58,7 @@ def produce_transactional(bootstrap: str, topic: str, records: int, value_size: 
     producer.begin_transaction()
     txn_start = t0
     for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, value, partition=0)
-                break
-            except BufferError:
-                producer.poll(0.01)
-                if time.monotonic() > deadline:
-                    raise TimeoutError("producer queue full until timeout") from None
+        produce_waiting(producer, topic, value, deadline)
         if i % 256 == 0:
             producer.poll(0)
             now = time.perf_counter()
