@@ -209,11 +209,7 @@ func franzOut(rec *kgo.Record) outMsg {
 }
 
 func (franzDriver) consume(r *Request) (any, error) {
-	parts, err := r.partitionList()
-	if err != nil {
-		return nil, err
-	}
-	starts, err := r.startOffsets(parts)
+	_, starts, err := r.consumeStarts()
 	if err != nil {
 		return nil, err
 	}

@@ -49,17 +49,17 @@ func parseTopicID(s string) ([16]byte, error) {
 	return id, nil
 }
 
-// parseTopicIDs parses every id of a request, or fails on the first bad one.
-func parseTopicIDs(ids []string) ([][16]byte, error) {
-	out := make([][16]byte, 0, len(ids))
+// eachTopicID parses every id of a request and hands it to add (which puts it in the request
+// being built), or fails on the first bad one.
+func eachTopicID(ids []string, add func(id [16]byte)) error {
 	for _, s := range ids {
 		id, err := parseTopicID(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, id)
+		add(id)
 	}
-	return out, nil
+	return nil
 }
 
 // listOffsetsTimestamp is the ListOffsets timestamp a request's spec names: "earliest" (-2),
@@ -148,14 +148,12 @@ func (franzDriver) admin(r *Request) (any, error) {
 	case "delete_topics_by_id":
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.TimeoutMillis = 20000
-		ids, err := parseTopicIDs(a.IDs)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range ids {
+		if err := eachTopicID(a.IDs, func(id [16]byte) {
 			t := kmsg.NewDeleteTopicsRequestTopic()
 			t.TopicID = id
 			req.Topics = append(req.Topics, t)
+		}); err != nil {
+			return nil, err
 		}
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
@@ -182,14 +180,12 @@ func (franzDriver) admin(r *Request) (any, error) {
 				req.Topics = append(req.Topics, t)
 			}
 		} else {
-			ids, err := parseTopicIDs(a.IDs)
-			if err != nil {
-				return nil, err
-			}
-			for _, id := range ids {
+			if err := eachTopicID(a.IDs, func(id [16]byte) {
 				t := kmsg.NewMetadataRequestTopic()
 				t.TopicID = id
 				req.Topics = append(req.Topics, t)
+			}); err != nil {
+				return nil, err
 			}
 		}
 		resp, err := req.RequestWith(ctx, cl)

@@ -142,6 +142,16 @@ func (r *Request) partitionList() ([]int32, error) {
 	return ps, err
 }
 
+// consumeStarts is the partitions a consume request names and the offset each starts at.
+func (r *Request) consumeStarts() ([]int32, map[int32]int64, error) {
+	parts, err := r.partitionList()
+	if err != nil {
+		return nil, nil, err
+	}
+	starts, err := r.startOffsets(parts)
+	return parts, starts, err
+}
+
 // startOffsets decodes "earliest", "latest", an offset or {"partition": offset}: -2 earliest,
 // -1 latest (Kafka's ListOffsets sentinels).
 func (r *Request) startOffsets(partitions []int32) (map[int32]int64, error) {

@@ -147,11 +147,7 @@ func saramaIsolation(isolation string) sarama.IsolationLevel {
 }
 
 func (saramaDriver) consume(r *Request) (any, error) {
-	parts, err := r.partitionList()
-	if err != nil {
-		return nil, err
-	}
-	starts, err := r.startOffsets(parts)
+	parts, starts, err := r.consumeStarts()
 	if err != nil {
 		return nil, err
 	}
