@@ -27,20 +27,25 @@ def _with_broker(tmp_path, values, exchange):
     return trio.run(main)
 
 
+
+def _refused_while_failing(c: WireClient, switch: dict, n: int):
+    """Produce `n` records to "t", then `n` more while `switch["on"]` makes the disk fail (answered
+    KAFKA_STORAGE_ERROR), then `n` more once it works again: that last answer."""
+    metadata(c, "t")
+    assert produce(c, "t", build_batch(records(n))).error_code == ErrorCode.none
+    switch["on"] = True
+    assert produce(c, "t", build_batch(records(n, n))).error_code == ErrorCode.kafka_storage_error
+    switch["on"] = False
+    return produce(c, "t", build_batch(records(n, 2 * n)))
+
 def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path, monkeypatch):
     full = {"on": False}
     fill_disk_while(monkeypatch, full, "on")
 
     def exchange(address):
         with WireClient(address) as c:
-            metadata(c, "t")
-            assert produce(c, "t", build_batch(records(2))).error_code == ErrorCode.none
-            full["on"] = True
-            r = produce(c, "t", build_batch(records(2, 2)))
-            assert r.error_code == ErrorCode.kafka_storage_error
-            full["on"] = False
             # same connection, and the failed batch left no bytes behind
-            assert produce(c, "t", build_batch(records(2, 2))).base_offset == 2
+            assert _refused_while_failing(c, full, 2).base_offset == 2
             p = fetch(c, "t", 0)
             assert p.high_watermark == 4
         return True
@@ -54,12 +59,7 @@ def test_failed_fsync_with_fsync_always_is_not_acknowledged(tmp_path, monkeypatc
 
     def exchange(address):
         with WireClient(address) as c:
-            metadata(c, "t")
-            assert produce(c, "t", build_batch(records(1))).error_code == ErrorCode.none
-            failing["on"] = True
-            assert produce(c, "t", build_batch(records(1, 1))).error_code == ErrorCode.kafka_storage_error
-            failing["on"] = False
-            assert produce(c, "t", build_batch(records(1, 2))).error_code == ErrorCode.none
+            assert _refused_while_failing(c, failing, 1).error_code == ErrorCode.none
         return True
 
     assert _with_broker(tmp_path, {"fsync": "always"}, exchange)
