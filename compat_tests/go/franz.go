@@ -116,6 +116,11 @@ func toFranzRecord(topic string, m Msg, partition *int32) *kgo.Record {
 	return rec
 }
 
+// franzAcks maps the request's acks to franz-go's.
+var franzAcks = map[string]kgo.Acks{
+	"all": kgo.AllISRAcks(), "-1": kgo.AllISRAcks(), "1": kgo.LeaderAck(), "0": kgo.NoAck(),
+}
+
 func (franzDriver) produce(r *Request) (any, error) {
 	codec, ok := franzCodecs[orDefault(r.Compression, "none")]
 	if !ok {
@@ -132,16 +137,11 @@ func (franzDriver) produce(r *Request) (any, error) {
 		kgo.ProducerBatchMaxBytes(2 << 20),
 		kgo.ProducerLinger(5 * time.Millisecond),
 	}
-	switch orDefault(r.Acks, "all") {
-	case "all", "-1":
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
-	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
-	default:
+	acks, ok := franzAcks[orDefault(r.Acks, "all")]
+	if !ok {
 		return nil, fmt.Errorf("bad acks %q", r.Acks)
 	}
+	opts = append(opts, kgo.RequiredAcks(acks))
 	if !r.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}

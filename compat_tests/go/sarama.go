@@ -146,6 +146,25 @@ func saramaIsolation(isolation string) sarama.IsolationLevel {
 	return sarama.ReadUncommitted
 }
 
+// forwardUntil sends every value of src to ch, as wrap(value), until src or done is closed.
+func forwardUntil[T, I any](src <-chan T, wrap func(T) I, ch chan<- I, done <-chan struct{}) {
+	for {
+		select {
+		case v, ok := <-src:
+			if !ok {
+				return
+			}
+			select {
+			case ch <- wrap(v):
+			case <-done:
+				return
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
 func (saramaDriver) consume(r *Request) (any, error) {
 	parts, starts, err := r.consumeStarts()
 	if err != nil {
@@ -175,33 +194,14 @@ func (saramaDriver) consume(r *Request) (any, error) {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
 		}
 		defer pc.AsyncClose()
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case m, ok := <-pc.Messages():
-					if !ok {
-						return
-					}
-					select {
-					case ch <- item{msg: m}:
-					case <-done:
-						return
-					}
-				case e, ok := <-pc.Errors():
-					if !ok {
-						return
-					}
-					select {
-					case ch <- item{err: e}:
-					case <-done:
-						return
-					}
-				case <-done:
-					return
-				}
-			}
+			forwardUntil(pc.Messages(), func(m *sarama.ConsumerMessage) item { return item{msg: m} }, ch, done)
+		}()
+		go func() {
+			defer wg.Done()
+			forwardUntil(pc.Errors(), func(e *sarama.ConsumerError) item { return item{err: e} }, ch, done)
 		}()
 	}
 	deadline := time.After(r.timeout())
