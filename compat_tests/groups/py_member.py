@@ -59,6 +59,16 @@ def report_done(cmd: str) -> bool:
     return cmd == "close"
 
 
+def carry_out(cmd: str | None, commit, close) -> bool:
+    """Carry out a command of a synchronous client (`commit()`, `close()`) and say so; True when
+    the member is closed."""
+    if cmd == "commit":
+        commit()
+    elif cmd == "close":
+        close()
+    return cmd is not None and report_done(cmd)
+
+
 def emit_batches(batches) -> None:
     """The records of a kafka-python or aiokafka poll, {TopicPartition: [record, ...]}."""
     for tp, recs in batches.items():
@@ -117,6 +127,14 @@ def run_confluent(cfg, commands):
         conf["group.instance.id"] = cfg["instance_id"]
     c = Consumer(conf)
     a = Assignment()
+
+    def commit() -> None:
+        try:
+            c.commit(asynchronous=False)
+        except Exception as exc:  # nothing consumed yet is not an error for us
+            if "NO_OFFSET" not in str(exc):
+                emit(event="error", message=str(exc))
+
     c.subscribe([cfg["topic"]], on_assign=lambda _c, tps: a.add(tp.partition for tp in tps),
                 on_revoke=lambda _c, tps: a.remove(tp.partition for tp in tps),
                 on_lost=lambda _c, tps: a.remove(tp.partition for tp in tps))
@@ -130,16 +148,7 @@ def run_confluent(cfg, commands):
             else:
                 emit(event="record", partition=msg.partition(), offset=msg.offset(),
                      value=(msg.value() or b"").decode(errors="replace"))
-        cmd = next_command(commands)
-        if cmd == "commit":
-            try:
-                c.commit(asynchronous=False)
-            except Exception as exc:  # nothing consumed yet is not an error for us
-                if "NO_OFFSET" not in str(exc):
-                    emit(event="error", message=str(exc))
-        elif cmd == "close":
-            c.close()
-        if cmd is not None and report_done(cmd):
+        if carry_out(next_command(commands), commit, c.close):
             return
 
 
@@ -161,12 +170,7 @@ def run_kafka_python(cfg, commands):
     while True:
         # a longer poll: kafka-python 3.0 can lose a join-sync cycle cut short by a poll timeout
         emit_batches(c.poll(timeout_ms=500))
-        cmd = next_command(commands)
-        if cmd == "commit":
-            c.commit()
-        elif cmd == "close":
-            c.close()
-        if cmd is not None and report_done(cmd):
+        if carry_out(next_command(commands), c.commit, c.close):
             return
 
 
