@@ -7,6 +7,8 @@ and, with ``--json FILE``, writes the same figures for machines.
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import os
 import platform
@@ -279,6 +281,19 @@ def alternate(brokers: Sequence[str], rounds: int) -> Iterator[tuple[int, str]]:
     for r in range(rounds):
         for b in brokers:
             yield r, b
+
+
+def failure(when: str, exc: BaseException) -> str:
+    """A failed round as one line for Metric.fail: when, the exception's type and first line."""
+    return f"{when}: {type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def common_parser(doc: str, runs: int, brokers: str = "kafkalite,tansu") -> argparse.ArgumentParser:
+    """A bench's argument parser: its module docstring's first paragraph as the description, and
+    the options every bench has (add_common_arguments)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_common_arguments(parser, runs, brokers)
+    return parser
 
 
 def add_common_arguments(parser, runs: int, brokers: str = "kafkalite,tansu") -> None:
