@@ -27,7 +27,8 @@ from kafkalite.broker.security import ListenerSecurity
 from kafkalite.broker.state import Broker, close_broker, open_broker
 from kafkalite.protocol.client import decode_response
 from kafkalite.protocol.messages import EncodedBody, RequestHeader, encode_response
-from kafkalite.protocol.records import Record, build_batch, decode_records, iter_batches
+from kafkalite.protocol.batch import iter_batches
+from kafkalite.protocol.records import Record, build_batch, decode_records
 from kafkalite.protocol.regions import FileRegion
 
 # what a client would be told; nothing listens there
