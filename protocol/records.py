@@ -62,32 +62,27 @@ class DecodedRecord(NamedTuple):
     headers: tuple                      # ((str, bytes | None), ...)
 
 
+def _nullable_bytes(data: bytes | None, body: bytearray) -> None:
+    """A record field of varint length then bytes; a null is length -1 and nothing after."""
+    if data is None:
+        _zigzag_varint(-1, body)
+    else:
+        _zigzag_varint(len(data), body)
+        body += data
+
+
 def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                    headers: Sequence[tuple[str | bytes, bytes | None]]) -> None:
     body = bytearray()
     body.append(0)                                   # record attributes (unused)
     _zigzag_varint(timestamp_delta, body)
     _zigzag_varint(offset_delta, body)
-    if key is None:
-        _zigzag_varint(-1, body)
-    else:
-        _zigzag_varint(len(key), body)
-        body += key
-    if value is None:
-        _zigzag_varint(-1, body)
-    else:
-        _zigzag_varint(len(value), body)
-        body += value
+    _nullable_bytes(key, body)
+    _nullable_bytes(value, body)
     _zigzag_varint(len(headers), body)
     for hkey, hvalue in headers:
-        hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        _zigzag_varint(len(hk), body)
-        body += hk
-        if hvalue is None:
-            _zigzag_varint(-1, body)
-        else:
-            _zigzag_varint(len(hvalue), body)
-            body += hvalue
+        _nullable_bytes(hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey), body)
+        _nullable_bytes(hvalue, body)
     _zigzag_varint(len(body), out)
     out += body
 
