@@ -150,6 +150,14 @@ def build_batch(records: Iterable[Record], *, base_offset: int = 0, producer_id:
                         base_timestamp=entries[0][1] if entries else default_ts)
 
 
+def _read_nullable_bytes(data: ReadableBuffer, p: int) -> tuple[bytes | None, int]:
+    """What _nullable_bytes wrote at `p`, and the position after it."""
+    n, p = _read_varint(data, p)
+    if n < 0:
+        return None, p
+    return bytes(data[p:p + n]), p + n
+
+
 def decode_records(batch: ReadableBuffer, pos: int = 0) -> list[DecodedRecord]:
     """Decode every record of the batch at `pos` (any codec; not for the hot path).
 
@@ -186,35 +194,18 @@ def decode_records(batch: ReadableBuffer, pos: int = 0) -> list[DecodedRecord]:
             p += 1                                          # attributes
             ts_delta, p = _read_varint(data, p)
             off_delta, p = _read_varint(data, p)
-            klen, p = _read_varint(data, p)
-            if klen < 0:
-                key = None
-            else:
-                key = bytes(data[p:p + klen])
-                p += klen
-            vlen, p = _read_varint(data, p)
-            if vlen < 0:
-                value = None
-            else:
-                value = bytes(data[p:p + vlen])
-                p += vlen
+            key, p = _read_nullable_bytes(data, p)
+            value, p = _read_nullable_bytes(data, p)
             hcount, p = _read_varint(data, p)
             if hcount < 0:
                 raise CorruptBatch(f"negative header count {hcount}", pos)
             headers = []
             for _h in range(hcount):
-                hklen, p = _read_varint(data, p)
-                if hklen < 0:
+                hkey, p = _read_nullable_bytes(data, p)
+                if hkey is None:
                     raise CorruptBatch("null header key", pos)
-                hkey = bytes(data[p:p + hklen]).decode("utf-8")
-                p += hklen
-                hvlen, p = _read_varint(data, p)
-                if hvlen < 0:
-                    hval = None
-                else:
-                    hval = bytes(data[p:p + hvlen])
-                    p += hvlen
-                headers.append((hkey, hval))
+                hval, p = _read_nullable_bytes(data, p)
+                headers.append((hkey.decode("utf-8"), hval))
             if p != rec_end:
                 raise CorruptBatch(f"record length {length} does not match its contents", pos)
             ts = log_append if log_append is not None else base_ts + ts_delta
