@@ -296,6 +296,19 @@ def common_parser(doc: str, runs: int, brokers: str = "kafkalite,tansu") -> argp
     return parser
 
 
+def produce_load_parser(doc: str, prog: str, records: int, warmup_records: int,
+                        runs: int = 3) -> argparse.ArgumentParser:
+    """The parser of a bench that measures a produce load on kafkalite alone (no --brokers):
+    --records, --value-size, --runs, --warmup-records and --json."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=records)
+    parser.add_argument("--value-size", type=int, default=1024)
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--warmup-records", type=int, default=warmup_records)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+    return parser
+
+
 def add_common_arguments(parser, runs: int, brokers: str = "kafkalite,tansu") -> None:
     parser.add_argument("--brokers", default=brokers,
                         help="comma-separated: kafkalite, tansu, kafka (Apache Kafka), or NAME=HOST:PORT for a "
