@@ -27,14 +27,13 @@ cost: target console open <= 1.05x console closed.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import socket
 import time
 import uuid
 
 from bench import peers
-from bench.stats import Report, Target, emit
+from bench.stats import Report, Target, emit, produce_load_parser
 from bench.throughput import produce
 
 CLOSED = "console closed"
@@ -183,14 +182,9 @@ def run(runs: int, records: int, value_size: int, viewers: int, warmup_records: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.console", description=__doc__.split("\n\n")[0])
     # ~3-10 s of produce: several of the stream's snapshots (one per 0.5 s) fall inside each round
-    p.add_argument("--records", type=int, default=1_000_000)
-    p.add_argument("--value-size", type=int, default=1024)
-    p.add_argument("--runs", type=int, default=3)
+    p = produce_load_parser(__doc__, "python -m bench.console", records=1_000_000, warmup_records=10_000)
     p.add_argument("--viewers", type=int, default=2, help="clients following the partition's stream")
-    p.add_argument("--warmup-records", type=int, default=10_000)
-    p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
     emit(run(args.runs, args.records, args.value_size, args.viewers, args.warmup_records), args.json)
 

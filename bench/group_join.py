@@ -18,13 +18,12 @@ because of group.initial.rebalance.delay.ms=3000).
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 import uuid
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit, failure
 
 TIMEOUT = 30.0
 
@@ -148,7 +147,7 @@ def run(brokers: list[str], runs: int, members: int = 3, partitions: int = 6,
                 secs, calls = join_once(running[name].bootstrap, topics[name], members, partitions,
                                         extra_config)
             except Exception as exc:  # noqa: BLE001
-                t_metric.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0])
+                t_metric.fail(name, failure(f"round {rnd}", exc))
                 continue
             t_metric.add(name, secs * 1000.0)
             n_metric.add(name, calls)
@@ -156,8 +155,7 @@ def run(brokers: list[str], runs: int, members: int = 3, partitions: int = 6,
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=5)
+    parser = common_parser(__doc__, runs=5)
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--consumer-config", action="append", default=[], metavar="KEY=VALUE",

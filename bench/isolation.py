@@ -168,7 +168,7 @@ def measure_restore(broker, n: int = 5) -> tuple[list[float], list[float]]:
 
 
 def measure_request_log(broker, requests: int = 20_000) -> dict[str, float]:
-    from kafkalite._wire import AdminConnection
+    from kafkalite.admin import AdminConnection
     from kafkalite.protocol.client import WireClient
     from kafkalite.protocol.records import Record, build_batch
     from compat_tests.differ.core import request

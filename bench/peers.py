@@ -20,7 +20,6 @@ import importlib.util
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from bench import wire
+from kafkalite.launcher import terminate
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -175,7 +175,7 @@ def start_tansu(timeout: float = 30.0) -> Peer:
                                 stdin=subprocess.DEVNULL)
 
     def stop() -> None:
-        _terminate(proc)
+        terminate(proc)
 
     try:
         wire.wait_for_metadata(HOST, port, timeout, alive=lambda: proc.poll() is None)
@@ -183,16 +183,6 @@ def start_tansu(timeout: float = 30.0) -> Peer:
         stop()
         raise PeerUnavailable(f"tansu did not answer: {exc}\n{log.read_text(errors='replace')[-1500:]}") from exc
     return Peer("tansu", f"{HOST}:{port}", proc.pid, stop, log)
-
-
-def _terminate(proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # --------------------------------------------------------------------------- Apache Kafka

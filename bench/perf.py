@@ -64,7 +64,6 @@ partitions) and >= 1.0x Apache Kafka.
 
 from __future__ import annotations
 
-import argparse
 import re
 import resource
 import shutil
@@ -77,7 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import peers, rdkperf
-from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit, failure
 from bench.throughput import _cpu, _drop_topic
 
 JARS = peers.REPO_ROOT / ".deps" / "maven" / "kafka-perf"
@@ -280,7 +279,7 @@ def run(brokers: list[str], runs: int, scenarios: list[Scenario], producers: int
                         p_cpu.add(name, cpu1 - cpu0)
                         c_cpu.add(name, cpu2 - cpu1)
                 except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
-                    p_mb.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0][:200])
+                    p_mb.fail(name, failure(f"round {rnd}", exc)[:200])
                 finally:
                     _drop_topic(peer.bootstrap, topic)  # a GB per round would pile up on disk and in Tansu's memory
             if profile_dir and "kafkalite" in running:
@@ -310,8 +309,7 @@ def profile_round(peer: peers.Peer, out: Path, sc: Scenario, producers: int, rec
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=3, brokers="kafkalite,kafka,tansu")
+    parser = common_parser(__doc__, runs=3, brokers="kafkalite,kafka,tansu")
     parser.add_argument("--scenarios", default="p1-1024-idem,p6-1024-idem,p6-100-idem,p6-1024-txn")
     parser.add_argument("--client", choices=("rdkafka", "java"), default="rdkafka",
                         help="rdkafka: bench/rdkperf on librdkafka (default); java: Kafka's perf tools")

@@ -22,7 +22,6 @@ Target (issue 6): kafkalite session under 1.5 s (a Kafka container takes 4-12 s 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit
 
 BASELINE = "no broker"
 
@@ -172,8 +171,7 @@ def run(brokers: list[str], runs: int, warmup: bool = True, baseline: bool = Tru
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=5)
+    parser = common_parser(__doc__, runs=5)
     parser.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first run")
     parser.add_argument("--no-baseline", action="store_true",
                         help=f"skip the '{BASELINE}' row (a session whose one test only imports confluent_kafka)")

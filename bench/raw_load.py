@@ -26,7 +26,6 @@ and ``-fetch.txt``), summarised with the figures.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import struct
@@ -35,7 +34,7 @@ import uuid
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, alternate, apply_common_arguments, common_parser, emit, failure
 from bench.throughput import _cpu
 from kafkalite.protocol.client import WireClient, decode_response
 from kafkalite.protocol.messages import make, request_type
@@ -199,7 +198,7 @@ def run(brokers: list[str], runs: int, partitions: int, requests: int, value_siz
             try:
                 r = one_round(running[b], partitions, requests, value_size, batch_bytes, window)
             except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
-                p_mb.fail(b, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0][:200])
+                p_mb.fail(b, failure(f"round {rnd}", exc)[:200])
                 continue
             p_mb.add(b, r["produce_mb_s"])
             f_mb.add(b, r["fetch_mb_s"])
@@ -218,8 +217,7 @@ def run(brokers: list[str], runs: int, partitions: int, requests: int, value_siz
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=3, brokers="kafkalite,kafka,tansu")
+    parser = common_parser(__doc__, runs=3, brokers="kafkalite,kafka,tansu")
     parser.add_argument("--partitions", type=int, default=6, help="partitions of the topic (default 6)")
     parser.add_argument("--requests", type=int, default=2000, help="Produce requests per round (default 2000)")
     parser.add_argument("--value-size", type=int, default=1024, help="bytes per record value (default 1024)")

@@ -27,7 +27,7 @@ import time
 import uuid
 
 from bench.stats import OURS, Report, emit
-from bench.throughput import producer_config, send
+from bench.throughput import produce_waiting, producer_config
 
 AVRO = "kafkalite+AvroSerializer"
 
@@ -80,7 +80,7 @@ def _produce(bootstrap: str, records: int, value_of) -> float:
     t0 = time.perf_counter()
     deadline = time.monotonic() + 600
     for i in range(records):
-        send(producer, topic, value_of(i), deadline)
+        produce_waiting(producer, topic, value_of(i), deadline)
         if i % 1000 == 0:
             producer.poll(0)
     left = producer.flush(120)

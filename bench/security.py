@@ -17,7 +17,6 @@ mechanism, after one warm-up.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import hmac
@@ -26,7 +25,7 @@ import time
 import uuid
 
 from bench import peers, throughput
-from bench.stats import Report, emit
+from bench.stats import Report, emit, produce_load_parser
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_bench="bench-secret";'
 SCRAM_USERS = "SCRAM-SHA-256=[name=bench,password=bench-secret],SCRAM-SHA-512=[name=bench,password=bench-secret]"
@@ -124,13 +123,8 @@ def run(runs: int, records: int, value_size: int, logins: int, warmup_records: i
 
 
 def main(argv: list[str] | None = None) -> Report:
-    ap = argparse.ArgumentParser(prog="python -m bench.security", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--records", type=int, default=50_000)
-    ap.add_argument("--value-size", type=int, default=1024)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = produce_load_parser(__doc__, "python -m bench.security", records=50_000, warmup_records=5_000)
     ap.add_argument("--logins", type=int, default=50)
-    ap.add_argument("--warmup-records", type=int, default=5_000)
-    ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     report = run(args.runs, args.records, args.value_size, args.logins, args.warmup_records)
     emit(report, args.json)

@@ -19,14 +19,13 @@ Each group starts at the earliest offset through the group config share.auto.off
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 import uuid
 from datetime import timedelta
 
 from bench import peers, throughput
-from bench.stats import Report, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, alternate, apply_common_arguments, common_parser, emit, failure
 
 TIMEOUT = 120.0
 
@@ -199,13 +198,12 @@ def run(brokers: list[str], runs: int, records: int, trips: int) -> Report:
                 secs, _counts = consume_shared(bootstrap, topic, records)
                 rate_m.add(name, records / secs)
             except Exception as exc:  # noqa: BLE001
-                rate_m.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0])
+                rate_m.fail(name, failure(f"round {rnd}", exc))
     return report
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=3, brokers="kafkalite,kafka")
+    parser = common_parser(__doc__, runs=3, brokers="kafkalite,kafka")
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--round-trips", type=int, default=200)
     args = parser.parse_args(argv)

@@ -30,7 +30,6 @@ that take the longest (cumulative and self time).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import tempfile
@@ -38,7 +37,7 @@ import time
 from pathlib import Path
 
 from bench import peers, wire
-from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit
 
 TIMEOUT = 30.0
 KAFKA_TIMEOUT = 120.0  # a JVM broker on a loaded 2-core machine
@@ -90,7 +89,7 @@ def measure_once(name: str, timeout: float | None = None, importtime: bool = Fal
             logf.flush()
             raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-800:]}") from exc
         finally:
-            peers._terminate(proc)
+            peers.terminate(proc)
         return t1 - t0, rss, cpu
     finally:
         logf.close()
@@ -165,8 +164,7 @@ def explain_imports(top: int = 20) -> str:
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=7)
+    parser = common_parser(__doc__, runs=7)
     parser.add_argument("--no-warmup", action="store_true", help="skip the unmeasured first run")
     parser.add_argument("--explain", action="store_true",
                         help="also start kafkalite once under -X importtime and list its slowest imports")

@@ -7,6 +7,8 @@ and, with ``--json FILE``, writes the same figures for machines.
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import os
 import platform
@@ -279,6 +281,32 @@ def alternate(brokers: Sequence[str], rounds: int) -> Iterator[tuple[int, str]]:
     for r in range(rounds):
         for b in brokers:
             yield r, b
+
+
+def failure(when: str, exc: BaseException) -> str:
+    """A failed round as one line for Metric.fail: when, the exception's type and first line."""
+    return f"{when}: {type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def common_parser(doc: str, runs: int, brokers: str = "kafkalite,tansu") -> argparse.ArgumentParser:
+    """A bench's argument parser: its module docstring's first paragraph as the description, and
+    the options every bench has (add_common_arguments)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_common_arguments(parser, runs, brokers)
+    return parser
+
+
+def produce_load_parser(doc: str, prog: str, records: int, warmup_records: int,
+                        runs: int = 3) -> argparse.ArgumentParser:
+    """The parser of a bench that measures a produce load on kafkalite alone (no --brokers):
+    --records, --value-size, --runs, --warmup-records and --json."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=records)
+    parser.add_argument("--value-size", type=int, default=1024)
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--warmup-records", type=int, default=warmup_records)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+    return parser
 
 
 def add_common_arguments(parser, runs: int, brokers: str = "kafkalite,tansu") -> None:

@@ -21,7 +21,6 @@ Brokers: ``kafkalite``, ``kafka`` (Apache Kafka, compat_tests/reference.py; need
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ import uuid
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, alternate, apply_common_arguments, common_parser, emit, failure
 
 if str(peers.REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(peers.REPO_ROOT))
@@ -123,17 +122,16 @@ def run(brokers: list[str], runs: int, orders: int) -> Report:
             try:
                 rate.add(name, throughput_once(running[name].bootstrap, orders, Path(tmp)))
             except Exception as exc:  # noqa: BLE001
-                rate.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0])
+                rate.fail(name, failure(f"round {rnd}", exc))
             try:
                 stable.add(name, kill_to_stable_once(running[name].bootstrap, Path(tmp)) * 1000.0)
             except Exception as exc:  # noqa: BLE001
-                stable.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0])
+                stable.fail(name, failure(f"round {rnd}", exc))
     return report
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=3, brokers="kafkalite,kafka")
+    parser = common_parser(__doc__, runs=3, brokers="kafkalite,kafka")
     parser.add_argument("--records", type=int, default=3000, help="orders per run (default 3000)")
     args = parser.parse_args(argv)
     apply_common_arguments(args)

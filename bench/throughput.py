@@ -29,14 +29,13 @@ time is printed. That round is not part of the figures.
 
 from __future__ import annotations
 
-import argparse
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
+from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit, failure
 
 TIMEOUT = 300.0
 
@@ -77,12 +76,12 @@ def producer_config(bootstrap: str, records: int, linger_ms: float) -> dict:
     }
 
 
-def send(producer, topic: str, value: bytes, deadline: float, on_delivery=None) -> None:
-    """produce() one record to partition 0, serving delivery callbacks while the producer's queue
-    is full; TimeoutError once `deadline` (time.monotonic()) has passed."""
+def produce_waiting(producer, topic: str, value: bytes, deadline: float, **kw) -> None:
+    """Produce one record to partition 0, polling while librdkafka's queue is full (BufferError)
+    until `deadline` (time.monotonic())."""
     while True:
         try:
-            producer.produce(topic, value, partition=0, on_delivery=on_delivery)
+            producer.produce(topic, value, partition=0, **kw)
             return
         except BufferError:
             producer.poll(0.01)
@@ -108,7 +107,7 @@ def produce(bootstrap: str, topic: str, records: int, value_size: int, linger_ms
     cpu0 = _cpu(pid)
     t0 = time.perf_counter()
     for i in range(records):
-        send(producer, topic, value, deadline, on_delivery)
+        produce_waiting(producer, topic, value, deadline, on_delivery=on_delivery)
         if i % 1000 == 0:
             producer.poll(0)
     left = producer.flush(max(1.0, deadline - time.monotonic()))
@@ -205,7 +204,7 @@ def run(brokers: list[str], runs: int, records: int, value_size: int, linger_ms:
                 produce(peer.bootstrap, topic, warmup_records, value_size, linger_ms)
                 consume(peer.bootstrap, topic, warmup_records)
             except Exception as exc:  # noqa: BLE001
-                p_rate.fail(name, f"warm-up: {type(exc).__name__}: {exc}".splitlines()[0])
+                p_rate.fail(name, failure("warm-up", exc))
             finally:
                 _drop_topic(peer.bootstrap, topic)
         for rnd, name in alternate(order, runs):
@@ -226,7 +225,7 @@ def run(brokers: list[str], runs: int, records: int, value_size: int, linger_ms:
                 if cp.first_record is not None:
                     c_first.add(name, cp.first_record * 1000.0)
             except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
-                p_rate.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0])
+                p_rate.fail(name, failure(f"round {rnd}", exc))
             finally:
                 _drop_topic(peer.bootstrap, topic)
         if profile_dir and "kafkalite" in running:
@@ -257,8 +256,7 @@ def profile_round(peer: peers.Peer, out: Path, records: int, value_size: int,
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=3)
+    parser = common_parser(__doc__, runs=3)
     parser.add_argument("--records", type=int, default=200_000, help="records per run (default 200000)")
     parser.add_argument("--value-size", type=int, default=1024, help="bytes per value (default 1024)")
     parser.add_argument("--linger-ms", type=float, default=5, help="producer linger.ms (default 5)")

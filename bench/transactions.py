@@ -25,14 +25,13 @@ median < 5 ms.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 import uuid
 
 from bench import peers
-from bench.stats import Report, Target, add_common_arguments, alternate, apply_common_arguments, emit
-from bench.throughput import TIMEOUT, _drop_topic, produce
+from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit, failure
+from bench.throughput import TIMEOUT, _drop_topic, produce, produce_waiting
 
 
 def produce_transactional(bootstrap: str, topic: str, records: int, value_size: int,
@@ -58,14 +57,7 @@ def produce_transactional(bootstrap: str, topic: str, records: int, value_size: 
     producer.begin_transaction()
     txn_start = t0
     for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, value, partition=0)
-                break
-            except BufferError:
-                producer.poll(0.01)
-                if time.monotonic() > deadline:
-                    raise TimeoutError("producer queue full until timeout") from None
+        produce_waiting(producer, topic, value, deadline)
         if i % 256 == 0:
             producer.poll(0)
             now = time.perf_counter()
@@ -161,15 +153,14 @@ def run(brokers: list[str], runs: int, records: int, value_size: int = 1024,
                 call.add(name, statistics.median(c) * 1000.0)
                 vis.add(name, statistics.median(v) * 1000.0)
             except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
-                idem.fail(name, f"round {rnd}: {type(exc).__name__}: {exc}".splitlines()[0])
+                idem.fail(name, failure(f"round {rnd}", exc))
             finally:
                 _drop_topic(peer.bootstrap, topic)
     return report
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_arguments(parser, runs=3)
+    parser = common_parser(__doc__, runs=3)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--value-size", type=int, default=1024)
     parser.add_argument("--commit-interval-ms", type=float, default=100)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -48,35 +49,27 @@ class Writer:
                 self.buf.append(b)
                 return self
 
-    def string(self, s: str | None) -> "Writer":
-        if s is None:
-            return self.i16(-1)
-        data = s.encode()
-        self.i16(len(data))
+    def _sized(self, data: bytes | None, length: Callable[[int], "Writer"], null: int, plus: int) -> "Writer":
+        """`data` after `length(len(data) + plus)`, or `length(null)` alone for a null: STRING and
+        BYTES (int16 / int32, -1 null, plus 0), COMPACT_STRING and COMPACT_BYTES (uvarint, 0 null,
+        plus 1)."""
+        if data is None:
+            return length(null)
+        length(len(data) + plus)
         self.buf += data
         return self
+
+    def string(self, s: str | None) -> "Writer":
+        return self._sized(None if s is None else s.encode(), self.i16, -1, 0)
 
     def cstring(self, s: str | None) -> "Writer":
-        if s is None:
-            return self.uvarint(0)
-        data = s.encode()
-        self.uvarint(len(data) + 1)
-        self.buf += data
-        return self
+        return self._sized(None if s is None else s.encode(), self.uvarint, 0, 1)
 
     def bytes_(self, b: bytes | None) -> "Writer":
-        if b is None:
-            return self.i32(-1)
-        self.i32(len(b))
-        self.buf += b
-        return self
+        return self._sized(b, self.i32, -1, 0)
 
     def cbytes(self, b: bytes | None) -> "Writer":
-        if b is None:
-            return self.uvarint(0)
-        self.uvarint(len(b) + 1)
-        self.buf += b
-        return self
+        return self._sized(b, self.uvarint, 0, 1)
 
     def carray_len(self, n: int | None) -> "Writer":
         return self.uvarint(0 if n is None else n + 1)

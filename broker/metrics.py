@@ -100,24 +100,24 @@ def render(broker: Any) -> str:
     for k in keys:
         out.append(f"kafkalite_request_duration_seconds_sum{{{labels[k]}}} {m.seconds[k]:.9f}")
         out.append(f"kafkalite_request_duration_seconds_count{{{labels[k]}}} {m.requests[k]}")
-    head("kafkalite_received_bytes_total", "counter", "Bytes of request frames received.")
-    out.append(f"kafkalite_received_bytes_total {m.bytes_in}")
-    head("kafkalite_sent_bytes_total", "counter", "Bytes of response frames sent.")
-    out.append(f"kafkalite_sent_bytes_total {m.bytes_out}")
-    head("kafkalite_connections_opened_total", "counter", "Client connections accepted.")
-    out.append(f"kafkalite_connections_opened_total {m.connections_opened}")
-    head("kafkalite_connections", "gauge", "Client connections open now.")
-    out.append(f"kafkalite_connections {m.connections_opened - m.connections_closed}")
     cluster = getattr(broker, "cluster", None)
     topics = getattr(cluster, "topics", {}) or {}
-    head("kafkalite_topics", "gauge", "Topics, internal ones included.")
-    out.append(f"kafkalite_topics {len(topics)}")
-    head("kafkalite_partitions", "gauge", "Partitions of all topics.")
-    out.append(f"kafkalite_partitions {sum(len(t.partitions) for t in topics.values())}")
-    head("kafkalite_open_transactions", "gauge", "Transactions begun and not yet completed.")
-    out.append(f"kafkalite_open_transactions {open_transactions(broker)}")
-    head("kafkalite_uptime_seconds", "gauge", "Seconds since the broker started.")
-    out.append(f"kafkalite_uptime_seconds {_monotonic() - m.started:.3f}")
+    gauges: list[tuple[str, str, str, object]] = [
+        ("kafkalite_received_bytes_total", "counter", "Bytes of request frames received.", m.bytes_in),
+        ("kafkalite_sent_bytes_total", "counter", "Bytes of response frames sent.", m.bytes_out),
+        ("kafkalite_connections_opened_total", "counter", "Client connections accepted.", m.connections_opened),
+        ("kafkalite_connections", "gauge", "Client connections open now.",
+         m.connections_opened - m.connections_closed),
+        ("kafkalite_topics", "gauge", "Topics, internal ones included.", len(topics)),
+        ("kafkalite_partitions", "gauge", "Partitions of all topics.",
+         sum(len(t.partitions) for t in topics.values())),
+        ("kafkalite_open_transactions", "gauge", "Transactions begun and not yet completed.",
+         open_transactions(broker)),
+        ("kafkalite_uptime_seconds", "gauge", "Seconds since the broker started.", f"{_monotonic() - m.started:.3f}"),
+    ]
+    for name, kind, what, value in gauges:
+        head(name, kind, what)
+        out.append(f"{name} {value}")
     return "\n".join(out) + "\n"
 
 

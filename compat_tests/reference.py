@@ -35,6 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping
 
+from kafkalite.launcher import terminate
+
 KAFKA_VERSION = "4.4.0"  # scripts/maven/kafka-broker/pom.xml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -256,15 +258,8 @@ class ReferenceBroker:
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM (Kafka's controlled shutdown) and wait; SIGKILL if it takes longer than timeout."""
-        proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if self.process is not None:
+            terminate(self.process, timeout)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""

@@ -17,7 +17,7 @@ import pytest
 
 from compat_tests import authorizer, brokers
 from compat_tests.clients.base import Msg
-from compat_tests.waiting import wait_until
+from compat_tests.waiting import wait_for_poll_error, wait_until
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(240)]
 
@@ -127,14 +127,7 @@ def test_bob_may_not_join_alices_group(secured):
     bob = _group_consumer(secured, "bob", errors)
     try:
         bob.subscribe([TOPIC])
-
-        def refused():
-            m = bob.poll(0.5)
-            if m is not None and m.error() is not None:
-                errors.append(m.error().name())
-            return "GROUP_AUTHORIZATION_FAILED" in errors
-
-        wait_until(refused, timeout=60, what="GROUP_AUTHORIZATION_FAILED for bob")
+        wait_for_poll_error(bob, "GROUP_AUTHORIZATION_FAILED", 60, "GROUP_AUTHORIZATION_FAILED for bob", errors)
     finally:
         bob.close()
     from compat_tests.clients.librdkafka import LibrdkafkaClient

@@ -22,7 +22,7 @@ from compat_tests.authorizer import ANONYMOUS
 from compat_tests.clients import load_adapter
 from compat_tests.clients.admin import BrokerError
 from compat_tests.clients.base import Msg
-from compat_tests.waiting import wait_until
+from compat_tests.waiting import wait_for_poll_error, wait_until
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(180)]
 
@@ -320,14 +320,6 @@ def test_consumer_group_without_read_is_refused(secured, rd_admin):
                          "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
-        seen = []
-
-        def refused():
-            m = consumer.poll(0.5)
-            if m is not None and m.error() is not None:
-                seen.append(m.error().name())
-            return "GROUP_AUTHORIZATION_FAILED" in seen
-
-        wait_until(refused, timeout=30, what="GROUP_AUTHORIZATION_FAILED")
+        wait_for_poll_error(consumer, "GROUP_AUTHORIZATION_FAILED", 30, "GROUP_AUTHORIZATION_FAILED")
     finally:
         consumer.close()

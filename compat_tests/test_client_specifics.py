@@ -29,6 +29,15 @@ def _timed_msgs(n: int) -> list[Msg]:
     return [Msg(value=b"v%d" % i, key=b"k%d" % i, timestamp_ms=T0 + 1000 * i) for i in range(n)]
 
 
+def _timed_topic(client, topic: str, partitions: int, counts: dict[int, int], configs=None, **produce_options):
+    """Create `topic` through `client` and produce `counts[p]` timed records (_timed_msgs) to
+    each partition p; the client."""
+    client.create_topic(topic, partitions, configs)
+    for partition, n in counts.items():
+        client.produce(topic, _timed_msgs(n), partition=partition, **produce_options)
+    return client
+
+
 # ----------------------------------------------------------------------------- kafka-python
 
 
@@ -80,10 +89,7 @@ def test_kafka_python_pinned_api_version(bootstrap, topic_name, api_version):
 def test_kafka_python_offset_lookups(bootstrap, topic_name, compression):
     """Each produce is one batch: a lookup by timestamp must find the record inside it, also when
     the batch is compressed."""
-    c = KafkaPythonClient(bootstrap)
-    c.create_topic(topic_name, 2)
-    c.produce(topic_name, _timed_msgs(5), partition=0, compression=compression)
-    c.produce(topic_name, _timed_msgs(2), partition=1, compression=compression)
+    c = _timed_topic(KafkaPythonClient(bootstrap), topic_name, 2, {0: 5, 1: 2}, compression=compression)
     from kafka import TopicPartition
 
     tp0, tp1 = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
@@ -113,9 +119,7 @@ def test_kafka_python_admin(bootstrap, topic_name):
     from kafka import TopicPartition
     from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 
-    c = KafkaPythonClient(bootstrap)
-    c.create_topic(topic_name, 1, {"retention.ms": "123456789"})
-    c.produce(topic_name, _timed_msgs(6), partition=0)
+    c = _timed_topic(KafkaPythonClient(bootstrap), topic_name, 1, {0: 6}, {"retention.ms": "123456789"})
     tp = TopicPartition(topic_name, 0)
     admin = c.admin_client()
     try:
@@ -277,9 +281,7 @@ def test_aiokafka_send_batch(bootstrap, topic_name):
 @pytest.mark.aiokafka
 @pytest.mark.offsets
 def test_aiokafka_offset_lookups(bootstrap, topic_name):
-    c = AiokafkaClient(bootstrap)
-    c.create_topic(topic_name, 1)
-    c.produce(topic_name, _timed_msgs(4), partition=0)
+    c = _timed_topic(AiokafkaClient(bootstrap), topic_name, 1, {0: 4})
 
     async def lookups():
         from aiokafka import TopicPartition
@@ -314,9 +316,7 @@ def test_aiokafka_admin(bootstrap, topic_name):
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
     from aiokafka.structs import TopicPartition
 
-    c = AiokafkaClient(bootstrap)
-    c.create_topic(topic_name, 1, {"retention.ms": "123456789"})
-    c.produce(topic_name, _timed_msgs(6), partition=0)
+    c = _timed_topic(AiokafkaClient(bootstrap), topic_name, 1, {0: 6}, {"retention.ms": "123456789"})
     tp = TopicPartition(topic_name, 0)
 
     def retention():
@@ -385,9 +385,7 @@ def test_kafkajs_create_topic_validate_only(bootstrap, topic_name):
 @pytest.mark.kafkajs
 @pytest.mark.offsets
 def test_kafkajs_fetch_topic_offsets(bootstrap, topic_name):
-    c = KafkajsClient(bootstrap)
-    c.create_topic(topic_name, 2)
-    c.produce(topic_name, _timed_msgs(5), partition=0)
+    c = _timed_topic(KafkajsClient(bootstrap), topic_name, 2, {0: 5})
     offsets = sorted(c.admin("fetchTopicOffsets", topic_name), key=lambda o: o["partition"])
     assert [(o["partition"], o["low"], o["high"], o["offset"]) for o in offsets] == [
         (0, "0", "5", "5"),
@@ -398,10 +396,7 @@ def test_kafkajs_fetch_topic_offsets(bootstrap, topic_name):
 @pytest.mark.kafkajs
 @pytest.mark.offsets
 def test_kafkajs_fetch_topic_offsets_by_timestamp(bootstrap, topic_name):
-    c = KafkajsClient(bootstrap)
-    c.create_topic(topic_name, 2)
-    c.produce(topic_name, _timed_msgs(5), partition=0)
-    c.produce(topic_name, _timed_msgs(1), partition=1)
+    c = _timed_topic(KafkajsClient(bootstrap), topic_name, 2, {0: 5, 1: 1})
 
     def at(ts):
         return {o["partition"]: o["offset"] for o in c.admin("fetchTopicOffsetsByTimestamp", topic_name, ts)}
@@ -415,9 +410,7 @@ def test_kafkajs_fetch_topic_offsets_by_timestamp(bootstrap, topic_name):
 @pytest.mark.kafkajs
 @pytest.mark.admin
 def test_kafkajs_delete_topic_records(bootstrap, topic_name):
-    c = KafkajsClient(bootstrap)
-    c.create_topic(topic_name, 1)
-    c.produce(topic_name, _timed_msgs(6), partition=0)
+    c = _timed_topic(KafkajsClient(bootstrap), topic_name, 1, {0: 6})
     c.admin("deleteTopicRecords", {"topic": topic_name, "partitions": [{"partition": 0, "offset": "4"}]})
     (o,) = c.admin("fetchTopicOffsets", topic_name)
     assert (o["low"], o["high"]) == ("4", "6")

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import re
-import threading
 import urllib.request
 import uuid
 
@@ -31,6 +30,7 @@ from compat_tests.differ.core import request
 from compat_tests.groups.members import Member
 from compat_tests.txn import java_txn
 from compat_tests.txn import rdkafka_txn as reader
+from compat_tests.txn import time_out_while
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
 
@@ -127,19 +127,8 @@ def test_a_response_delayed_beyond_the_request_timeout_is_retried_once(broker, c
 @pytest.mark.java
 def test_advance_clock_past_the_transaction_timeout_aborts_at_once(broker, controls, tmp_path):
     topic = new_topic(broker)
-    until = tmp_path / "go-on"
-    outcome: list = []
 
-    def run():
-        try:
-            outcome.append(java_txn.time_out(broker.bootstrap, f"controls-to-{uuid.uuid4().hex[:6]}", topic,
-                                             60_000, str(until)))
-        except BaseException as e:  # noqa: BLE001 - handed to the test thread
-            outcome.append(e)
-
-    producer = threading.Thread(target=run)
-    producer.start()
-    try:
+    def abort_by_the_clock() -> None:
         # the producer has written "late" in its open transaction and waits
         wait_until(lambda: reader.end_offsets(broker.bootstrap, topic, [0], "read_uncommitted")[0] == 1, 60, 0.1,
                    "the transactional record")
@@ -147,12 +136,9 @@ def test_advance_clock_past_the_transaction_timeout_aborts_at_once(broker, contr
         controls.advance_clock(ms=60_001)
         # aborted by the time the control returns: the abort marker is written, the LSO moved past it
         assert reader.end_offsets(broker.bootstrap, topic, [0], "read_committed")[0] == 2
-    finally:
-        until.touch()
-        producer.join(120)
-    (err,) = outcome
-    if isinstance(err, BaseException):
-        raise err
+
+    err = time_out_while(java_txn, broker.bootstrap, f"controls-to-{uuid.uuid4().hex[:6]}", topic, 60_000,
+                         tmp_path / "go-on", abort_by_the_clock)
     assert err in java_txn.TIMEOUT_ERRORS, err
     assert values(broker, topic, "read_committed") == []
     assert values(broker, topic) == ["late"]

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -266,6 +267,22 @@ def _copy_with_kills(copiers, rnd, kill, total_txns: int, kills: int, progress) 
     return mid
 
 
+def _copy_exactly_once_through_kills(client: str, bs: str, tmp_path, rnd: random.Random, kills: int,
+                                     kill: Callable[[Copier], None]) -> None:
+    """A fresh pipeline copied by `client`'s copier while `kill(copier)` strikes `kills` times
+    (at least two of them while the copy runs); the sink then holds every record exactly once."""
+    source, sink, group, suffix, expected, ends = _pipeline(bs)
+    copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
+    try:
+        mid = _copy_with_kills(copier, rnd, lambda: kill(copier), RECORDS // BATCH, kills,
+                               lambda: _progress(bs, group, source, ends))
+        _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
+    finally:
+        copier.close()
+    assert mid >= min(kills, 2), f"only {mid} kills happened while the copy was running"
+    _check_exactly_once(bs, sink, expected)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("client", [pytest.param("librdkafka", marks=pytest.mark.librdkafka),
@@ -276,16 +293,7 @@ def test_copier_killed_and_restarted(client, tmp_path):
     rnd = random.Random(SEED)
     with brokers.start(tmp_path / "data", BROKER_CONFIG) as b:
         bs = b.bootstrap
-        source, sink, group, suffix, expected, ends = _pipeline(bs)
-        copier = Copier(client, bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
-        try:
-            mid = _copy_with_kills(copier, rnd, copier.kill, RECORDS // BATCH, KILLS,
-                                   lambda: _progress(bs, group, source, ends))
-            _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
-        finally:
-            copier.close()
-        assert mid >= min(KILLS, 2), f"only {mid} kills happened while the copy was running"
-        _check_exactly_once(bs, sink, expected)
+        _copy_exactly_once_through_kills(client, bs, tmp_path, rnd, KILLS, lambda copier: copier.kill())
 
 
 @pytest.mark.slow
@@ -303,16 +311,8 @@ def test_broker_killed_and_restarted_under_a_copier(tmp_path):
         broker.restart()
 
     try:
-        source, sink, group, suffix, expected, ends = _pipeline(bs)
-        copier = Copier("librdkafka", bs, f"eos-copier-{suffix}", group, source, sink, tmp_path / "copier.log")
-        try:
-            mid = _copy_with_kills(copier, rnd, kill_broker, RECORDS // BATCH, BROKER_KILLS,
-                                   lambda: _progress(bs, group, source, ends))
-            _wait_copied(bs, group, source, ends, copier, time.monotonic() + 240)
-        finally:
-            copier.close()
-        assert mid >= min(BROKER_KILLS, 2), f"only {mid} kills happened while the copy was running"
-        _check_exactly_once(bs, sink, expected)
+        _copy_exactly_once_through_kills("librdkafka", bs, tmp_path, rnd, BROKER_KILLS,
+                                         lambda _copier: kill_broker())
     finally:
         broker.close()
 

@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 
+from compat_tests.cleanup import killed_at_end
 from compat_tests import brokers
 from compat_tests.brokers import EXTERNAL_BOOTSTRAP
 from compat_tests.groups.members import Member, settle, wait_split
@@ -97,10 +98,8 @@ def member(kind, bootstrap, group, topic, **kw) -> Member:
 
 @pytest.fixture
 def members():
-    started: list[Member] = []
-    yield started
-    for m in started:
-        m.kill()
+    with killed_at_end() as started:
+        yield started
 
 
 def group_id() -> str:

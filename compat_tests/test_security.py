@@ -682,17 +682,9 @@ def test_transactions_over_sasl_ssl(secured, certs, family):
 
         java_txn.run(address, "plan", config=kafka_props(login, certs), transactional_id=tid, txns=txns)
     else:
-        from confluent_kafka import Producer
+        from compat_tests.txn import rdkafka_txn
 
-        p = Producer({"bootstrap.servers": address, "transactional.id": tid, "linger.ms": 5,
-                      **librdkafka_conf(login, certs)})
-        p.init_transactions(30)
-        for txn in txns:
-            p.begin_transaction()
-            for t, partition, value in txn["records"]:
-                p.produce(t, value=value.encode(), partition=partition)
-            assert p.flush(30) == 0
-            (p.commit_transaction if txn["end"] == "commit" else p.abort_transaction)(30)
+        rdkafka_txn.run_plan(address, tid, txns, **librdkafka_conf(login, certs))
     got = reader.consume(topic, [0], 3, isolation="read_committed", timeout_s=30)
     assert [m.value for m in got] == [b"committed-1", b"committed-2", b"committed-3"]
 

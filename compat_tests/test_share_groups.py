@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 
+from compat_tests.cleanup import killed_at_end
 from compat_tests.clients.java import JavaClient, JavaError
 from compat_tests.share.members import ShareConsumer
 from compat_tests.test_groups import new_topic, produce
@@ -32,10 +33,8 @@ CLIENTS = [pytest.param("java", marks=pytest.mark.java, id="java"),
 
 @pytest.fixture
 def consumers():
-    started: list[ShareConsumer] = []
-    yield started
-    for c in started:
-        c.kill()
+    with killed_at_end() as started:
+        yield started
 
 
 def share_group(bootstrap: str, **configs: str) -> str:

@@ -19,6 +19,7 @@ import kio.schema.metadata.v12.request as md12
 import pytest
 
 import kafkalite
+from compat_tests.cleanup import killed_at_end
 from compat_tests.brokers import requires_kafkalite
 from compat_tests.clients.base import Msg
 from compat_tests.waiting import wait_until
@@ -274,8 +275,7 @@ def test_consumer_group_recovers_from_a_coordinator_move(cluster, kind):
         for p in range(3):
             producer.produce(topic, [Msg(value=f"{prefix}-{p}-{i}".encode()) for i in range(n)], partition=p)
 
-    started: list[Member] = []
-    try:
+    with killed_at_end() as started:
         produce("old", 3)
         m = Member(client, cluster.bootstrap, group, topic, protocol=protocol, session_timeout_ms=6000,
                    heartbeat_interval_ms=300)
@@ -297,6 +297,3 @@ def test_consumer_group_recovers_from_a_coordinator_move(cluster, kind):
         assert sorted(r["value"] for r in recs2) == sorted(f"last-{p}-0" for p in range(3))
         assert all(r["offset"] == 5 for r in recs2)
         m2.close()
-    finally:
-        for member in started:
-            member.kill()

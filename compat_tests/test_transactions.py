@@ -20,6 +20,7 @@ import pytest
 from compat_tests import brokers
 from compat_tests.waiting import wait_until
 from compat_tests.txn import rdkafka_txn as reader
+from compat_tests.txn import time_out_while
 
 pytestmark = pytest.mark.transactions
 
@@ -97,28 +98,11 @@ def test_transaction_timeout_aborts_and_fences(txn_client, fast_timeout_broker, 
     bs = fast_timeout_broker.bootstrap
     topic = "timeout-" + uuid.uuid4().hex[:8]
     reader_admin_create(bs, topic)
-    until = tmp_path / "aborted"
-    outcome: list = []
-
-    def run():
-        try:
-            outcome.append(txn_client.time_out(bs, _tid("timeout"), topic, 1000, str(until)))
-        except BaseException as e:  # noqa: BLE001 - handed to the test thread
-            outcome.append(e)
-
-    producer = threading.Thread(target=run)
-    producer.start()
-    try:
-        # the broker aborts the transaction after its 1 s timeout: the abort marker after "late"
-        # moves the last stable offset to 2; only then does the producer try to commit
-        wait_until(lambda: reader.end_offsets(bs, topic, [0], "read_committed")[0] == 2, 60, 0.1,
-                   "the broker's abort of the timed-out transaction")
-    finally:
-        until.touch()
-        producer.join(120)
-    (err,) = outcome
-    if isinstance(err, BaseException):
-        raise err
+    # the broker aborts the transaction after its 1 s timeout: the abort marker after "late"
+    # moves the last stable offset to 2; only then does the producer try to commit
+    err = time_out_while(txn_client, bs, _tid("timeout"), topic, 1000, tmp_path / "aborted", lambda: wait_until(
+        lambda: reader.end_offsets(bs, topic, [0], "read_committed")[0] == 2, 60, 0.1,
+        "the broker's abort of the timed-out transaction"))
     assert err in txn_client.TIMEOUT_ERRORS, err
     assert reader.values(reader.read(bs, topic, [0], "read_committed"))[0] == []
     assert reader.values(reader.read(bs, topic, [0], "read_uncommitted"))[0] == ["late"]
@@ -160,20 +144,27 @@ def test_send_offsets_to_transaction(txn_client, bootstrap, create_topic, topic_
 
 # --- the last stable offset ------------------------------------------------------------------------
 
+def _before_and_an_open_transaction(bootstrap: str, topic: str, label: str, value: bytes):
+    """A plain producer's "before", then a transactional producer's `value` in a transaction left
+    open: (plain producer, transactional producer), both on partition 0 of `topic`."""
+    from confluent_kafka import Producer
+    plain = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "linger.ms": 0})
+    plain.produce(topic, value=b"before", partition=0)
+    assert plain.flush(10) == 0
+    txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
+                    "transactional.id": _tid(label), "linger.ms": 0})
+    txp.init_transactions(30)
+    txp.begin_transaction()
+    txp.produce(topic, value=value, partition=0)
+    assert txp.flush(10) == 0
+    return plain, txp
+
+
 def test_read_committed_consumer_waits_at_the_lso(bootstrap, create_topic, topic_name):
     """An open transaction holds read_committed readers at its first offset, even for records
     written after it by other producers; they see everything in offset order once it commits."""
-    from confluent_kafka import Producer
     topic = create_topic(topic_name, 1)
-    plain = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "linger.ms": 0})
-    plain.produce(topic, value=b"before", partition=0)
-    plain.flush(10)
-    txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
-                    "transactional.id": _tid("lso"), "linger.ms": 0})
-    txp.init_transactions(30)
-    txp.begin_transaction()
-    txp.produce(topic, value=b"txn-1", partition=0)
-    txp.flush(10)
+    plain, txp = _before_and_an_open_transaction(bootstrap, topic, "lso", b"txn-1")
     plain.produce(topic, value=b"after", partition=0)
     plain.flush(10)
     rc_end = reader.end_offsets(bootstrap, topic, [0], "read_committed")[0]
@@ -190,17 +181,9 @@ def test_read_committed_consumer_waits_at_the_lso(bootstrap, create_topic, topic
 def test_waiting_read_committed_fetch_wakes_on_commit(bootstrap, create_topic, topic_name):
     """A read_committed fetch held at the LSO by an open transaction is answered when the
     transaction commits, not when its max wait runs out."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
     topic = create_topic(topic_name, 1)
-    plain = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "linger.ms": 0})
-    plain.produce(topic, value=b"before", partition=0)
-    assert plain.flush(10) == 0
-    txp = Producer({"bootstrap.servers": bootstrap, "broker.address.family": "v4",
-                    "transactional.id": _tid("wake"), "linger.ms": 0})
-    txp.init_transactions(30)
-    txp.begin_transaction()
-    txp.produce(topic, value=b"held", partition=0)
-    txp.flush(10)
+    _, txp = _before_and_an_open_transaction(bootstrap, topic, "wake", b"held")
     max_wait_s = 20.0
     c = Consumer({"bootstrap.servers": bootstrap, "broker.address.family": "v4", "group.id": "w",
                   "isolation.level": "read_committed", "fetch.wait.max.ms": int(max_wait_s * 1000)})

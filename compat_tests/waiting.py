@@ -33,3 +33,18 @@ def wait_for_path(path: str, timeout: float = 60.0) -> None:
     """Block until `path` exists: how a test tells a client driver that a condition it checked
     from outside (say, the broker aborted a transaction) now holds."""
     wait_until(lambda: os.path.exists(path), timeout, what=f"{path} to appear")
+
+
+def wait_for_poll_error(consumer, error: str, timeout: float, what: str, seen: list[str] | None = None) -> list[str]:
+    """Poll a confluent-kafka consumer until an error named `error` has come, from poll() or
+    already in `seen` (which the consumer's error_cb may fill too); the error names seen."""
+    names = seen if seen is not None else []
+
+    def arrived() -> bool:
+        m = consumer.poll(0.5)
+        if m is not None and m.error() is not None:
+            names.append(m.error().name())
+        return error in names
+
+    wait_until(arrived, timeout=timeout, what=what)
+    return names

@@ -118,13 +118,7 @@ class Broker:
         self.process.wait()
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, timeout)
 
     def close(self) -> None:
         """Stop the broker and remove the data dir and log file that start() created."""
@@ -140,6 +134,17 @@ class Broker:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM a process that is still running and wait for it; SIGKILL it after `timeout` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def broker_command(args: Sequence[str] = (), module: str = "kafkalite") -> list[str]:

@@ -63,32 +63,27 @@ class DecodedRecord(NamedTuple):
     headers: tuple                      # ((str, bytes | None), ...)
 
 
+def _nullable_bytes(data: bytes | None, body: bytearray) -> None:
+    """A record field of varint length then bytes; a null is length -1 and nothing after."""
+    if data is None:
+        _zigzag_varint(-1, body)
+    else:
+        _zigzag_varint(len(data), body)
+        body += data
+
+
 def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                    headers: Sequence[tuple[str | bytes, bytes | None]]) -> None:
     body = bytearray()
     body.append(0)                                   # record attributes (unused)
     _zigzag_varint(timestamp_delta, body)
     _zigzag_varint(offset_delta, body)
-    if key is None:
-        _zigzag_varint(-1, body)
-    else:
-        _zigzag_varint(len(key), body)
-        body += key
-    if value is None:
-        _zigzag_varint(-1, body)
-    else:
-        _zigzag_varint(len(value), body)
-        body += value
+    _nullable_bytes(key, body)
+    _nullable_bytes(value, body)
     _zigzag_varint(len(headers), body)
     for hkey, hvalue in headers:
-        hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        _zigzag_varint(len(hk), body)
-        body += hk
-        if hvalue is None:
-            _zigzag_varint(-1, body)
-        else:
-            _zigzag_varint(len(hvalue), body)
-            body += hvalue
+        _nullable_bytes(hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey), body)
+        _nullable_bytes(hvalue, body)
     _zigzag_varint(len(body), out)
     out += body
 
@@ -162,6 +157,14 @@ def build_batch(records: Iterable[Record], *, base_offset: int = 0, producer_id:
                         base_timestamp=entries[0][1] if entries else default_ts)
 
 
+def _read_nullable_bytes(data: ReadableBuffer, p: int) -> tuple[bytes | None, int]:
+    """What _nullable_bytes wrote at `p`, and the position after it."""
+    n, p = _read_varint(data, p)
+    if n < 0:
+        return None, p
+    return bytes(data[p:p + n]), p + n
+
+
 def decode_records(batch: ReadableBuffer, pos: int = 0) -> list[DecodedRecord]:
     """Decode every record of the batch at `pos` (any codec; not for the hot path).
 
@@ -198,35 +201,18 @@ def decode_records(batch: ReadableBuffer, pos: int = 0) -> list[DecodedRecord]:
             p += 1                                          # attributes
             ts_delta, p = _read_varint(data, p)
             off_delta, p = _read_varint(data, p)
-            klen, p = _read_varint(data, p)
-            if klen < 0:
-                key = None
-            else:
-                key = bytes(data[p:p + klen])
-                p += klen
-            vlen, p = _read_varint(data, p)
-            if vlen < 0:
-                value = None
-            else:
-                value = bytes(data[p:p + vlen])
-                p += vlen
+            key, p = _read_nullable_bytes(data, p)
+            value, p = _read_nullable_bytes(data, p)
             hcount, p = _read_varint(data, p)
             if hcount < 0:
                 raise CorruptBatch(f"negative header count {hcount}", pos)
             headers = []
             for _h in range(hcount):
-                hklen, p = _read_varint(data, p)
-                if hklen < 0:
+                hkey, p = _read_nullable_bytes(data, p)
+                if hkey is None:
                     raise CorruptBatch("null header key", pos)
-                hkey = bytes(data[p:p + hklen]).decode("utf-8")
-                p += hklen
-                hvlen, p = _read_varint(data, p)
-                if hvlen < 0:
-                    hval = None
-                else:
-                    hval = bytes(data[p:p + hvlen])
-                    p += hvlen
-                headers.append((hkey, hval))
+                hval, p = _read_nullable_bytes(data, p)
+                headers.append((hkey.decode("utf-8"), hval))
             if p != rec_end:
                 raise CorruptBatch(f"record length {length} does not match its contents", pos)
             ts = log_append if log_append is not None else base_ts + ts_delta

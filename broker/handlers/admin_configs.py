@@ -71,14 +71,25 @@ BROKER_LOGGER_PREFIX = "kafkalite"
 # --- helpers shared by the three APIs -------------------------------------------------------
 
 
-def _check_node_id(ctx: RequestContext, name: str, what: str = "broker") -> None:
+# Kafka words the same two refusals three ways: the alter paths (ConfigAdminManager), DescribeConfigs
+# of a BROKER and of a BROKER_LOGGER (ConfigHelper); clients and the differ compare the text.
+ALTER_NODE_ID = ("Node id must be an integer, but it is: {name}",
+                 "Unexpected broker id, expected {node}, but received {name}")
+DESCRIBE_BROKER_ID = ("Broker id must be an integer, but it is: {name}",
+                      "Unexpected broker id, expected {node} or empty string, but received {name}")
+DESCRIBE_LOGGER_ID = ("Broker id must be an integer, but it is: {name}",
+                      "Unexpected broker id, expected {node} but received {name}")
+
+
+def _check_node_id(ctx: RequestContext, name: str, messages: tuple[str, str] = ALTER_NODE_ID) -> None:
+    """INVALID_REQUEST unless `name` is this broker's node id (`messages`: not an integer, another node)."""
+    not_integer, other_node = messages
     try:
         node = int(name)
     except ValueError:
-        raise AdminError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
+        raise AdminError(ErrorCode.invalid_request, not_integer.format(name=name)) from None
     if node != ctx.node_id:
-        raise AdminError(ErrorCode.invalid_request,
-                         f"Unexpected {what} id, expected {ctx.node_id}, but received {name}")
+        raise AdminError(ErrorCode.invalid_request, other_node.format(node=ctx.node_id, name=name))
 
 
 def _topic_for_alter(ctx: RequestContext, name: str):
@@ -165,26 +176,14 @@ def _describe_entries(ctx: RequestContext, resource):
     if rtype == BROKER:
         if name == "":
             return []
-        try:
-            node = int(name)
-        except ValueError:
-            raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
-        if node != ctx.node_id:
-            raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.node_id} "
-                             f"or empty string, but received {name}")
+        _check_node_id(ctx, name, DESCRIBE_BROKER_ID)
         # BrokerKey's fields are read-only (a frozen dataclass), which the protocol does not say
         keys_table = cast("Mapping[str, BrokerKeyLike]", BROKER_KEYS)
         return describe_broker_configs(ctx.broker.config.values, keys_table, names=keys)
     if rtype == BROKER_LOGGER:
         if name == "":
             raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")
-        try:
-            node = int(name)
-        except ValueError:
-            raise AdminError(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
-        if node != ctx.node_id:
-            raise AdminError(ErrorCode.invalid_request,
-                             f"Unexpected broker id, expected {ctx.node_id} but received {name}")
+        _check_node_id(ctx, name, DESCRIBE_LOGGER_ID)
         from ..settings.describe import ConfigEntry
         wanted = None if keys is None else set(keys)
         return [ConfigEntry(n, _kafka_level(lg.getEffectiveLevel()), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,

@@ -23,3 +23,11 @@ def controls_broker():
 def wire(broker):
     with WireClient(broker.bootstrap) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def console_broker():
+    """A broker serving the web console on a free port, one for each test module."""
+    with kafkalite.running(console=0) as b:
+        assert b.console_url, "the ready line names no console"
+        yield b

@@ -201,19 +201,7 @@ def describe_log_dirs(wire, topics=None, version=4):
     return wire.request(req)
 
 
-# --- fixtures -------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def broker():
-    with kafkalite.running() as b:
-        yield b
-
-
-@pytest.fixture
-def wire(broker):
-    with WireClient(broker.bootstrap) as c:
-        yield c
-
+# --- fixtures (`broker` and `wire` come from conftest.py) -----------------------------------------
 
 @pytest.fixture(scope="module")
 def configured(tmp_path_factory):
@@ -748,29 +736,29 @@ def test_altered_max_message_bytes_applies_to_produce(wire):
 
 
 def test_incremental_broker_and_logger(wire):
-    (r,) = incremental(wire, (BROKER, "1", [("log.retention.ms", SET, "5")]))
-    assert (r.error_code, r.error_message) == (E.invalid_request,
-                                               "Cannot update these configs dynamically: Set(log.retention.ms)")
-    (r,) = incremental(wire, (BROKER, "", [("log.retention.ms", DELETE, None)]))
-    assert r.error_code == E.none
-    (r,) = incremental(wire, (BROKER_LOGGER, "1", [("kafkalite.admin", SET, "DEBUG")]))
-    assert r.error_code == E.none
-    (res,) = describe_configs(wire, (BROKER_LOGGER, "1", ("kafkalite.admin",)))
-    assert [(c.name, c.value) for c in res.configs] == [("kafkalite.admin", "DEBUG")]
-    (r,) = incremental(wire, (BROKER_LOGGER, "1", [("kafkalite.admin", SET, "LOUD")]))
-    assert r.error_code == E.invalid_config
-    (r,) = incremental(wire, (BROKER_LOGGER, "1", [("root", DELETE, None)]))
-    assert r.error_code == E.invalid_request
-    (r,) = incremental(wire, (BROKER_LOGGER, "1", [("kafkalite.admin", DELETE, None)]))
-    assert r.error_code == E.none
-    (r,) = incremental(wire, (GROUP, "g", [("share.auto.offset.reset", SET, "earliest")]))
-    assert r.error_code == E.none
-    (res,) = describe_configs(wire, (GROUP, "g", ("share.auto.offset.reset",)))
-    assert [(c.name, c.value) for c in res.configs] == [("share.auto.offset.reset", "earliest")]
-    (r,) = incremental(wire, (GROUP, "g", [("share.auto.offset.reset", SET, "sometimes")]))
-    assert r.error_code == E.invalid_config
-    (r,) = incremental(wire, (GROUP, "g", [("no.such.group.config", SET, "1")]))
-    assert (r.error_code, r.error_message) == (E.invalid_config, "Unknown group config name: no.such.group.config")
+    # each step: (resource type, name, key, operation, value), the error code and message expected
+    # (None: not checked), and the value DescribeConfigs shows afterwards (None: not described)
+    steps = [
+        ((BROKER, "1", "log.retention.ms", SET, "5"),
+         E.invalid_request, "Cannot update these configs dynamically: Set(log.retention.ms)", None),
+        ((BROKER, "", "log.retention.ms", DELETE, None), E.none, None, None),
+        ((BROKER_LOGGER, "1", "kafkalite.admin", SET, "DEBUG"), E.none, None, "DEBUG"),
+        ((BROKER_LOGGER, "1", "kafkalite.admin", SET, "LOUD"), E.invalid_config, None, None),
+        ((BROKER_LOGGER, "1", "root", DELETE, None), E.invalid_request, None, None),
+        ((BROKER_LOGGER, "1", "kafkalite.admin", DELETE, None), E.none, None, None),
+        ((GROUP, "g", "share.auto.offset.reset", SET, "earliest"), E.none, None, "earliest"),
+        ((GROUP, "g", "share.auto.offset.reset", SET, "sometimes"), E.invalid_config, None, None),
+        ((GROUP, "g", "no.such.group.config", SET, "1"),
+         E.invalid_config, "Unknown group config name: no.such.group.config", None),
+    ]
+    for (rtype, rname, key, op, value), code, message, described in steps:
+        (r,) = incremental(wire, (rtype, rname, [(key, op, value)]))
+        assert r.error_code == code, (rtype, rname, key, op, value)
+        if message is not None:
+            assert r.error_message == message
+        if described is not None:
+            (res,) = describe_configs(wire, (rtype, rname, (key,)))
+            assert [(c.name, c.value) for c in res.configs] == [(key, described)]
 
 
 # --- DeleteRecords ------------------------------------------------------------------------------

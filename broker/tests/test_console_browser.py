@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-import kafkalite
 from kafkalite.admin import AdminConnection
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -33,10 +32,8 @@ COLOURS = {"committed": "rgb(46, 158, 91)", "aborted": "rgb(214, 69, 69)", "open
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with kafkalite.running(console=0) as b:
-        assert b.console_url, "the ready line names no console"
-        yield b
+def broker(console_broker):
+    return console_broker
 
 
 def _txn_producer(bootstrap: str, tid: str) -> Producer:

@@ -14,7 +14,6 @@ import pytest
 from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request as req
 from compat_tests.share.members import ShareConsumer
 from compat_tests.waiting import wait_until
@@ -32,10 +31,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.java, pytest.mark.share_groups, p
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with kafkalite.running(console=0) as b:
-        assert b.console_url, "the ready line names no console"
-        yield b
+def broker(console_broker):
+    return console_broker
+
+
+def _group_card(page, broker, group: str, group_type: str):
+    """The groups page's card of `group`, once it shows, after checking the type it names."""
+    page.goto(f"{broker.console_url}#/groups")
+    card = page.locator(f"[data-testid=group][data-id='{group}']")
+    card.wait_for()
+    assert card.get_by_test_id("group-type").inner_text() == group_type
+    return card
 
 
 def _topic(wire: WireClient, name: str) -> None:
@@ -64,10 +70,7 @@ def test_groups_page_shows_a_share_group_and_its_share_partition(broker, page):
         consumer.ack(0, "ACCEPT")
         consumer.commit()
 
-        page.goto(f"{broker.console_url}#/groups")
-        card = page.locator(f"[data-testid=group][data-id='{group}']")
-        card.wait_for()
-        assert card.get_by_test_id("group-type").inner_text() == "share (KIP-932)"
+        card = _group_card(page, broker, group, "share (KIP-932)")
         assert card.get_by_test_id("group-state").inner_text() == "Stable"
         member = card.locator("[data-testid=share-member]")
         assert member.count() == 1
@@ -104,10 +107,7 @@ def test_groups_page_shows_a_streams_group_with_processes_and_tasks(broker, page
         missing = wire.request(streams_heartbeat(f"{group}-x", "s2", f"{topic}-missing"))
         assert missing.error_code == ErrorCode.none
 
-        page.goto(f"{broker.console_url}#/groups")
-        card = page.locator(f"[data-testid=group][data-id='{group}']")
-        card.wait_for()
-        assert card.get_by_test_id("group-type").inner_text() == "streams (KIP-1071)"
+        card = _group_card(page, broker, group, "streams (KIP-1071)")
         assert card.get_by_test_id("topology-status").inner_text() == "READY"
         sub = card.locator("[data-testid=subtopology][data-id='0']")
         assert topic in sub.inner_text()
@@ -152,10 +152,7 @@ def test_groups_page_shows_a_kafka_streams_app(broker, page, tmp_path):
                           and len(d["members"][0]["active"]) == 9, 60, "one stable member with nine tasks")
         (member,) = desc["members"]
 
-        page.goto(f"{broker.console_url}#/groups")
-        card = page.locator(f"[data-testid=group][data-id='{app_id}']")
-        card.wait_for()
-        assert card.get_by_test_id("group-type").inner_text() == "streams (KIP-1071)"
+        card = _group_card(page, broker, app_id, "streams (KIP-1071)")
         assert card.get_by_test_id("group-state").inner_text() == "Stable"
         assert card.get_by_test_id("topology-status").inner_text() == "READY"
         assert card.locator("[data-testid=subtopology]").count() == 3

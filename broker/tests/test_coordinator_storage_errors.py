@@ -18,8 +18,6 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-from kafkalite.storage import log as storage_log
-from kafkalite.storage import segment as storage_segment
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.messages import make
 
@@ -27,6 +25,7 @@ from compat_tests.differ.core import request as req
 
 from . import test_share_wire as share
 from .test_groups_wire import _cgh, _commit, _fetch, join, mod, sync, topic
+from .disk_faults import fail_fsync_while, fill_disk_while
 from .test_produce_storage_errors import _with_broker
 from .test_transactions_wire import _describe, _produce
 
@@ -46,31 +45,9 @@ def disk(request, monkeypatch):
     kind = request.param
     state = {"bad": False, "kind": kind, "values": FAULTS[kind]}
     if kind == "enospc-write":
-        real_write_all, real_writev_all = storage_segment.write_all, storage_segment.writev_all
-
-        def write_all(fd, data):
-            if state["bad"]:
-                os.write(fd, bytes(data)[:10])
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real_write_all(fd, data)
-
-        def writev_all(fd, parts):
-            if state["bad"]:
-                os.write(fd, bytes(parts[0])[:10])
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real_writev_all(fd, parts)
-
-        monkeypatch.setattr(storage_segment, "write_all", write_all)
-        monkeypatch.setattr(storage_segment, "writev_all", writev_all)
+        fill_disk_while(monkeypatch, state, "bad")
     else:
-        real_fsync = os.fsync
-
-        def fsync(fd):
-            if state["bad"]:
-                raise OSError(errno.EIO, "Input/output error")
-            return real_fsync(fd)
-
-        monkeypatch.setattr(storage_log.os, "fsync", fsync)
+        fail_fsync_while(monkeypatch, state, "bad")
     return state
 
 

@@ -55,6 +55,16 @@ def make_group(**kw):
     return ClassicGroup("g", min_session_timeout_ms=10, **kw)
 
 
+def stable_pair(g):
+    """Two members, a (the leader, which hands out an assignment to each) and b, joined and synced
+    into generation 1 at time 0."""
+    a, b = new_member(g), new_member(g)
+    join(g, a), join(g, b)
+    sync(g, b, 1)
+    sync(g, a, 1, {a: b"1", b: b"2"})
+    return a, b
+
+
 def test_member_id_required_then_join_completes_at_once():
     g = make_group()
     mid = new_member(g)
@@ -122,10 +132,7 @@ def test_pending_member_expires_after_session_timeout():
 
 def test_session_timeout_removes_member_and_rebalances():
     g = make_group()
-    a, b = new_member(g), new_member(g)
-    join(g, a), join(g, b)
-    sync(g, b, 1)
-    sync(g, a, 1, {a: b"1", b: b"2"})
+    a, b = stable_pair(g)
     assert g.state == S.STABLE
     # only a heartbeats
     assert g.heartbeat(member_id=a, group_instance_id=None, generation_id=1, now=900) == ErrorCode.none
@@ -138,10 +145,7 @@ def test_session_timeout_removes_member_and_rebalances():
 
 def test_rebalance_timeout_drops_members_that_do_not_rejoin():
     g = make_group()
-    a, b = new_member(g), new_member(g)
-    join(g, a), join(g, b)
-    sync(g, b, 1)
-    sync(g, a, 1, {})
+    a, b = stable_pair(g)
     c = new_member(g, now=100)
     jc = join(g, c, now=100)
     ja = join(g, a, now=150)
@@ -157,10 +161,7 @@ def test_rebalance_timeout_drops_members_that_do_not_rejoin():
 
 def test_leave_group_triggers_rebalance_and_completes_when_rest_rejoined():
     g = make_group()
-    a, b = new_member(g), new_member(g)
-    join(g, a), join(g, b)
-    sync(g, b, 1)
-    sync(g, a, 1, {})
+    a, b = stable_pair(g)
     assert g.leave([(b, None)], now=10) == [ErrorCode.none]
     assert g.state == S.PREPARING_REBALANCE
     ja = join(g, a, now=11)

@@ -30,6 +30,16 @@ def hb(g, member_id="", epoch=0, *, topics=("t1",), owned=None, instance=None, n
                        server_assignor=assignor, owned=owned, topics=tv or view(), now=now)
 
 
+def a_then_b(g, times=(0, 1, 2, 3)):
+    """a joins and gets all of t1; b joins; a hears it must give half back and does, at `times`:
+    (a's first answer, b's first answer, a's answer naming what it keeps)."""
+    a = hb(g, now=times[0])
+    b = hb(g, now=times[1])
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=times[2])
+    hb(g, a.member_id, 1, owned=ra.assignment, now=times[3])
+    return a, b, ra
+
+
 def count(assign):
     return sum(len(ps) for ps in assign.values())
 
@@ -70,10 +80,7 @@ def test_second_member_revocation_then_assignment():
 
 def test_leave_gives_partitions_back():
     g = ConsumerGroup("g", session_timeout_ms=5000)
-    a = hb(g)
-    b = hb(g, now=1)
-    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=2)
-    hb(g, a.member_id, 1, owned=ra.assignment, now=3)
+    a, b, ra = a_then_b(g)
     rb = hb(g, b.member_id, 2, owned={}, now=4)
     left = hb(g, b.member_id, -1, now=5)
     assert left.error == ErrorCode.none and left.member_epoch == -1
@@ -85,10 +92,7 @@ def test_leave_gives_partitions_back():
 
 def test_session_timeout_fences_member():
     g = ConsumerGroup("g", session_timeout_ms=100)
-    a = hb(g)
-    b = hb(g, now=10)
-    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=50)
-    hb(g, a.member_id, 1, owned=ra.assignment, now=60)
+    a, b, ra = a_then_b(g, (0, 10, 50, 60))
     assert g.next_deadline() == 110  # b's session
     assert g.tick(110) == [b.member_id]
     r = hb(g, a.member_id, 2, owned=ra.assignment, now=120)

@@ -204,22 +204,28 @@ def test_describe_groups_shows_the_last_assignment_during_a_rebalance(wire):
     other.close()
 
 
+def _commit_one(wire, group: str, topic: str, partition: int) -> ErrorCode:
+    """A simple-group OffsetCommit (v9, no member) of offset 1 on one partition: its error."""
+    resp = wire.request(request(8, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                group_instance_id=None, topics=[{"name": topic, "partitions": [
+                                    {"partition_index": partition, "committed_offset": 1,
+                                     "committed_leader_epoch": -1}]}]))
+    return resp.topics[0].partitions[0].error_code
+
+
+def _group_state(wire, group: str) -> str:
+    (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
+    return g.group_state
+
+
 def test_a_commit_whose_every_partition_fails_creates_no_group(wire, topic_name):
     create(wire, topic_name)
     group = f"g-{uuid.uuid4().hex}"
-    resp = wire.request(request(8, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                                group_instance_id=None, topics=[{"name": topic_name, "partitions": [
-                                    {"partition_index": 5, "committed_offset": 1, "committed_leader_epoch": -1}]}]))
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
-    (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
-    assert g.group_state == "Dead"
+    assert _commit_one(wire, group, topic_name, 5) == ErrorCode.unknown_topic_or_partition
+    assert _group_state(wire, group) == "Dead"
     assert wire.request(request(47, 0, group_id=group, topics=[])).error_code == ErrorCode.group_id_not_found
-    ok = wire.request(request(8, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                              group_instance_id=None, topics=[{"name": topic_name, "partitions": [
-                                  {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1}]}]))
-    assert ok.topics[0].partitions[0].error_code == ErrorCode.none
-    (g,) = wire.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups
-    assert g.group_state == "Empty"
+    assert _commit_one(wire, group, topic_name, 0) == ErrorCode.none
+    assert _group_state(wire, group) == "Empty"
 
 
 def test_invalid_timestamps_list_the_records(wire, topic_name):

@@ -34,6 +34,13 @@ def _produce_answer(wire: WireClient, correlation_id: int):
     return resp.responses[0].partition_responses[0]
 
 
+def _two_produces(wire: WireClient, name: str, *, second_acks: int = -1) -> bytes:
+    """The frames of two produces to `name` sent back to back: record 0 (correlation id 1) and
+    record 1 (id 2, with `second_acks`)."""
+    return (_frame(wire, _produce_request(name, build_batch(records(1))), 1)
+            + _frame(wire, _produce_request(name, build_batch(records(1, 1)), acks=second_acks), 2))
+
+
 def test_pipelined_produce_answers_all_in_order(broker):
     name = f"pipe-{uuid.uuid4().hex[:6]}"
     with WireClient(broker.bootstrap) as wire:
@@ -56,9 +63,7 @@ def test_produce_answer_is_not_held_behind_a_waiting_fetch(broker):
             topics=(f12.FetchTopic(topic=empty, partitions=(
                 f12.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),),
             forgotten_topics_data=(), rack_id="")
-        wire.sock.sendall(_frame(wire, _produce_request(name, build_batch(records(1))), 1)
-                          + _frame(wire, _produce_request(name, build_batch(records(1, 1))), 2)
-                          + _frame(wire, fetch, 3))
+        wire.sock.sendall(_two_produces(wire, name) + _frame(wire, fetch, 3))
         # both answers come before the fetch's 4 s wait is over (the socket times out after 2 s)
         assert _produce_answer(wire, 1).base_offset == 0
         assert _produce_answer(wire, 2).base_offset == 1
@@ -69,8 +74,7 @@ def test_answer_before_an_acks0_produce_is_sent(broker):
     with WireClient(broker.bootstrap, timeout=2.0) as wire:
         metadata(wire, name)
         # the acks=0 request gets no answer and nothing follows it: the first answer must not wait
-        wire.sock.sendall(_frame(wire, _produce_request(name, build_batch(records(1))), 1)
-                          + _frame(wire, _produce_request(name, build_batch(records(1, 1)), acks=0), 2))
+        wire.sock.sendall(_two_produces(wire, name, second_acks=0))
         assert _produce_answer(wire, 1).base_offset == 0
 
 
@@ -78,8 +82,7 @@ def test_answers_go_out_before_an_acks0_error_closes_the_connection(broker):
     name = f"pipe-{uuid.uuid4().hex[:6]}"
     with WireClient(broker.bootstrap, timeout=5.0) as wire:
         metadata(wire, name)
-        wire.sock.sendall(_frame(wire, _produce_request(name, build_batch(records(1))), 1)
-                          + _frame(wire, _produce_request(name, build_batch(records(1, 1))), 2)
+        wire.sock.sendall(_two_produces(wire, name)
                           + _frame(wire, _produce_request(f"unknown-{uuid.uuid4().hex}", build_batch(records(1)),
                                                           acks=0), 3))
         assert _produce_answer(wire, 1).base_offset == 0

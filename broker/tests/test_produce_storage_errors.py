@@ -3,20 +3,16 @@ appends nothing, and writes work again once the disk does."""
 
 from __future__ import annotations
 
-import errno
-import os
-
 import trio
 from kio.schema.errors import ErrorCode
 
-from kafkalite.storage import log as storage_log
-from kafkalite.storage import segment as storage_segment
 from kafkalite.broker.settings.broker_config import BrokerConfig
 from kafkalite.broker.settings.listeners import Listener
 from kafkalite.broker.server import serve
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import build_batch
 
+from .disk_faults import fail_fsync_while, fill_disk_while
 from .test_wire import fetch, metadata, produce, records
 
 
@@ -31,37 +27,25 @@ def _with_broker(tmp_path, values, exchange):
     return trio.run(main)
 
 
+
+def _refused_while_failing(c: WireClient, switch: dict, n: int):
+    """Produce `n` records to "t", then `n` more while `switch["on"]` makes the disk fail (answered
+    KAFKA_STORAGE_ERROR), then `n` more once it works again: that last answer."""
+    metadata(c, "t")
+    assert produce(c, "t", build_batch(records(n))).error_code == ErrorCode.none
+    switch["on"] = True
+    assert produce(c, "t", build_batch(records(n, n))).error_code == ErrorCode.kafka_storage_error
+    switch["on"] = False
+    return produce(c, "t", build_batch(records(n, 2 * n)))
+
 def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path, monkeypatch):
-    real_write_all = storage_segment.write_all
     full = {"on": False}
-
-    def write_all(fd, data):
-        if full["on"]:
-            os.write(fd, bytes(data)[:10])      # a partial write, then the disk is full
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write_all(fd, data)
-
-    monkeypatch.setattr(storage_segment, "write_all", write_all)
-    real_writev_all = storage_segment.writev_all
-
-    def writev_all(fd, parts):       # produced bytes are written with writev, header stamped apart
-        if full["on"]:
-            os.write(fd, bytes(parts[0])[:10])
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_writev_all(fd, parts)
-
-    monkeypatch.setattr(storage_segment, "writev_all", writev_all)
+    fill_disk_while(monkeypatch, full, "on")
 
     def exchange(address):
         with WireClient(address) as c:
-            metadata(c, "t")
-            assert produce(c, "t", build_batch(records(2))).error_code == ErrorCode.none
-            full["on"] = True
-            r = produce(c, "t", build_batch(records(2, 2)))
-            assert r.error_code == ErrorCode.kafka_storage_error
-            full["on"] = False
             # same connection, and the failed batch left no bytes behind
-            assert produce(c, "t", build_batch(records(2, 2))).base_offset == 2
+            assert _refused_while_failing(c, full, 2).base_offset == 2
             p = fetch(c, "t", 0)
             assert p.high_watermark == 4
         return True
@@ -70,24 +54,12 @@ def test_full_disk_on_append_is_a_storage_error_and_nothing_is_appended(tmp_path
 
 
 def test_failed_fsync_with_fsync_always_is_not_acknowledged(tmp_path, monkeypatch):
-    real_fsync = os.fsync
     failing = {"on": False}
-
-    def fsync(fd):
-        if failing["on"]:
-            raise OSError(errno.EIO, "Input/output error")
-        return real_fsync(fd)
-
-    monkeypatch.setattr(storage_log.os, "fsync", fsync)
+    fail_fsync_while(monkeypatch, failing, "on")
 
     def exchange(address):
         with WireClient(address) as c:
-            metadata(c, "t")
-            assert produce(c, "t", build_batch(records(1))).error_code == ErrorCode.none
-            failing["on"] = True
-            assert produce(c, "t", build_batch(records(1, 1))).error_code == ErrorCode.kafka_storage_error
-            failing["on"] = False
-            assert produce(c, "t", build_batch(records(1, 2))).error_code == ErrorCode.none
+            assert _refused_while_failing(c, failing, 1).error_code == ErrorCode.none
         return True
 
     assert _with_broker(tmp_path, {"fsync": "always"}, exchange)
@@ -101,15 +73,8 @@ def test_failed_fsync_of_a_write_txn_markers_request_is_not_acknowledged(tmp_pat
 
     from .test_transactions_wire import _init, _produce
 
-    real_fsync = os.fsync
     failing = {"on": False}
-
-    def fsync(fd):
-        if failing["on"]:
-            raise OSError(errno.EIO, "Input/output error")
-        return real_fsync(fd)
-
-    monkeypatch.setattr(storage_log.os, "fsync", fsync)
+    fail_fsync_while(monkeypatch, failing, "on")
 
     def abort(c, pid, epoch):
         r = c.request(wm1.WriteTxnMarkersRequest(markers=(wm1.WritableTxnMarker(

@@ -8,7 +8,6 @@ connection that stays open, until the disk works."""
 
 from __future__ import annotations
 
-import errno
 import uuid
 
 import pytest
@@ -18,6 +17,7 @@ from kafkalite.broker import cluster as broker_cluster
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.messages import make
 
+from .disk_faults import fail_while, no_space
 from .test_admin import create_one
 from .test_groups_wire import join, mod
 from .test_produce_storage_errors import _with_broker
@@ -36,20 +36,14 @@ def disk(request, monkeypatch):
         def open_log(directory, config, **kw):
             if state["bad"]:
                 if state["spared"] <= 0:
-                    raise OSError(errno.ENOSPC, "No space left on device")
+                    raise no_space()
                 state["spared"] -= 1
             return real_open(directory, config, **kw)
 
         monkeypatch.setattr(broker_cluster.PartitionLog, "open", staticmethod(open_log))
     else:
-        real_save = broker_cluster.Cluster.save
-
-        def save(self):
-            if state["bad"]:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real_save(self)
-
-        monkeypatch.setattr(broker_cluster.Cluster, "save", save)
+        monkeypatch.setattr(broker_cluster.Cluster, "save",
+                            fail_while(state, "bad", broker_cluster.Cluster.save, no_space))
     return state
 
 
@@ -90,19 +84,28 @@ def test_create_topics_is_all_or_nothing(tmp_path, disk):
     assert _with_broker(tmp_path, {}, exchange)
 
 
+def _no_coordinator_while_disk_is_bad(c, tmp_path, disk, key_type: int, key: str, topic: str, first_use,
+                                      spared: int = 0) -> None:
+    """While the disk is bad (`spared` partition directories still open), FindCoordinator and the
+    first request that needs the coordinator (`first_use()`, its error code) answer
+    COORDINATOR_NOT_AVAILABLE and the internal `topic` is not made at all; once the disk works,
+    FindCoordinator names a coordinator."""
+    disk["bad"], disk["spared"] = True, spared
+    found = _find(c, key_type, key)
+    assert (found.error_code, found.node_id) == (E.coordinator_not_available, -1)
+    assert first_use() == E.coordinator_not_available
+    assert topic not in _metadata_names(c)
+    assert _partition_dirs(tmp_path, topic) == []
+    disk["bad"] = False
+    found = _find(c, key_type, key)
+    assert found.error_code == E.none and found.node_id >= 0
+
 def test_no_group_coordinator_while_consumer_offsets_cannot_be_created(tmp_path, disk):
     def exchange(address):
         with WireClient(address) as c:
             group = f"g-{uuid.uuid4().hex[:8]}"
-            disk["bad"], disk["spared"] = True, 0
-            found = _find(c, 0, group)
-            assert (found.error_code, found.node_id) == (E.coordinator_not_available, -1)
-            assert join(c, group).error_code == E.coordinator_not_available
-            assert "__consumer_offsets" not in _metadata_names(c)
-            assert _partition_dirs(tmp_path, "__consumer_offsets") == []
-            disk["bad"] = False
-            found = _find(c, 0, group)
-            assert found.error_code == E.none and found.node_id >= 0
+            _no_coordinator_while_disk_is_bad(c, tmp_path, disk, 0, group, "__consumer_offsets",
+                                              lambda: join(c, group).error_code)
             assert join(c, group).error_code == E.member_id_required
             assert _partition_dirs(tmp_path, "__consumer_offsets") == ["__consumer_offsets-0"]
         return True
@@ -113,14 +116,8 @@ def test_no_transaction_coordinator_while_transaction_state_cannot_be_created(tm
     def exchange(address):
         with WireClient(address) as c:
             tid = f"tx-{uuid.uuid4().hex[:8]}"
-            disk["bad"], disk["spared"] = True, 1
-            found = _find(c, 1, tid)
-            assert (found.error_code, found.node_id) == (E.coordinator_not_available, -1)
-            assert _init(c, tid)[0] == E.coordinator_not_available
-            assert "__transaction_state" not in _metadata_names(c)
-            assert _partition_dirs(tmp_path, "__transaction_state") == []
-            disk["bad"] = False
-            assert _find(c, 1, tid).error_code == E.none
+            _no_coordinator_while_disk_is_bad(c, tmp_path, disk, 1, tid, "__transaction_state",
+                                              lambda: _init(c, tid)[0], spared=1)
             err, pid, epoch = _init(c, tid)
             assert err == E.none and pid >= 0 and epoch == 0
             assert _partition_dirs(tmp_path, "__transaction_state") == [f"__transaction_state-{i}" for i in range(3)]

@@ -82,16 +82,23 @@ def _internal_topics(admin: LibrdkafkaAdmin, app_id: str) -> set[str]:
     return {t for t in admin.list_topics() if t.startswith(app_id + "-")}
 
 
+def _input_then_running(bootstrap, app, orders: int, *names: str):
+    """Produce the customers and the first `orders` orders, then start the instances `names` and
+    wait until each runs: (the producer, the instances)."""
+    p = sa.producer(bootstrap)
+    sa.produce_customers(p, app.topics["customers"])
+    sa.produce_orders(p, app.topics["orders"], 0, orders)
+    instances = [app.start(name) for name in names]
+    for instance in instances:
+        instance.wait_running()
+    return p, instances
+
+
 def test_streams_eos_two_instances(bootstrap, app):
     """Two instances; the output equals the input's; internal topics as Streams asked for them; the
     repartition topics purged up to what was consumed."""
     orders = 900
-    p = sa.producer(bootstrap)
-    sa.produce_customers(p, app.topics["customers"])
-    sa.produce_orders(p, app.topics["orders"], 0, orders)
-    a, b = app.start("a"), app.start("b")
-    a.wait_running()
-    b.wait_running()
+    _, (a, b) = _input_then_running(bootstrap, app, orders, "a", "b")
     sa.wait_output(lambda: _totals_count(bootstrap, app.topics), orders, timeout=120)
 
     admin = LibrdkafkaAdmin(bootstrap)
@@ -142,12 +149,7 @@ def test_streams_eos_kill_one_of_three(bootstrap, app, restart_state):
     transaction is left to the broker to abort when transaction.timeout.ms passes."""
     orders = 1800
     third = orders // 3
-    p = sa.producer(bootstrap)
-    sa.produce_customers(p, app.topics["customers"])
-    sa.produce_orders(p, app.topics["orders"], 0, third)
-    a, b = app.start("a"), app.start("b")
-    a.wait_running()
-    b.wait_running()
+    p, (a, b) = _input_then_running(bootstrap, app, third, "a", "b")
     c = app.start("c")
     c.wait_running()
 

@@ -110,12 +110,15 @@ func toFranzRecord(topic string, m Msg, partition *int32) *kgo.Record {
 	for _, h := range m.headers {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
-	if m.Partition != nil {
-		rec.Partition = *m.Partition
-	} else if partition != nil {
-		rec.Partition = *partition
+	if p, ok := m.targetPartition(partition); ok {
+		rec.Partition = p
 	}
 	return rec
+}
+
+// franzAcks maps the request's acks to franz-go's.
+var franzAcks = map[string]kgo.Acks{
+	"all": kgo.AllISRAcks(), "-1": kgo.AllISRAcks(), "1": kgo.LeaderAck(), "0": kgo.NoAck(),
 }
 
 func (franzDriver) produce(r *Request) (any, error) {
@@ -134,16 +137,11 @@ func (franzDriver) produce(r *Request) (any, error) {
 		kgo.ProducerBatchMaxBytes(2 << 20),
 		kgo.ProducerLinger(5 * time.Millisecond),
 	}
-	switch orDefault(r.Acks, "all") {
-	case "all", "-1":
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
-	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
-	default:
+	acks, ok := franzAcks[orDefault(r.Acks, "all")]
+	if !ok {
 		return nil, fmt.Errorf("bad acks %q", r.Acks)
 	}
+	opts = append(opts, kgo.RequiredAcks(acks))
 	if !r.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
@@ -211,11 +209,7 @@ func franzOut(rec *kgo.Record) outMsg {
 }
 
 func (franzDriver) consume(r *Request) (any, error) {
-	parts, err := r.partitionList()
-	if err != nil {
-		return nil, err
-	}
-	starts, err := r.startOffsets(parts)
+	_, starts, err := r.consumeStarts()
 	if err != nil {
 		return nil, err
 	}
@@ -317,28 +311,34 @@ func errorName(err error) string {
 	return "UNKNOWN: " + strings.ReplaceAll(err.Error(), "\n", " ")
 }
 
+// franzTxnBegun is a transactional client with a transaction open and `value` produced in it
+// to partition 0 of r.Topic.
+func franzTxnBegun(ctx context.Context, r *Request, value string, extra ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := franzTxnClient(r, extra...)
+	if err != nil {
+		return nil, err
+	}
+	err = cl.BeginTransaction()
+	if err == nil {
+		err = cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Value: []byte(value)}).FirstErr()
+	}
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
 func (franzDriver) fence(r *Request) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
 	defer cancel()
-	a, err := franzTxnClient(r)
+	a, err := franzTxnBegun(ctx, r, "zombie-1")
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
-	if err := a.BeginTransaction(); err != nil {
-		return nil, err
-	}
-	if err := a.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Value: []byte("zombie-1")}).FirstErr(); err != nil {
-		return nil, err
-	}
-	b, err := franzTxnClient(r)
+	b, err := franzTxnBegun(ctx, r, "winner")
 	if err != nil {
-		return nil, err
-	}
-	if err := b.BeginTransaction(); err != nil {
-		return nil, err
-	}
-	if err := b.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Value: []byte("winner")}).FirstErr(); err != nil {
 		return nil, err
 	}
 	if err := b.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -355,17 +355,11 @@ func (franzDriver) fence(r *Request) (any, error) {
 func (franzDriver) timeOut(r *Request) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout())
 	defer cancel()
-	cl, err := franzTxnClient(r, kgo.TransactionTimeout(time.Duration(r.TxnTimeoutMs)*time.Millisecond))
+	cl, err := franzTxnBegun(ctx, r, "late", kgo.TransactionTimeout(time.Duration(r.TxnTimeoutMs)*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	if err := cl.BeginTransaction(); err != nil {
-		return nil, err
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Value: []byte("late")}).FirstErr(); err != nil {
-		return nil, err
-	}
 	if err := waitForPath(r.Until); err != nil {
 		return nil, err
 	}

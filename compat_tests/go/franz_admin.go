@@ -49,6 +49,39 @@ func parseTopicID(s string) ([16]byte, error) {
 	return id, nil
 }
 
+// eachTopicID parses every id of a request and hands it to add (which puts it in the request
+// being built), or fails on the first bad one.
+func eachTopicID(ids []string, add func(id [16]byte)) error {
+	for _, s := range ids {
+		id, err := parseTopicID(s)
+		if err != nil {
+			return err
+		}
+		add(id)
+	}
+	return nil
+}
+
+// listOffsetsTimestamp is the ListOffsets timestamp a request's spec names: "earliest" (-2),
+// "latest" (-1), "max_timestamp" (-3) or a timestamp in milliseconds.
+func listOffsetsTimestamp(raw json.RawMessage) (int64, error) {
+	var spec any
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return 0, err
+	}
+	switch s := spec.(type) {
+	case string:
+		ts, ok := map[string]int64{"earliest": -2, "latest": -1, "max_timestamp": -3}[s]
+		if !ok {
+			return 0, fmt.Errorf("bad spec %q", s)
+		}
+		return ts, nil
+	case float64:
+		return int64(s), nil
+	}
+	return 0, fmt.Errorf("bad spec %s", raw)
+}
+
 func codeErr(code int16, msg *string) error {
 	if err := kerr.ErrorForCode(code); err != nil {
 		if msg != nil && *msg != "" {
@@ -115,14 +148,12 @@ func (franzDriver) admin(r *Request) (any, error) {
 	case "delete_topics_by_id":
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.TimeoutMillis = 20000
-		for _, s := range a.IDs {
-			id, err := parseTopicID(s)
-			if err != nil {
-				return nil, err
-			}
+		if err := eachTopicID(a.IDs, func(id [16]byte) {
 			t := kmsg.NewDeleteTopicsRequestTopic()
 			t.TopicID = id
 			req.Topics = append(req.Topics, t)
+		}); err != nil {
+			return nil, err
 		}
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
@@ -149,14 +180,12 @@ func (franzDriver) admin(r *Request) (any, error) {
 				req.Topics = append(req.Topics, t)
 			}
 		} else {
-			for _, s := range a.IDs {
-				id, err := parseTopicID(s)
-				if err != nil {
-					return nil, err
-				}
+			if err := eachTopicID(a.IDs, func(id [16]byte) {
 				t := kmsg.NewMetadataRequestTopic()
 				t.TopicID = id
 				req.Topics = append(req.Topics, t)
+			}); err != nil {
+				return nil, err
 			}
 		}
 		resp, err := req.RequestWith(ctx, cl)
@@ -277,19 +306,9 @@ func (franzDriver) admin(r *Request) (any, error) {
 		}
 		return true, nil
 	case "list_offsets":
-		var spec any
-		if err := json.Unmarshal(a.Spec, &spec); err != nil {
+		ts, err := listOffsetsTimestamp(a.Spec)
+		if err != nil {
 			return nil, err
-		}
-		ts := int64(0)
-		switch s := spec.(type) {
-		case string:
-			ts = map[string]int64{"earliest": -2, "latest": -1, "max_timestamp": -3}[s]
-			if ts == 0 {
-				return nil, fmt.Errorf("bad spec %q", s)
-			}
-		case float64:
-			ts = int64(s)
 		}
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.ReplicaID = -1

@@ -37,6 +37,18 @@ type Msg struct {
 	headers   []headerKV // decoded Headers
 }
 
+// targetPartition is the partition a record goes to: its own, else the request's; ok is false
+// when neither names one (the client's partitioner chooses).
+func (m Msg) targetPartition(partition *int32) (int32, bool) {
+	if m.Partition != nil {
+		return *m.Partition, true
+	}
+	if partition != nil {
+		return *partition, true
+	}
+	return 0, false
+}
+
 type headerKV struct {
 	Key   string
 	Value []byte
@@ -129,6 +141,16 @@ func (r *Request) partitionList() ([]int32, error) {
 	}
 	err := json.Unmarshal(r.Partitions, &ps)
 	return ps, err
+}
+
+// consumeStarts is the partitions a consume request names and the offset each starts at.
+func (r *Request) consumeStarts() ([]int32, map[int32]int64, error) {
+	parts, err := r.partitionList()
+	if err != nil {
+		return nil, nil, err
+	}
+	starts, err := r.startOffsets(parts)
+	return parts, starts, err
 }
 
 // startOffsets decodes "earliest", "latest", an offset or {"partition": offset}: -2 earliest,

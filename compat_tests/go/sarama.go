@@ -65,10 +65,8 @@ func toSaramaMessage(topic string, m Msg, partition *int32) *sarama.ProducerMess
 	for _, h := range m.headers {
 		pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
 	}
-	if m.Partition != nil {
-		pm.Partition = *m.Partition
-	} else if partition != nil {
-		pm.Partition = *partition
+	if p, ok := m.targetPartition(partition); ok {
+		pm.Partition = p
 	}
 	return pm
 }
@@ -148,12 +146,27 @@ func saramaIsolation(isolation string) sarama.IsolationLevel {
 	return sarama.ReadUncommitted
 }
 
-func (saramaDriver) consume(r *Request) (any, error) {
-	parts, err := r.partitionList()
-	if err != nil {
-		return nil, err
+// forwardUntil sends every value of src to ch, as wrap(value), until src or done is closed.
+func forwardUntil[T, I any](src <-chan T, wrap func(T) I, ch chan<- I, done <-chan struct{}) {
+	for {
+		select {
+		case v, ok := <-src:
+			if !ok {
+				return
+			}
+			select {
+			case ch <- wrap(v):
+			case <-done:
+				return
+			}
+		case <-done:
+			return
+		}
 	}
-	starts, err := r.startOffsets(parts)
+}
+
+func (saramaDriver) consume(r *Request) (any, error) {
+	parts, starts, err := r.consumeStarts()
 	if err != nil {
 		return nil, err
 	}
@@ -181,33 +194,14 @@ func (saramaDriver) consume(r *Request) (any, error) {
 			return nil, fmt.Errorf("partition %d: %w", p, err)
 		}
 		defer pc.AsyncClose()
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case m, ok := <-pc.Messages():
-					if !ok {
-						return
-					}
-					select {
-					case ch <- item{msg: m}:
-					case <-done:
-						return
-					}
-				case e, ok := <-pc.Errors():
-					if !ok {
-						return
-					}
-					select {
-					case ch <- item{err: e}:
-					case <-done:
-						return
-					}
-				case <-done:
-					return
-				}
-			}
+			forwardUntil(pc.Messages(), func(m *sarama.ConsumerMessage) item { return item{msg: m} }, ch, done)
+		}()
+		go func() {
+			defer wg.Done()
+			forwardUntil(pc.Errors(), func(e *sarama.ConsumerError) item { return item{err: e} }, ch, done)
 		}()
 	}
 	deadline := time.After(r.timeout())
@@ -276,26 +270,32 @@ func (saramaDriver) plan(r *Request) (any, error) {
 	return true, nil
 }
 
+// saramaTxnBegun is a transactional producer with a transaction open and `value` sent in it to
+// partition 0 of r.Topic.
+func saramaTxnBegun(r *Request, c *sarama.Config, value string) (sarama.SyncProducer, error) {
+	p, err := sarama.NewSyncProducer([]string{r.Bootstrap}, c)
+	if err != nil {
+		return nil, err
+	}
+	err = p.BeginTxn()
+	if err == nil {
+		err = saramaSend(p, r.Topic, 0, []byte(value))
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
 func (saramaDriver) fence(r *Request) (any, error) {
-	a, err := sarama.NewSyncProducer([]string{r.Bootstrap}, saramaTxnConfig(r))
+	a, err := saramaTxnBegun(r, saramaTxnConfig(r), "zombie-1")
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
-	if err := a.BeginTxn(); err != nil {
-		return nil, err
-	}
-	if err := saramaSend(a, r.Topic, 0, []byte("zombie-1")); err != nil {
-		return nil, err
-	}
-	b, err := sarama.NewSyncProducer([]string{r.Bootstrap}, saramaTxnConfig(r))
+	b, err := saramaTxnBegun(r, saramaTxnConfig(r), "winner")
 	if err != nil {
-		return nil, err
-	}
-	if err := b.BeginTxn(); err != nil {
-		return nil, err
-	}
-	if err := saramaSend(b, r.Topic, 0, []byte("winner")); err != nil {
 		return nil, err
 	}
 	if err := b.CommitTxn(); err != nil {
@@ -312,17 +312,11 @@ func (saramaDriver) fence(r *Request) (any, error) {
 func (saramaDriver) timeOut(r *Request) (any, error) {
 	c := saramaTxnConfig(r)
 	c.Producer.Transaction.Timeout = time.Duration(r.TxnTimeoutMs) * time.Millisecond
-	p, err := sarama.NewSyncProducer([]string{r.Bootstrap}, c)
+	p, err := saramaTxnBegun(r, c, "late")
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	if err := p.BeginTxn(); err != nil {
-		return nil, err
-	}
-	if err := saramaSend(p, r.Topic, 0, []byte("late")); err != nil {
-		return nil, err
-	}
 	if err := waitForPath(r.Until); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ package main
 // sarama has no by-id topic calls, and its CreateTopic returns no answer.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -144,16 +143,9 @@ func (saramaDriver) admin(r *Request) (any, error) {
 	case "create_partitions":
 		return true, adm.CreatePartitions(a.Name, int32(a.Total), nil, a.ValidateOnly)
 	case "list_offsets":
-		var spec any
-		if err := json.Unmarshal(a.Spec, &spec); err != nil {
+		ts, err := listOffsetsTimestamp(a.Spec)
+		if err != nil {
 			return nil, err
-		}
-		ts := int64(0)
-		switch s := spec.(type) {
-		case string:
-			ts = map[string]int64{"earliest": -2, "latest": -1, "max_timestamp": -3}[s]
-		case float64:
-			ts = int64(s)
 		}
 		out := map[string][2]int64{}
 		for _, p := range a.Parts {

@@ -42,6 +42,52 @@ def stdin_commands() -> "queue.Queue[str]":
     return q
 
 
+def next_command(commands: "queue.Queue[str]") -> str | None:
+    try:
+        return commands.get_nowait()
+    except queue.Empty:
+        return None
+
+
+DONE_EVENTS = {"commit": "committed", "close": "closed"}
+
+
+def report_done(cmd: str) -> bool:
+    """Say that `cmd` was carried out; True when it was "close" (the member is gone)."""
+    if cmd in DONE_EVENTS:
+        emit(event=DONE_EVENTS[cmd])
+    return cmd == "close"
+
+
+def carry_out(cmd: str | None, commit, close) -> bool:
+    """Carry out a command of a synchronous client (`commit()`, `close()`) and say so; True when
+    the member is closed."""
+    if cmd == "commit":
+        commit()
+    elif cmd == "close":
+        close()
+    return cmd is not None and report_done(cmd)
+
+
+def emit_batches(batches) -> None:
+    """The records of a kafka-python or aiokafka poll, {TopicPartition: [record, ...]}."""
+    for tp, recs in batches.items():
+        for r in recs:
+            emit(event="record", partition=tp.partition, offset=r.offset,
+                 value=(r.value or b"").decode(errors="replace"))
+
+
+def python_client_options(cfg) -> dict:
+    """The consumer keyword arguments kafka-python and aiokafka share."""
+    kw = dict(bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"], client_id=cfg.get("client_id", "group-member"),
+              auto_offset_reset="earliest", enable_auto_commit=False,
+              session_timeout_ms=cfg.get("session_timeout_ms", 6000),
+              heartbeat_interval_ms=cfg.get("heartbeat_interval_ms", 500), metadata_max_age_ms=1000)
+    if cfg.get("instance_id"):
+        kw["group_instance_id"] = cfg["instance_id"]
+    return kw
+
+
 class Assignment:
     def __init__(self):
         self.parts: set[int] = set()
@@ -81,6 +127,14 @@ def run_confluent(cfg, commands):
         conf["group.instance.id"] = cfg["instance_id"]
     c = Consumer(conf)
     a = Assignment()
+
+    def commit() -> None:
+        try:
+            c.commit(asynchronous=False)
+        except Exception as exc:  # nothing consumed yet is not an error for us
+            if "NO_OFFSET" not in str(exc):
+                emit(event="error", message=str(exc))
+
     c.subscribe([cfg["topic"]], on_assign=lambda _c, tps: a.add(tp.partition for tp in tps),
                 on_revoke=lambda _c, tps: a.remove(tp.partition for tp in tps),
                 on_lost=lambda _c, tps: a.remove(tp.partition for tp in tps))
@@ -94,20 +148,7 @@ def run_confluent(cfg, commands):
             else:
                 emit(event="record", partition=msg.partition(), offset=msg.offset(),
                      value=(msg.value() or b"").decode(errors="replace"))
-        try:
-            cmd = commands.get_nowait()
-        except queue.Empty:
-            continue
-        if cmd == "commit":
-            try:
-                c.commit(asynchronous=False)
-            except Exception as exc:  # nothing consumed yet is not an error for us
-                if "NO_OFFSET" not in str(exc):
-                    emit(event="error", message=str(exc))
-            emit(event="committed")
-        elif cmd == "close":
-            c.close()
-            emit(event="closed")
+        if carry_out(next_command(commands), commit, c.close):
             return
 
 
@@ -124,31 +165,12 @@ def run_kafka_python(cfg, commands):
         def on_partitions_assigned(self, assigned):
             a.add(tp.partition for tp in assigned)
 
-    kw = dict(bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"], client_id=cfg.get("client_id", "group-member"),
-              auto_offset_reset="earliest", enable_auto_commit=False,
-              session_timeout_ms=cfg.get("session_timeout_ms", 6000),
-              heartbeat_interval_ms=cfg.get("heartbeat_interval_ms", 500), metadata_max_age_ms=1000)
-    if cfg.get("instance_id"):
-        kw["group_instance_id"] = cfg["instance_id"]
-    c = KafkaConsumer(**kw)
+    c = KafkaConsumer(**python_client_options(cfg))
     c.subscribe([cfg["topic"]], listener=Listener())
     while True:
         # a longer poll: kafka-python 3.0 can lose a join-sync cycle cut short by a poll timeout
-        batches = c.poll(timeout_ms=500)
-        for tp, recs in batches.items():
-            for r in recs:
-                emit(event="record", partition=tp.partition, offset=r.offset,
-                     value=(r.value or b"").decode(errors="replace"))
-        try:
-            cmd = commands.get_nowait()
-        except queue.Empty:
-            continue
-        if cmd == "commit":
-            c.commit()
-            emit(event="committed")
-        elif cmd == "close":
-            c.close()
-            emit(event="closed")
+        emit_batches(c.poll(timeout_ms=500))
+        if carry_out(next_command(commands), c.commit, c.close):
             return
 
 
@@ -168,31 +190,17 @@ def run_aiokafka(cfg, commands):
             a.set(tp.partition for tp in assigned)
 
     async def main():
-        kw = dict(bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"],
-                  client_id=cfg.get("client_id", "group-member"), auto_offset_reset="earliest",
-                  enable_auto_commit=False, session_timeout_ms=cfg.get("session_timeout_ms", 6000),
-                  heartbeat_interval_ms=cfg.get("heartbeat_interval_ms", 500), metadata_max_age_ms=1000)
-        if cfg.get("instance_id"):
-            kw["group_instance_id"] = cfg["instance_id"]
-        c = AIOKafkaConsumer(**kw)
+        c = AIOKafkaConsumer(**python_client_options(cfg))
         c.subscribe([cfg["topic"]], listener=Listener())
         await c.start()
         while True:
-            batches = await c.getmany(timeout_ms=50)
-            for tp, recs in batches.items():
-                for r in recs:
-                    emit(event="record", partition=tp.partition, offset=r.offset,
-                         value=(r.value or b"").decode(errors="replace"))
-            try:
-                cmd = commands.get_nowait()
-            except queue.Empty:
-                continue
+            emit_batches(await c.getmany(timeout_ms=50))
+            cmd = next_command(commands)
             if cmd == "commit":
                 await c.commit()
-                emit(event="committed")
             elif cmd == "close":
                 await c.stop()
-                emit(event="closed")
+            if cmd is not None and report_done(cmd):
                 return
 
     asyncio.run(main())

@@ -1,5 +1,4 @@
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -26,11 +25,7 @@ public class GroupAdmin {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> cfg = new HashMap<>();
-        for (String a : args) {
-            int i = a.indexOf('=');
-            cfg.put(a.substring(0, i), a.substring(i + 1));
-        }
+        Map<String, String> cfg = Args.parse(args);
         Properties p = new Properties();
         p.put("bootstrap.servers", cfg.get("bootstrap"));
         p.put("default.api.timeout.ms", "20000");

@@ -3,7 +3,6 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -65,11 +64,7 @@ public class GroupMember {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> cfg = new HashMap<>();
-        for (String a : args) {
-            int i = a.indexOf('=');
-            cfg.put(a.substring(0, i), a.substring(i + 1));
-        }
+        Map<String, String> cfg = Args.parse(args);
         Properties p = new Properties();
         p.put("bootstrap.servers", cfg.get("bootstrap"));
         p.put("group.id", cfg.get("group"));

@@ -35,34 +35,36 @@ function parseHeader(src) {
   return { flg, maxBlock, index }
 }
 
+// The data blocks of a frame from `start`: { at, size, uncompressed } for each, up to the end mark.
+function * frameBlocks(src, start, blockChecksum) {
+  for (let i = start; ;) {
+    const word = src.readUInt32LE(i)
+    i += 4
+    if (word === 0) return
+    const size = word & 0x7fffffff
+    yield { at: i, size, uncompressed: (word & BLOCK_UNCOMPRESSED) !== 0 }
+    i += size + (blockChecksum ? 4 : 0)
+  }
+}
+
 function decompress(src) {
   src = Buffer.from(src.buffer, src.byteOffset, src.length)
   const { flg, maxBlock, index: start } = parseHeader(src)
   const blockChecksum = (flg & FLG_BLOCK_CHECKSUM) !== 0
   // First pass: an upper bound of the output size.
   let bound = 0
-  for (let i = start; ; ) {
-    const word = src.readUInt32LE(i)
-    i += 4
-    if (word === 0) break
-    const size = word & 0x7fffffff
-    bound += word & BLOCK_UNCOMPRESSED ? size : maxBlock
-    i += size + (blockChecksum ? 4 : 0)
+  for (const block of frameBlocks(src, start, blockChecksum)) {
+    bound += block.uncompressed ? block.size : maxBlock
   }
   const dst = Buffer.alloc(bound)
   let d = 0
-  for (let i = start; ; ) {
-    const word = src.readUInt32LE(i)
-    i += 4
-    if (word === 0) break
-    const size = word & 0x7fffffff
-    if (word & BLOCK_UNCOMPRESSED) {
-      src.copy(dst, d, i, i + size)
+  for (const { at, size, uncompressed } of frameBlocks(src, start, blockChecksum)) {
+    if (uncompressed) {
+      src.copy(dst, d, at, at + size)
       d += size
     } else {
-      d = lz4.decompressBlock(src, dst, i, size, d)
+      d = lz4.decompressBlock(src, dst, at, size, d)
     }
-    i += size + (blockChecksum ? 4 : 0)
   }
   return dst.subarray(0, d)
 }

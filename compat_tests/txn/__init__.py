@@ -18,3 +18,34 @@ run with each client:
 
 Reading back always goes through librdkafka (``rdkafka_txn.read``), the reference reader.
 """
+
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+
+def time_out_while(client: ModuleType, bootstrap: str, transactional_id: str, topic: str, timeout_ms: int,
+                   until: Path, watch: Callable[[], None]) -> str:
+    """Run `client.time_out` in a thread and `watch()` (the test's checks of the broker's abort)
+    meanwhile; then create `until` so that the producer tries to commit, and return the error
+    name it got (an exception of the producer thread is raised here)."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(client.time_out(bootstrap, transactional_id, topic, timeout_ms, str(until)))
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    producer = threading.Thread(target=run)
+    producer.start()
+    try:
+        watch()
+    finally:
+        until.touch()
+        producer.join(120)
+    (err,) = outcome
+    if isinstance(err, BaseException):
+        raise err
+    return err

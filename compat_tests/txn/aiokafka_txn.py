@@ -46,6 +46,22 @@ def run_plan(bootstrap: str, transactional_id: str, txns: list[dict]) -> None:
     asyncio.run(go())
 
 
+async def _error_of_last_steps(p, *steps) -> str:
+    """Await each step (a coroutine function) in turn; the name of the Kafka error that stopped
+    them, "NONE" if none did. The producer is stopped either way (a fenced one may refuse)."""
+    name = "NONE"
+    try:
+        for step in steps:
+            await step()
+    except KafkaError as exc:
+        name = _name(exc)
+    try:
+        await p.stop()
+    except KafkaError:
+        pass
+    return name
+
+
 def fence(bootstrap: str, transactional_id: str, topic: str) -> str:
     async def go():
         a = _producer(bootstrap, transactional_id)
@@ -57,17 +73,8 @@ def fence(bootstrap: str, transactional_id: str, topic: str) -> str:
         async with b.transaction():
             await b.send_and_wait(topic, b"winner", partition=0)
         await b.stop()
-        name = "NONE"
-        try:
-            await a.send_and_wait(topic, b"zombie-2", partition=0)
-            await a.commit_transaction()
-        except KafkaError as exc:
-            name = _name(exc)
-        try:
-            await a.stop()
-        except KafkaError:
-            pass
-        return name
+        return await _error_of_last_steps(a, lambda: a.send_and_wait(topic, b"zombie-2", partition=0),
+                                          a.commit_transaction)
 
     return asyncio.run(go())
 
@@ -79,16 +86,7 @@ def time_out(bootstrap: str, transactional_id: str, topic: str, timeout_ms: int,
         await p.begin_transaction()
         await p.send_and_wait(topic, b"late", partition=0)
         await asyncio.to_thread(wait_for_path, until)
-        name = "NONE"
-        try:
-            await p.commit_transaction()
-        except KafkaError as exc:
-            name = _name(exc)
-        try:
-            await p.stop()
-        except KafkaError:
-            pass
-        return name
+        return await _error_of_last_steps(p, p.commit_transaction)
 
     return asyncio.run(go())
 

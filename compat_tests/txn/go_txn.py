@@ -4,7 +4,14 @@ AddMessageToTxnWithGroupMetadata. franz_txn.py and sarama_txn.py bind these to o
 
 from __future__ import annotations
 
+from functools import partial
+
 from compat_tests.clients.golang import run_driver
+
+# The Kafka error code both clients surface when fenced (godriver reports its name): the fenced
+# producer's next Produce carries the old epoch (INVALID_PRODUCER_EPOCH, which neither client
+# translates as the Java client does).
+FENCED_ERRORS = {"INVALID_PRODUCER_EPOCH"}
 
 
 def run_plan(client: str, bootstrap: str, transactional_id: str, txns: list[dict]) -> None:
@@ -26,3 +33,8 @@ def copy(client: str, bootstrap: str, transactional_id: str, group: str, source:
          timeout_s: float = 60.0) -> int:
     return run_driver(client, {"cmd": "copy", "bootstrap": bootstrap, "transactional_id": transactional_id,
                                "group": group, "source": source, "sink": sink, "count": count}, timeout_s)
+
+
+def bound(client: str) -> tuple[partial, partial, partial, partial]:
+    """run_plan, fence, time_out and copy for one Go client ("franz", "sarama")."""
+    return partial(run_plan, client), partial(fence, client), partial(time_out, client), partial(copy, client)

@@ -18,8 +18,10 @@ def _producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
     return Producer(conf)
 
 
-def run_plan(bootstrap: str, transactional_id: str, txns: list[dict]) -> None:
-    p = _producer(bootstrap, transactional_id)
+def run_plan(bootstrap: str, transactional_id: str, txns: list[dict], **config) -> None:
+    """Run each transaction of `txns` ({"records": [[topic, partition, value], ...], "end": "commit"
+    or "abort"}) in order; `config`: more librdkafka settings (security, ...)."""
+    p = _producer(bootstrap, transactional_id, **config)
     p.init_transactions(30)
     for txn in txns:
         p.begin_transaction()

@@ -4,6 +4,8 @@ KafkaApis give."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,14 @@ async def write_in_transaction(b: InProcessBroker, tid: str, topic: str, values:
     return pid, epoch
 
 
+@asynccontextmanager
+async def producer_of_tx(tmp_path: Path) -> AsyncIterator[tuple[InProcessBroker, Any]]:
+    """A broker with topic "t" and transactional id "tx" initialized: (broker, InitProducerId answer)."""
+    async with in_process_broker(tmp_path) as b:
+        await create_topic(b, "t")
+        yield b, await init(b, "tx")
+
+
 async def until(predicate: Any, what: str) -> None:
     """Wait (at most 5 s) for what the coordinator does after answering (markers, offsets)."""
     with trio.move_on_after(5):
@@ -73,9 +83,7 @@ def test_init_producer_id_gives_new_ids_and_bumps_a_transactional_epoch(tmp_path
 
 def test_add_partitions_fails_the_whole_request_on_an_unknown_topic(tmp_path: Path) -> None:
     async def main() -> None:
-        async with in_process_broker(tmp_path) as b:
-            await create_topic(b, "t")
-            r = await init(b, "tx")
+        async with producer_of_tx(tmp_path) as (b, r):
             pid, epoch = r.producer_id, r.producer_epoch
             # Kafka: the partitions that failed their check carry its error, the rest OPERATION_NOT_ATTEMPTED
             assert await add_partitions(b, "tx", pid, epoch, {"t": [0], "missing": [0]}) == {
@@ -137,9 +145,7 @@ def test_write_txn_markers_completes_a_producers_transaction_per_partition(tmp_p
 
 def test_txn_offset_commit_is_pending_until_the_transaction_commits(tmp_path: Path) -> None:
     async def main() -> None:
-        async with in_process_broker(tmp_path) as b:
-            await create_topic(b, "t")
-            r = await init(b, "tx")
+        async with producer_of_tx(tmp_path) as (b, r):
             ids = {"transactional_id": "tx", "producer_id": r.producer_id, "producer_epoch": r.producer_epoch}
             assert (await b.call(25, 3, group_id="g", **ids)).error_code == E.none  # AddOffsetsToTxn
             c = await b.call(28, 3, group_id="g", generation_id=-1, member_id="", group_instance_id=None,
