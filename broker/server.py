@@ -56,6 +56,8 @@ from .security import ANONYMOUS, ListenerSecurity, build as build_security, cert
 from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .metrics import Metrics
+from .quotas import ClientQuotas
+from . import throttling
 from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
 from .kafka_versions import KafkaRelease
@@ -104,12 +106,15 @@ class Broker:
     security: dict[str, ListenerSecurity] = field(default_factory=dict)
     # SCRAM credentials (data dir), read by SCRAM authentication and the credential APIs
     scram: ScramStore = field(init=False)
+    # client quotas (AlterClientQuotas) and their sensors (broker.quotas, broker.throttling)
+    quotas: ClientQuotas = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
         self.scram = ScramStore(self.config.data_dir)
+        self.quotas = ClientQuotas(self.cluster.meta_dir)
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
@@ -465,6 +470,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)
             fault = None
+            throttle_ms = 0
             armed = broker.faults.get(header.api_key)
             if armed:
                 from .controls import faults
@@ -480,6 +486,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                     if response is not None:
                         encode = encode_response_chunks if ctx.regions else encode_response
                         out = encode(header.api_key, header.api_version, header.correlation_id, response)
+                    if broker.quotas.enforcing:
+                        out, throttle_ms = throttling.apply(ctx, request, response, out, len(frame) + 4, t0)
                 except CloseConnection as exc:
                     metrics.record(header.api_key, t0, len(frame) + 4, 0)
                     log.info("closing connection from %s (client %r): %s", peer, header.client_id, exc)
@@ -509,6 +517,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                         await _send_pending(out_stream, pending)
                     sent = await send_chunks(out_stream, out)
                     metrics.record(header.api_key, t0, len(frame) + 4, sent)
+                elif throttle_ms:
+                    await out_stream.send_all(b"".join(pending) + out)
+                    pending.clear()
+                    metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 elif pending or (coalesce and header.api_key == API_PRODUCE and not broker.faults):
                     pending.append(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
@@ -520,6 +532,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             finally:
                 for region in ctx.regions:
                     region.release()
+            if throttle_ms and not await _hold(stream, throttle_ms / 1000):
+                return  # muted while throttled, as Kafka mutes a throttled channel
             if conn.close_after_response is not None:
                 log.info("closing connection from %s on %s (client %r): %s",
                          peer, listener.name, header.client_id, conn.close_after_response)

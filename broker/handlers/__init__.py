@@ -33,6 +33,7 @@ FAMILIES = [
     "share",
     "sasl",
     "scram_credentials",
+    "client_quotas",
 ]
 
 
