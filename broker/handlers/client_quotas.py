@@ -50,7 +50,7 @@ async def describe_client_quotas(ctx, request):
         mod.EntryData(entity=tuple(make(mod.EntityData, entity_type=t, entity_name=n) for t, n in entity),
                       values=tuple(make(mod.ValueData, key=k, value=v) for k, v in values.items()))
         for entity, values in found)
-    return make(mod.DescribeClientQuotasResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
+    return make(mod.DescribeClientQuotasResponse, throttle_time=0, error_code=ErrorCode.none, error_message="",
                 entries=entries)
 
 

@@ -1,0 +1,139 @@
+"""The differ's conversations about the cluster-administration APIs: client quotas (48, 49).
+
+They register in conversations.CONVERSATIONS like the others (test_differ.py and the command line
+import this module). Kafka's error messages are compared here too (the normaliser drops
+`error_message` fields): each answer is recorded with its text under `error_text`. Entries that
+Kafka lists from a hash map are recorded sorted. Every quota a conversation sets is removed
+again before it ends, since the brokers are shared by all conversations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalite.protocol.client import WireClient
+from kafkalite.protocol.records import Record, build_batch
+
+from .conversations import TS, conversation, produce
+from .core import Conversation
+
+EXACT, DEFAULT, SPECIFIED = 0, 1, 2
+
+
+def _entity(pairs) -> list[dict[str, Any]]:
+    return [{"entity_type": t, "entity_name": n} for t, n in pairs]
+
+
+def _described(resp) -> dict[str, Any]:
+    entries = None if resp.entries is None else sorted(
+        [sorted([e.entity_type, e.entity_name] for e in entry.entity),
+         sorted([v.key, v.value] for v in entry.values)] for entry in resp.entries)
+    return {"error_code": int(resp.error_code), "error_text": resp.error_message, "entries": entries}
+
+
+def describe_quotas(c: Conversation, label: str, components, strict: bool = False, *, until=None):
+    fields = dict(strict=strict, components=[{"entity_type": t, "match_type": m, "match": n}
+                                             for t, m, n in components])
+    if until is not None:
+        # Kafka's broker answers from its metadata image, updated a moment after the controller commits
+        resp = c.until(48, c.ver(48), until, record=False, **fields)
+    else:
+        resp = c.send(48, c.ver(48), record=False, **fields)
+    c.record(label, _described(resp))
+    return resp
+
+
+def alter_quotas(c: Conversation, label: str, entries, validate_only: bool = False):
+    """entries: [(entity pairs, [(key, value or None to remove)])]"""
+    resp = c.send(49, c.v, record=False, validate_only=validate_only, entries=[
+        {"entity": _entity(pairs), "ops": [{"key": k, "value": 0.0 if v is None else v, "remove": v is None}
+                                           for k, v in ops]} for pairs, ops in entries])
+    c.record(label, sorted([sorted([e.entity_type, e.entity_name] for e in r.entity), int(r.error_code),
+                            r.error_message] for r in resp.entries))
+    return resp
+
+
+def _count(resp) -> int:
+    return -1 if resp.entries is None else len(resp.entries)
+
+
+@conversation("client quotas", 49, labels=("u", "c"))
+def client_quotas(c: Conversation) -> None:
+    u, cl = c["u"], c["c"]
+    user, client, both = [("user", u)], [("client-id", cl)], [("user", u), ("client-id", cl)]
+    alter_quotas(c, "set", [(user, [("producer_byte_rate", 1048576.0), ("request_percentage", 250.5)]),
+                            (both, [("consumer_byte_rate", 2097152.0)]),
+                            (client, [("controller_mutation_rate", 10.0)])])
+    describe_quotas(c, "user exact", [("user", EXACT, u)], until=lambda r: _count(r) == 2)
+    describe_quotas(c, "user exact strict", [("user", EXACT, u)], strict=True)
+    describe_quotas(c, "client exact", [("client-id", EXACT, cl)])
+    describe_quotas(c, "user exact, any client", [("user", EXACT, u), ("client-id", SPECIFIED, None)])
+    describe_quotas(c, "default user, this client", [("user", DEFAULT, None), ("client-id", EXACT, cl)])
+    alter_quotas(c, "validate only", [(user, [("producer_byte_rate", 1.0)])], validate_only=True)
+    alter_quotas(c, "change and remove", [(user, [("producer_byte_rate", 2048.0), ("request_percentage", None)])])
+    describe_quotas(c, "after change", [("user", EXACT, u)], strict=True,
+                    until=lambda r: _count(r) == 1 and len(r.entries[0].values) == 1)
+    for step, entries in (
+            ("unknown key", [(user, [("connection_creation_rate", 5.0)])]),
+            ("fractional byte rate", [(user, [("producer_byte_rate", 10.5)])]),
+            ("zero", [(user, [("request_percentage", 0.0)])]),
+            ("negative", [(client, [("consumer_byte_rate", -1.0)])]),
+            ("not a number", [(client, [("request_percentage", float("nan"))])]),
+            ("empty name", [([("user", "")], [("producer_byte_rate", 1.0)])]),
+            ("unknown entity type", [([("group", u)], [("producer_byte_rate", 1.0)])]),
+            ("empty entity", [([], [("producer_byte_rate", 1.0)])]),
+            ("ip with user", [([("ip", "127.0.0.9"), ("user", u)], [("producer_byte_rate", 1.0)])]),
+            ("ip too large", [([("ip", "127.0.0.9")], [("connection_creation_rate", 3e9)])]),
+            ("ip fractional", [([("ip", "127.0.0.9")], [("connection_creation_rate", 1.5)])]),
+            ("duplicate key", [(user, [("producer_byte_rate", 1.0), ("producer_byte_rate", 2.0)])]),
+            ("duplicate entity", [(client, [("request_percentage", 1.0)]), (client, [("request_percentage", 2.0)])])):
+        alter_quotas(c, f"refused: {step}", entries)
+    for step, components in (
+            ("empty entity type", [("", SPECIFIED, None)]),
+            ("unknown entity type", [("group", SPECIFIED, None)]),
+            ("exact without a name", [("user", EXACT, None)]),
+            ("default with a name", [("user", DEFAULT, u)]),
+            ("specified with a name", [("user", SPECIFIED, u)]),
+            ("type twice", [("user", EXACT, u), ("user", SPECIFIED, None)]),
+            ("ip with user", [("ip", SPECIFIED, None), ("user", EXACT, u)]),
+            ("unknown match type", [("user", 7, u)])):
+        describe_quotas(c, f"refused: {step}", components)
+    alter_quotas(c, "remove all", [(user, [("producer_byte_rate", None)]), (both, [("consumer_byte_rate", None)]),
+                                   (client, [("controller_mutation_rate", None)])])
+    resp = describe_quotas(c, "after removal", [("user", EXACT, u)], until=lambda r: _count(r) == 0)
+    assert resp.error_code == ErrorCode.none
+
+
+@conversation("client quota throttle", 48, labels=("t", "c"))
+def client_quota_throttle(c: Conversation) -> None:
+    """A client over its byte rates: the produce is taken and throttled, the fetch that follows is
+    answered empty (no partitions, no session) and throttled. Throttle times depend on timing and
+    are recorded as whether there was one."""
+    c.create_topics(("t", 1))
+    client = [("client-id", c["c"])]
+    alter_quotas(c, "set", [(client, [("producer_byte_rate", 1000.0), ("consumer_byte_rate", 1000.0)])])
+    describe_quotas(c, "set", [("client-id", EXACT, c["c"])], until=lambda r: _count(r) == 1)
+    shared = c._wire
+    c._wire = WireClient(c.bootstrap, timeout=c.timeout, client_id=c["c"])
+    try:
+        # 10.6 kB against 1000 B/s over Kafka's ten 1 s windows: a little over the rate
+        big = bytes(build_batch([Record(key=None, value=b"x" * 10_600, timestamp_ms=TS)]))
+        produced = produce(c, c.ver(0), "t", big, record=False)
+        c.record("produce over the rate", {"throttled": produced.throttle_time.total_seconds() > 0,
+                                           "errors": [int(p.error_code) for t in produced.responses
+                                                      for p in t.partition_responses]})
+        fetched = c.send(1, c.ver(1), record=False, max_wait=0, min_bytes=1, max_bytes=1 << 22, isolation_level=0,
+                         session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[
+                             {"topic": c["t"], "topic_id": c.topic_id("t"), "partitions": [
+                                 {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                                  "current_leader_epoch": -1, "log_start_offset": -1}]}])
+        c.record("fetch over the rate", {"throttled": fetched.throttle_time.total_seconds() > 0,
+                                         "error_code": int(getattr(fetched, "error_code", 0)),
+                                         "session_id": getattr(fetched, "session_id", 0),
+                                         "responses": len(fetched.responses)})
+    finally:
+        c._wire.close()
+        c._wire = shared
+    alter_quotas(c, "remove", [(client, [("producer_byte_rate", None), ("consumer_byte_rate", None)])])
