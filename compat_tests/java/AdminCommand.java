@@ -86,6 +86,8 @@ final class AdminCommand {
         OPS.put("deleteShareGroups", ShareAdmin::deleteShareGroups);
         OPS.put("describeUserScramCredentials", AdminCommand::describeUserScramCredentials);
         OPS.put("alterUserScramCredentials", AdminCommand::alterUserScramCredentials);
+        OPS.put("describeClientQuotas", QuotaCommands::describeClientQuotas);
+        OPS.put("alterClientQuotas", QuotaCommands::alterClientQuotas);
     }
 
     static void run(Map<String, Object> req) throws Exception {
