@@ -37,6 +37,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.storage.files import write_atomic
 
+from .java_text import hash_order
+
 log = logging.getLogger("kafkalite.quotas")
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
@@ -71,20 +73,11 @@ class QuotaError(Exception):
         self.message = message
 
 
-def _java_hash(s: str) -> int:
-    h = 0
-    for ch in s:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h
-
-
 def entity_text(entity: dict[str, str | None]) -> str:
-    """ClientQuotaEntity.toString: its entries as a Java HashMap prints them (bucket order)."""
-    def bucket(key: str) -> int:
-        h = _java_hash(key)
-        return (h ^ (h >> 16)) & 15
-    items = sorted(entity.items(), key=lambda kv: bucket(kv[0]))
-    return "ClientQuotaEntity(entries={" + ", ".join(f"{k}={'null' if v is None else v}" for k, v in items) + "})"
+    """ClientQuotaEntity.toString: its entries as a Java HashMap prints them."""
+    order = hash_order(entity)
+    return "ClientQuotaEntity(entries={" + ", ".join(
+        f"{k}={'null' if entity[k] is None else entity[k]}" for k in order) + "})"
 
 
 def _valid_ip_entity(name: str | None) -> bool:

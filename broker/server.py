@@ -57,6 +57,7 @@ from .handlers import HANDLERS, load_all
 from .handlers.common import CloseConnection
 from .metrics import Metrics
 from .quotas import ClientQuotas
+from .dynamic_configs import DynamicBrokerConfigs
 from . import throttling
 from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
@@ -108,6 +109,8 @@ class Broker:
     scram: ScramStore = field(init=False)
     # client quotas (AlterClientQuotas) and their sensors (broker.quotas, broker.throttling)
     quotas: ClientQuotas = field(init=False)
+    # dynamic broker configs (broker.dynamic_configs): per broker and cluster default
+    dynamic_configs: DynamicBrokerConfigs = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
@@ -115,6 +118,7 @@ class Broker:
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
         self.scram = ScramStore(self.config.data_dir)
         self.quotas = ClientQuotas(self.cluster.meta_dir)
+        self.dynamic_configs = DynamicBrokerConfigs(self.cluster.meta_dir, self.config, self.cluster.node_id)
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()

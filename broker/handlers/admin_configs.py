@@ -12,9 +12,10 @@ DescribeConfigs
   include_documentation (v3+) one line per config; config_type (v3+) is Kafka's type. An unknown
   topic is UNKNOWN_TOPIC_OR_PARTITION, a bad name INVALID_TOPIC_EXCEPTION. configuration_keys
   filters, silently skipping unknown keys; null or empty means all.
-- The broker resource named by this node id lists the broker settings (broker/config.py), all
-  read-only; the resource "" (cluster-wide dynamic defaults) is empty, since none are ever set.
-  Another id is INVALID_REQUEST.
+- The broker resource named by this node id lists the broker settings (broker/config.py) and
+  Kafka's dynamic broker configs: those are writable and report a dynamic value first
+  (DYNAMIC_BROKER_CONFIG, then DYNAMIC_DEFAULT_BROKER_CONFIG, in the synonyms too); the resource ""
+  lists the cluster defaults that are set. Another id is INVALID_REQUEST.
 - The broker-logger resource lists `root` and the broker's loggers with their levels.
 
 AlterConfigs / IncrementalAlterConfigs
@@ -25,9 +26,11 @@ AlterConfigs / IncrementalAlterConfigs
   message), then the topic must exist (UNKNOWN_TOPIC_OR_PARTITION "The topic 'x' does not
   exist."). validate_only checks and changes nothing. Duplicate resources, duplicate keys in a
   resource and null values (other than DELETE) are INVALID_REQUEST, as Kafka's broker checks them.
-- Broker settings are read-only at runtime: setting any of them is INVALID_REQUEST "Cannot
-  update these configs dynamically: Set(k)" (Kafka's message for its static settings);
-  DELETE of a broker setting has nothing to remove and succeeds. Logger levels (resource
+- BROKER resources (a node id, or "" for the cluster default) take Kafka's dynamic broker configs
+  (broker.dynamic_configs owns which keys, their validation and where they apply): AlterConfigs
+  replaces the resource's dynamic set, IncrementalAlterConfigs SETs and DELETEs keys and APPENDs to
+  and SUBTRACTs from LIST keys ("Config value append is not allowed for config key: k",
+  INVALID_CONFIG, otherwise). Logger levels (resource
   type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
 
 With an authorizer: DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster for
@@ -109,9 +112,22 @@ def _apply_topic_configs(ctx, name: str, new: dict[str, str | None], validate_on
         log.info("topic %s configs now %s", name, normalized)
 
 
-def _broker_static_refusal(keys) -> AdminError:
-    return AdminError(ErrorCode.invalid_request,
-                      "Cannot update these configs dynamically: Set(" + ", ".join(keys) + ")")
+def _broker_resource_node(ctx, name: str) -> int | None:
+    """The node a BROKER resource names (None: the cluster default, "")."""
+    if name == "":
+        return None
+    _check_node_id(ctx, name)
+    return int(name)
+
+
+def _replace_broker_configs(ctx, node: int | None, props: dict[str, str], validate_only: bool) -> None:
+    from ..dynamic_configs import DynamicConfigError
+
+    try:
+        ctx.broker.dynamic_configs.replace(node, props, validate_only=validate_only)
+    except DynamicConfigError as exc:
+        code = ErrorCode.invalid_config if exc.invalid_config else ErrorCode.invalid_request
+        raise AdminError(code, exc.message) from None
 
 
 def _preprocess(resources, *, incremental: bool) -> dict[int, AdminError]:
@@ -168,8 +184,9 @@ def _describe_entries(ctx, resource):
             raise AdminError(ErrorCode.unknown_topic_or_partition, "")
         return describe_topic_configs(topic.configs, ctx.broker.config.values, names=keys)
     if rtype == BROKER:
+        dynamic = ctx.broker.dynamic_configs
         if name == "":
-            return []
+            return dynamic.describe_default(keys)
         try:
             node = int(name)
         except ValueError:
@@ -177,7 +194,7 @@ def _describe_entries(ctx, resource):
         if node != ctx.node_id:
             raise AdminError(ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.node_id} "
                              f"or empty string, but received {name}")
-        return describe_broker_configs(ctx.broker.config.values, BROKER_KEYS, names=keys)
+        return dynamic.overlay(node, describe_broker_configs(dynamic.static_values, BROKER_KEYS, names=keys), keys)
     if rtype == BROKER_LOGGER:
         if name == "":
             raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")
@@ -293,10 +310,8 @@ def _alter_one(ctx, resource, validate_only: bool) -> None:
     if rtype == TOPIC:
         _apply_topic_configs(ctx, name, {c.name: c.value for c in resource.configs}, validate_only)
     elif rtype == BROKER:
-        if name != "":
-            _check_node_id(ctx, name)
-        if resource.configs:
-            raise _broker_static_refusal([c.name for c in resource.configs])
+        node = _broker_resource_node(ctx, name)
+        _replace_broker_configs(ctx, node, {c.name: c.value for c in resource.configs}, validate_only)
     else:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {rtype}")
 
@@ -360,15 +375,33 @@ def _incremental_topic(ctx, resource, validate_only: bool) -> None:
     _apply_topic_configs(ctx, resource.resource_name, new, validate_only)
 
 
-def _incremental_broker(ctx, resource) -> None:
-    if resource.resource_name != "":
-        _check_node_id(ctx, resource.resource_name)
+def _incremental_broker(ctx, resource, validate_only: bool) -> None:
+    """ConfigAdminManager.prepareIncrementalConfigs on the resource's stored set, then validated whole."""
+    from ..dynamic_configs import is_list_config
+
+    node = _broker_resource_node(ctx, resource.resource_name)
     for c in resource.configs:
         if c.config_operation not in OP_NAMES:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
-    changed = [c.name for c in resource.configs if c.config_operation != DELETE]
-    if changed:
-        raise _broker_static_refusal(changed)
+    props = ctx.broker.dynamic_configs.current(node)
+    for c in resource.configs:
+        op = c.config_operation
+        if op == SET:
+            props[c.name] = c.value
+        elif op == DELETE:
+            props.pop(c.name, None)
+        else:
+            if not is_list_config(c.name):
+                raise AdminError(ErrorCode.invalid_config, f"Config value {OP_NAMES[op].lower()} is not allowed for "
+                                 f"config key: {c.name}")
+            parts = [p for p in (props.get(c.name) or "").split(",") if p]
+            for item in c.value.split(","):
+                if op == APPEND and item not in parts:
+                    parts.append(item)
+                elif op == SUBTRACT and item in parts:
+                    parts.remove(item)
+            props[c.name] = ",".join(parts)
+    _replace_broker_configs(ctx, node, props, validate_only)
 
 
 def _incremental_logger(ctx, resource, validate_only: bool) -> None:
@@ -415,7 +448,7 @@ def _incremental_one(ctx, resource, validate_only: bool) -> None:
     if resource.resource_type == TOPIC:
         _incremental_topic(ctx, resource, validate_only)
     elif resource.resource_type == BROKER:
-        _incremental_broker(ctx, resource)
+        _incremental_broker(ctx, resource, validate_only)
     elif resource.resource_type == BROKER_LOGGER:
         _incremental_logger(ctx, resource, validate_only)
     elif resource.resource_type == GROUP:

@@ -137,3 +137,81 @@ def client_quota_throttle(c: Conversation) -> None:
         c._wire.close()
         c._wire = shared
     alter_quotas(c, "remove", [(client, [("producer_byte_rate", None), ("consumer_byte_rate", None)])])
+
+
+# ------------------------------------------------------------------ dynamic broker configs
+
+BROKER, GROUP_RESOURCE = 4, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def incremental(c: Conversation, label: str, resources, validate_only: bool = False, version: int | None = None):
+    """resources: [(type, name, [(key, op, value)])]; recorded with Kafka's messages."""
+    resp = c.send(44, c.ver(44) if version is None else version, record=False, validate_only=validate_only,
+                  resources=[{"resource_type": t, "resource_name": n,
+                              "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in cfgs]}
+                             for t, n, cfgs in resources])
+    c.record(label, [[r.resource_type, r.resource_name, int(r.error_code), r.error_message] for r in resp.responses])
+    return resp
+
+
+def legacy_alter(c: Conversation, label: str, resources, validate_only: bool = False):
+    resp = c.send(33, c.ver(33), record=False, validate_only=validate_only,
+                  resources=[{"resource_type": t, "resource_name": n,
+                              "configs": [{"name": k, "value": v} for k, v in cfgs]} for t, n, cfgs in resources])
+    c.record(label, [[r.resource_type, r.resource_name, int(r.error_code), r.error_message] for r in resp.responses])
+    return resp
+
+
+def describe_configs(c: Conversation, label: str, rtype: int, name: str, keys, *, until=None):
+    fields = dict(include_synonyms=True, include_documentation=False,
+                  resources=[{"resource_type": rtype, "resource_name": name, "configuration_keys": keys}])
+    if until is not None:
+        return c.until(32, c.ver(32), until, label=label, **fields)
+    return c.send(32, c.ver(32), label=label, **fields)
+
+
+def _values(resp) -> dict:
+    return {e.name: e.value for e in resp.results[0].configs}
+
+
+DYNAMIC_KEYS = ["log.cleaner.threads", "follower.replication.throttled.rate", "leader.replication.throttled.rate",
+                "log.cleaner.io.max.bytes.per.second", "no.such.broker.key"]
+
+
+@conversation("dynamic broker configs", 44, labels=())
+def dynamic_broker_configs(c: Conversation) -> None:
+    node = "1"
+    incremental(c, "set per broker", [(BROKER, node, [("log.cleaner.threads", SET, "2"),
+                                                      ("follower.replication.throttled.rate", SET, "1048576")])])
+    incremental(c, "set cluster default", [(BROKER, "", [("leader.replication.throttled.rate", SET, "2097152"),
+                                                         ("follower.replication.throttled.rate", SET, "4096")])])
+    describe_configs(c, "per broker", BROKER, node, DYNAMIC_KEYS,
+                     until=lambda r: _values(r).get("leader.replication.throttled.rate") == "2097152"
+                     and _values(r).get("log.cleaner.threads") == "2")
+    describe_configs(c, "cluster default", BROKER, "", DYNAMIC_KEYS)
+    incremental(c, "validate only", [(BROKER, node, [("log.cleaner.io.max.bytes.per.second", SET, "1000.0")])],
+                validate_only=True)
+    for step, resources in (
+            ("static key", [(BROKER, node, [("num.partitions", SET, "3")])]),
+            ("static key at the default", [(BROKER, "", [("log.dirs", SET, "/tmp/x")])]),
+            ("per-broker key at the default", [(BROKER, "", [("listeners", SET, "PLAINTEXT://:9092")])]),
+            ("security key without a listener", [(BROKER, node, [("ssl.keystore.location", SET, "/tmp/k.jks")])]),
+            ("not a number", [(BROKER, node, [("log.cleaner.threads", SET, "many")])]),
+            ("another broker", [(BROKER, "7", [("log.cleaner.threads", SET, "2")])]),
+            ("not a broker id", [(BROKER, "one", [("log.cleaner.threads", SET, "2")])]),
+            ("unknown key", [(BROKER, node, [("no.such.broker.key", SET, "x")])]),
+            ("append to a number", [(BROKER, node, [("log.cleaner.threads", APPEND, "3")])])):
+        incremental(c, f"refused: {step}", resources)
+    legacy_alter(c, "legacy alter replaces the broker's set", [(BROKER, node, [("log.cleaner.threads", "1")])])
+    describe_configs(c, "after the legacy alter", BROKER, node, DYNAMIC_KEYS,
+                     until=lambda r: _values(r).get("follower.replication.throttled.rate") == "4096")
+    legacy_alter(c, "legacy alter of a static key", [(BROKER, node, [("num.partitions", "3")])])
+    incremental(c, "delete per broker", [(BROKER, node, [("log.cleaner.threads", DELETE, None),
+                                                         ("no.such.broker.key", DELETE, None)])])
+    incremental(c, "delete cluster default", [(BROKER, "", [("leader.replication.throttled.rate", DELETE, None),
+                                                            ("follower.replication.throttled.rate", DELETE, None)])])
+    describe_configs(c, "after delete", BROKER, node, DYNAMIC_KEYS,
+                     until=lambda r: "leader.replication.throttled.rate" not in _values(r)
+                     and "follower.replication.throttled.rate" not in _values(r)
+                     and all(e.config_source == 5 for e in r.results[0].configs))
