@@ -218,18 +218,13 @@ def _describe_entries(ctx, resource):
 
 def _describe_group(ctx, name: str, keys):
     """GROUP resources: the group configs broker.group_configs serves."""
-    from ..group_configs import GROUP_KEYS
-    from ..topic_configs import ConfigEntry
-
     if not name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
-    return [ConfigEntry(n, v, ConfigSource.GROUP_CONFIG if mine else ConfigSource.DEFAULT_CONFIG,
-                        ConfigType[GROUP_KEYS[n].type_name], GROUP_KEYS[n].doc)
-            for n, v, mine in ctx.broker.services.share.configs.describe(name, keys)]
+    return ctx.broker.services.share.configs.describe_entries(name, keys)
 
 
 def _incremental_group(ctx, resource, validate_only: bool) -> None:
-    from ..group_configs import GroupConfigError
+    from ..group_configs import GROUP_KEYS, GroupConfigError
 
     if not resource.resource_name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
@@ -239,10 +234,20 @@ def _incremental_group(ctx, resource, validate_only: bool) -> None:
             changes.append((c.name, c.value))
         elif c.config_operation == DELETE:
             changes.append((c.name, None))
+        elif c.config_operation in (APPEND, SUBTRACT):
+            configs = ctx.broker.services.share.configs
+            if c.name not in GROUP_KEYS or GROUP_KEYS[c.name].type_name != "LIST":
+                raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[c.config_operation]} to key {c.name} "
+                                 "because its type is not LIST.")
+            parts = [p for p in (configs.get(resource.resource_name, c.name) or "").split(",") if p]
+            for item in c.value.split(","):
+                if c.config_operation == APPEND and item not in parts:
+                    parts.append(item)
+                elif c.config_operation == SUBTRACT and item in parts:
+                    parts.remove(item)
+            changes.append((c.name, ",".join(parts)))
         else:
-            raise AdminError(ErrorCode.invalid_request,
-                             f"{OP_NAMES.get(c.config_operation, c.config_operation)} operation is not allowed "
-                             "for the GROUP resource")
+            raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     try:
         ctx.broker.services.share.configs.alter(resource.resource_name, changes, validate_only=validate_only)
     except GroupConfigError as exc:

@@ -215,3 +215,31 @@ def dynamic_broker_configs(c: Conversation) -> None:
                      until=lambda r: "leader.replication.throttled.rate" not in _values(r)
                      and "follower.replication.throttled.rate" not in _values(r)
                      and all(e.config_source == 5 for e in r.results[0].configs))
+
+
+# ------------------------------------------------------------------ group configs
+
+CONSUMER_GROUP_KEYS = ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "consumer.assignment.interval.ms"]
+
+
+@conversation("consumer group configs", 44, labels=("g",))
+def consumer_group_configs(c: Conversation) -> None:
+    g = c["g"]
+    incremental(c, "set", [(GROUP_RESOURCE, g, [("consumer.session.timeout.ms", SET, "50000"),
+                                                 ("consumer.heartbeat.interval.ms", SET, "6000")])])
+    describe_configs(c, "described", GROUP_RESOURCE, g, CONSUMER_GROUP_KEYS,
+                     until=lambda r: _values(r).get("consumer.session.timeout.ms") == "50000")
+    for step, cfgs in (
+            ("session below the broker's minimum", [("consumer.session.timeout.ms", SET, "1000")]),
+            ("session above the broker's maximum", [("consumer.session.timeout.ms", SET, "100000")]),
+            ("heartbeat below the minimum", [("consumer.heartbeat.interval.ms", SET, "10")]),
+            ("heartbeat above the maximum", [("consumer.heartbeat.interval.ms", SET, "20000")]),
+            ("not a number", [("consumer.session.timeout.ms", SET, "soon")]),
+            ("negative assignment interval", [("consumer.assignment.interval.ms", SET, "-1")]),
+            ("unknown key", [("consumer.no.such.key", SET, "1")]),
+            ("append", [("consumer.session.timeout.ms", APPEND, "1")])):
+        incremental(c, f"refused: {step}", [(GROUP_RESOURCE, g, cfgs)])
+    incremental(c, "delete", [(GROUP_RESOURCE, g, [("consumer.session.timeout.ms", DELETE, None),
+                                                    ("consumer.heartbeat.interval.ms", DELETE, None)])])
+    describe_configs(c, "after delete", GROUP_RESOURCE, g, CONSUMER_GROUP_KEYS,
+                     until=lambda r: _values(r).get("consumer.session.timeout.ms") == "45000")
