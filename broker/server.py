@@ -58,6 +58,7 @@ from .handlers.common import CloseConnection
 from .metrics import Metrics
 from .quotas import ClientQuotas
 from .dynamic_configs import DynamicBrokerConfigs
+from .features import Features
 from . import throttling
 from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
@@ -111,6 +112,8 @@ class Broker:
     quotas: ClientQuotas = field(init=False)
     # dynamic broker configs (broker.dynamic_configs): per broker and cluster default
     dynamic_configs: DynamicBrokerConfigs = field(init=False)
+    # supported and finalized feature levels (broker.features), changed by UpdateFeatures
+    features: Features = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
@@ -122,6 +125,7 @@ class Broker:
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
+        self.features = Features(self.cluster.meta_dir, self.config, self.release, self.cluster.node_id)
 
     def address_of(self, node: int, listener_name: str) -> Listener:
         """Where a client on `listener_name` reaches `node`."""

@@ -34,6 +34,7 @@ FAMILIES = [
     "sasl",
     "scram_credentials",
     "client_quotas",
+    "cluster_features",
 ]
 
 

@@ -3,9 +3,10 @@
 Generated from the broker's API ranges (the API table, or its intersection with the Kafka
 release imitated: broker.kafka_versions), so it lists exactly what dispatch serves. Produce is
 advertised from v0 as Kafka 4.x does (older librdkafka turns compression off otherwise) but
-v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890): clients
-use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
-finalized level is 2. A request with a version we do not know is answered in the v0 format
+v0-v2 are refused. From v3 it reports the supported and finalized features (broker.features,
+which UpdateFeatures changes), among them `transaction.version` (KIP-890): clients use
+transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the finalized
+level is 2. A request with a version we do not know is answered in the v0 format
 with UNSUPPORTED_VERSION and, as Kafka does since KIP-511, only the ApiVersions key with our
 range (see broker.server): the client retries with a version we serve and so learns the
 features too (franz-go takes a full key list as the final answer, and with it no features).
@@ -24,17 +25,6 @@ from kafkalite.protocol.messages import make, response_type
 
 from . import api
 
-FEATURES = {
-    # name: (min supported, max supported)
-    "transaction.version": (0, 2),
-    "group.version": (0, 1),
-    "streams.version": (0, 1),  # KIP-1071 streams groups, finalized at 1 as on a new Kafka 4.4 cluster
-    "share.version": (0, 2),  # share groups (KIP-932); Kafka 4.4 finalizes level 2 on a new cluster
-}
-# the levels a new Kafka 4.4 cluster finalizes (transaction.version: the broker's setting instead)
-FINALIZED = {"transaction.version": 0, "group.version": 1, "streams.version": 1, "share.version": 2}
-
-
 def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     rt = response_type(18, version)
     mod = __import__(rt.__module__, fromlist=["ApiVersion"])
@@ -45,19 +35,16 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:
-        release = ctx.broker.release
-        supported = FEATURES if release is None else release.supported_features
-        levels = dict(FINALIZED if release is None else release.finalized_features)
-        levels["transaction.version"] = ctx.broker.config["transaction.version"]
+        features = ctx.broker.features
         # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
         kwargs["supported_features"] = tuple(
             make(mod.SupportedFeatureKey, name=n, min_version=lo, max_version=hi)
-            for n, (lo, hi) in supported.items() if version >= 4 or lo > 0
+            for n, (lo, hi) in features.supported.items() if version >= 4 or lo > 0
         )
-        kwargs["finalized_features_epoch"] = 1
+        kwargs["finalized_features_epoch"] = features.epoch
         kwargs["finalized_features"] = tuple(
             make(mod.FinalizedFeatureKey, name=n, max_version_level=level, min_version_level=level)
-            for n, level in levels.items() if level > 0
+            for n, level in features.finalized().items()
         )
     return make(rt, **kwargs)
 

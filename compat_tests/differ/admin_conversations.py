@@ -243,3 +243,75 @@ def consumer_group_configs(c: Conversation) -> None:
                                                     ("consumer.heartbeat.interval.ms", DELETE, None)])])
     describe_configs(c, "after delete", GROUP_RESOURCE, g, CONSUMER_GROUP_KEYS,
                      until=lambda r: _values(r).get("consumer.session.timeout.ms") == "45000")
+
+
+# ------------------------------------------------------------------ features and the quorum
+
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+
+
+def _finalized(c: Conversation) -> dict[str, int]:
+    resp = c.send(18, 4, record=False, client_software_name="differ", client_software_version="1.0")
+    return {f.name: f.max_version_level for f in resp.finalized_features}
+
+
+def update_features(c: Conversation, label: str, updates, validate_only: bool = False):
+    """updates: [(feature, level, upgrade type)]; v0 sends allow_downgrade for the downgrade types."""
+    resp = c.send(57, c.v, record=False, timeout=30000, validate_only=validate_only, feature_updates=[
+        {"feature": f, "max_version_level": level, "upgrade_type": kind, "allow_downgrade": kind != UPGRADE}
+        for f, level, kind in updates])
+    c.record(label, {"error_code": int(resp.error_code), "error_text": resp.error_message,
+                     "results": sorted([r.feature, int(r.error_code), r.error_message]
+                                       for r in getattr(resp, "results", ()))})
+    return resp
+
+
+@conversation("update features", 57, labels=())
+def features(c: Conversation) -> None:
+    c.record("finalized at start", {k: v for k, v in _finalized(c).items() if k != "metadata.version"})
+    update_features(c, "validate only: transaction.version down", [("transaction.version", 1, SAFE_DOWNGRADE)],
+                    validate_only=True)
+    update_features(c, "same level", [("group.version", 1, UPGRADE)])
+    for step, updates in (
+            ("downgrade without saying so", [("transaction.version", 1, UPGRADE)]),
+            ("unknown feature", [("no.such.version", 1, UPGRADE)]),
+            ("above the supported level", [("group.version", 9, UPGRADE)]),
+            ("metadata.version down", [("metadata.version", 7, SAFE_DOWNGRADE)]),
+            ("metadata.version unsafe down", [("metadata.version", 7, UNSAFE_DOWNGRADE)]),
+            ("kraft.version down", [("kraft.version", 0, SAFE_DOWNGRADE)]),
+            ("a feature twice, the last an upgrade to its level", [("transaction.version", 1, SAFE_DOWNGRADE),
+                                                                   ("transaction.version", 2, UPGRADE)]),
+            ("no updates", []),
+            ("share.version past streams", [("share.version", 9, UPGRADE)])):
+        update_features(c, f"refused: {step}", updates)
+    update_features(c, "transaction.version down", [("transaction.version", 1, SAFE_DOWNGRADE)])
+    if c.v == 0:
+        return  # v0 cannot downgrade (allow_downgrade is not an upgrade type)
+    c.until(18, 4, lambda r: {f.name: f.max_version_level for f in r.finalized_features}.get(
+        "transaction.version") == 1, record=False, client_software_name="differ", client_software_version="1.0")
+    c.record("finalized after the downgrade", {k: v for k, v in _finalized(c).items() if k != "metadata.version"})
+    update_features(c, "transaction.version back up", [("transaction.version", 2, UPGRADE)])
+    c.until(18, 4, lambda r: {f.name: f.max_version_level for f in r.finalized_features}.get(
+        "transaction.version") == 2, record=False, client_software_name="differ", client_software_version="1.0")
+    c.record("finalized at the end", {k: v for k, v in _finalized(c).items() if k != "metadata.version"})
+
+
+@conversation("describe quorum", 55, labels=())
+def describe_quorum(c: Conversation) -> None:
+    """A one-node combined-mode quorum: the answer's shape and identities are compared, the offsets and
+    timestamps (the metadata log's own) only for being there."""
+    resp = c.send(55, c.v, record=False, topics=[{"topic_name": "__cluster_metadata",
+                                                  "partitions": [{"partition_index": 0}]}])
+    part = resp.topics[0].partitions[0]
+    c.record("quorum", {
+        "error_code": int(resp.error_code), "topic": resp.topics[0].topic_name, "partitions": len(resp.topics[0].partitions),
+        "partition_error": int(part.error_code), "leader_is_a_voter": part.leader_id in [v.replica_id for v in part.current_voters],
+        "leader_epoch_positive": part.leader_epoch > 0, "high_watermark_positive": part.high_watermark > 0,
+        "voters": len(part.current_voters), "observers": len(part.observers),
+        "voters_caught_up": all(v.log_end_offset > 0 for v in part.current_voters),
+        "nodes": sorted([n.node_id == part.leader_id, [lis.name for lis in n.listeners]] for n in getattr(resp, "nodes", ())),
+        "directory_ids": sorted(str(getattr(v, "replica_directory_id", None)) != "00000000-0000-0000-0000-000000000000"
+                                for v in part.current_voters)})
+    c.send(55, c.v, label="another topic", topics=[{"topic_name": "not-the-metadata", "partitions": [{"partition_index": 0}]}])
+    c.send(55, c.v, label="another partition", topics=[{"topic_name": "__cluster_metadata",
+                                                        "partitions": [{"partition_index": 3}]}])
