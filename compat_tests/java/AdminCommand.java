@@ -88,6 +88,9 @@ final class AdminCommand {
         OPS.put("alterUserScramCredentials", AdminCommand::alterUserScramCredentials);
         OPS.put("describeClientQuotas", QuotaCommands::describeClientQuotas);
         OPS.put("alterClientQuotas", QuotaCommands::alterClientQuotas);
+        OPS.put("describeFeatures", ClusterAdmin::describeFeatures);
+        OPS.put("updateFeatures", ClusterAdmin::updateFeatures);
+        OPS.put("describeMetadataQuorum", ClusterAdmin::describeMetadataQuorum);
     }
 
     static void run(Map<String, Object> req) throws Exception {
