@@ -59,6 +59,7 @@ from .metrics import Metrics
 from .quotas import ClientQuotas
 from .dynamic_configs import DynamicBrokerConfigs
 from .features import Features
+from .reassignments import Reassignments
 from . import throttling
 from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
@@ -114,6 +115,8 @@ class Broker:
     dynamic_configs: DynamicBrokerConfigs = field(init=False)
     # supported and finalized feature levels (broker.features), changed by UpdateFeatures
     features: Features = field(init=False)
+    # partition reassignments in progress and leader elections (broker.reassignments)
+    reassignments: Reassignments = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
@@ -126,6 +129,7 @@ class Broker:
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
         self.features = Features(self.cluster.meta_dir, self.config, self.release, self.cluster.node_id)
+        self.reassignments = Reassignments(self.cluster)
 
     def address_of(self, node: int, listener_name: str) -> Listener:
         """Where a client on `listener_name` reaches `node`."""

@@ -35,6 +35,7 @@ FAMILIES = [
     "scram_credentials",
     "client_quotas",
     "cluster_features",
+    "replica_admin",
 ]
 
 

@@ -315,3 +315,66 @@ def describe_quorum(c: Conversation) -> None:
     c.send(55, c.v, label="another topic", topics=[{"topic_name": "not-the-metadata", "partitions": [{"partition_index": 0}]}])
     c.send(55, c.v, label="another partition", topics=[{"topic_name": "__cluster_metadata",
                                                         "partitions": [{"partition_index": 3}]}])
+
+
+# ------------------------------------------------------------------ leaders and reassignments
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+def _elected(resp) -> dict[str, Any]:
+    return {"error_code": int(getattr(resp, "error_code", 0)), "results": sorted(
+        [r.topic, p.partition_id, int(p.error_code), p.error_message]
+        for r in resp.replica_election_results for p in r.partition_result)}
+
+
+def elect(c: Conversation, label: str, election_type: int, partitions):
+    """partitions: [(label, [indexes])] or None (every partition)."""
+    resp = c.send(43, c.v, record=False, election_type=election_type, timeout=10000, topic_partitions=None
+                  if partitions is None else [{"topic": c[lb] if lb in c.names else lb, "partitions": ps}
+                                              for lb, ps in partitions])
+    c.record(label, _elected(resp))
+    return resp
+
+
+@conversation("elect leaders", 43, labels=("t",))
+def elect_leaders(c: Conversation) -> None:
+    c.create_topics(("t", 2))
+    elect(c, "preferred, already the leader", PREFERRED, [("t", [0, 1])])
+    elect(c, "unclean, the leader is up", UNCLEAN, [("t", [0])])
+    elect(c, "unknown topic and partition", PREFERRED, [("no-such-topic-" + c["t"], [0]), ("t", [7])])
+    resp = c.send(43, c.v, record=False, election_type=PREFERRED, timeout=10000, topic_partitions=None)
+    c.record("every partition", {"error_code": int(getattr(resp, "error_code", 0)),
+                                 "mine": [r for r in _elected(resp)["results"] if r[0] == c["t"]]})
+
+
+def reassign(c: Conversation, label: str, partitions, allow_rf_change: bool = True, version: int | None = None):
+    """partitions: [(label, index, replicas or None to cancel)]"""
+    by_topic: dict[str, list] = {}
+    for lb, index, replicas in partitions:
+        by_topic.setdefault(c[lb] if lb in c.names else lb, []).append({"partition_index": index,
+                                                                          "replicas": replicas})
+    resp = c.send(45, c.v if version is None else version, record=False, timeout=10000,
+                  allow_replication_factor_change=allow_rf_change,
+                  topics=[{"name": n, "partitions": ps} for n, ps in by_topic.items()])
+    c.record(label, {"error_code": int(resp.error_code), "error_text": resp.error_message, "responses": sorted(
+        [t.name, p.partition_index, int(p.error_code), p.error_message] for t in resp.responses for p in t.partitions)})
+    return resp
+
+
+@conversation("partition reassignments", 45, labels=("t",))
+def reassignments(c: Conversation) -> None:
+    c.create_topics(("t", 2))
+    node = c.wait_for_leaders("t")["t"].partitions[0].leader_id
+    reassign(c, "to the replica it has", [("t", 0, [node])])
+    reassign(c, "cancel with none in progress", [("t", 1, None)])
+    reassign(c, "an empty replica list", [("t", 0, [])])
+    reassign(c, "an unknown broker", [("t", 0, [node + 41])])
+    reassign(c, "a broker twice", [("t", 0, [node, node])])
+    reassign(c, "a negative broker id", [("t", 0, [-1])])
+    reassign(c, "a partition that does not exist", [("t", 9, [node])])
+    reassign(c, "a topic that does not exist", [("no-such-topic-" + c["t"], 0, [node])])
+    resp = c.send(46, c.ver(46), record=False, timeout=10000, topics=None)
+    c.record("nothing in progress", {"error_code": int(resp.error_code),
+                                     "mine": [t.name for t in resp.topics if t.name == c["t"]]})
+    c.send(46, c.ver(46), label="list the topic", timeout=10000, topics=[{"name": c["t"], "partition_indexes": [0, 1]}])
