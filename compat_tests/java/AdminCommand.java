@@ -91,6 +91,9 @@ final class AdminCommand {
         OPS.put("describeFeatures", ClusterAdmin::describeFeatures);
         OPS.put("updateFeatures", ClusterAdmin::updateFeatures);
         OPS.put("describeMetadataQuorum", ClusterAdmin::describeMetadataQuorum);
+        OPS.put("electLeaders", ClusterAdmin::electLeaders);
+        OPS.put("alterPartitionReassignments", ClusterAdmin::alterPartitionReassignments);
+        OPS.put("listPartitionReassignments", ClusterAdmin::listPartitionReassignments);
     }
 
     static void run(Map<String, Object> req) throws Exception {

@@ -1,10 +1,17 @@
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
+import org.apache.kafka.clients.admin.PartitionReassignment;
+import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.clients.admin.FeatureMetadata;
 import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
@@ -58,5 +65,52 @@ final class ClusterAdmin {
         }
         return Json.map("leader", q.leaderId(), "epoch", q.leaderEpoch(), "high_watermark", q.highWatermark(),
                 "voters", voters, "observers", observers, "nodes", nodes);
+    }
+
+    /** electLeaders(type: "PREFERRED"|"UNCLEAN", partitions: [[topic, p]] or null): {"topic-p": error name or "NONE"} */
+    static Object electLeaders(Admin admin, Map<String, Object> args) throws Exception {
+        Set<TopicPartition> partitions = null;
+        if (args.get("partitions") != null) {
+            partitions = new HashSet<>();
+            for (Object o : Json.list(args.get("partitions"))) {
+                List<Object> tp = Json.list(o);
+                partitions.add(new TopicPartition((String) tp.get(0), ((Number) tp.get(1)).intValue()));
+            }
+        }
+        Map<String, Object> out = new TreeMap<>();
+        for (Map.Entry<TopicPartition, Optional<Throwable>> e : admin.electLeaders(
+                ElectionType.valueOf((String) args.get("type")), partitions).partitions().get().entrySet()) {
+            out.put(e.getKey().toString(), e.getValue().map(t -> org.apache.kafka.common.protocol.Errors.forException(t).name())
+                    .orElse("NONE"));
+        }
+        return out;
+    }
+
+    /** alterPartitionReassignments(reassignments: [[topic, p, [replicas] or null]]) */
+    static Object alterPartitionReassignments(Admin admin, Map<String, Object> args) throws Exception {
+        Map<TopicPartition, Optional<NewPartitionReassignment>> changes = new HashMap<>();
+        for (Object o : Json.list(args.get("reassignments"))) {
+            List<Object> r = Json.list(o);
+            TopicPartition tp = new TopicPartition((String) r.get(0), ((Number) r.get(1)).intValue());
+            if (r.get(2) == null) {
+                changes.put(tp, Optional.empty());
+            } else {
+                List<Integer> replicas = new ArrayList<>();
+                for (Object n : Json.list(r.get(2))) replicas.add(((Number) n).intValue());
+                changes.put(tp, Optional.of(new NewPartitionReassignment(replicas)));
+            }
+        }
+        admin.alterPartitionReassignments(changes).all().get();
+        return "ok";
+    }
+
+    /** listPartitionReassignments: {"topic-p": {"replicas", "adding", "removing"}} */
+    static Object listPartitionReassignments(Admin admin, Map<String, Object> args) throws Exception {
+        Map<String, Object> out = new TreeMap<>();
+        for (Map.Entry<TopicPartition, PartitionReassignment> e : admin.listPartitionReassignments().reassignments().get().entrySet()) {
+            out.put(e.getKey().toString(), Json.map("replicas", e.getValue().replicas(), "adding", e.getValue().addingReplicas(),
+                    "removing", e.getValue().removingReplicas()));
+        }
+        return out;
     }
 }
