@@ -60,6 +60,7 @@ from .quotas import ClientQuotas
 from .dynamic_configs import DynamicBrokerConfigs
 from .features import Features
 from .reassignments import Reassignments
+from .delegation_tokens import DelegationTokens
 from . import throttling
 from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
@@ -117,6 +118,8 @@ class Broker:
     features: Features = field(init=False)
     # partition reassignments in progress and leader elections (broker.reassignments)
     reassignments: Reassignments = field(init=False)
+    # delegation tokens (broker.delegation_tokens), which SCRAM authentication also reads
+    delegation_tokens: DelegationTokens = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
@@ -130,6 +133,10 @@ class Broker:
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
         self.features = Features(self.cluster.meta_dir, self.config, self.release, self.cluster.node_id)
         self.reassignments = Reassignments(self.cluster)
+        self.delegation_tokens = DelegationTokens(self.cluster.meta_dir, self.config["delegation.token.secret.key"],
+                                                  self.config["delegation.token.max.lifetime.ms"],
+                                                  self.config["delegation.token.expiry.time.ms"])
+        self.scram.tokens = self.delegation_tokens
 
     def address_of(self, node: int, listener_name: str) -> Listener:
         """Where a client on `listener_name` reaches `node`."""

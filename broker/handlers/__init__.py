@@ -36,6 +36,7 @@ FAMILIES = [
     "client_quotas",
     "cluster_features",
     "replica_admin",
+    "delegation_tokens",
 ]
 
 

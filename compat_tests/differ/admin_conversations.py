@@ -378,3 +378,18 @@ def reassignments(c: Conversation) -> None:
     c.record("nothing in progress", {"error_code": int(resp.error_code),
                                      "mine": [t.name for t in resp.topics if t.name == c["t"]]})
     c.send(46, c.ver(46), label="list the topic", timeout=10000, topics=[{"name": c["t"], "partition_indexes": [0, 1]}])
+
+
+# ------------------------------------------------------------------ delegation tokens
+
+
+@conversation("delegation tokens without SASL", 38, labels=())
+def delegation_tokens_plain(c: Conversation) -> None:
+    """On a PLAINTEXT connection of a broker with no delegation.token.secret.key (the differ's
+    brokers): what each of the four APIs answers."""
+    c.send(38, c.v, label="create", owner_principal_type=None, owner_principal_name=None,
+           renewers=[{"principal_type": "User", "principal_name": "bob"}], max_lifetime=-1)
+    c.send(39, c.ver(39), label="renew", hmac=b"\x01\x02", renew_period=1000)
+    c.send(40, c.ver(40), label="expire", hmac=b"\x01\x02", expiry_time_period=-1)
+    c.send(41, c.ver(41), label="describe all", owners=None)
+    c.send(41, c.ver(41), label="describe an owner", owners=[{"principal_type": "User", "principal_name": "bob"}])

@@ -94,6 +94,10 @@ final class AdminCommand {
         OPS.put("electLeaders", ClusterAdmin::electLeaders);
         OPS.put("alterPartitionReassignments", ClusterAdmin::alterPartitionReassignments);
         OPS.put("listPartitionReassignments", ClusterAdmin::listPartitionReassignments);
+        OPS.put("createDelegationToken", ClusterAdmin::createDelegationToken);
+        OPS.put("describeDelegationToken", ClusterAdmin::describeDelegationToken);
+        OPS.put("renewDelegationToken", ClusterAdmin::renewDelegationToken);
+        OPS.put("expireDelegationToken", ClusterAdmin::expireDelegationToken);
     }
 
     static void run(Map<String, Object> req) throws Exception {

@@ -8,6 +8,13 @@ import java.util.Set;
 import java.util.TreeMap;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.CreateDelegationTokenOptions;
+import org.apache.kafka.clients.admin.DescribeDelegationTokenOptions;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
+import org.apache.kafka.clients.admin.RenewDelegationTokenOptions;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.apache.kafka.common.security.token.delegation.TokenInformation;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.PartitionReassignment;
 import org.apache.kafka.common.ElectionType;
@@ -112,5 +119,45 @@ final class ClusterAdmin {
                     "removing", e.getValue().removingReplicas()));
         }
         return out;
+    }
+
+    private static Map<String, Object> token(DelegationToken t) {
+        TokenInformation i = t.tokenInfo();
+        List<Object> renewers = new ArrayList<>();
+        for (KafkaPrincipal p : i.renewers()) renewers.add(p.toString());
+        return Json.map("token_id", i.tokenId(), "hmac", t.hmacAsBase64String(), "owner", i.owner().toString(),
+                "requester", i.tokenRequester().toString(), "renewers", renewers, "issue", i.issueTimestamp(),
+                "expiry", i.expiryTimestamp(), "max", i.maxTimestamp());
+    }
+
+    /** createDelegationToken(renewers: ["User:x"], max_lifetime_ms) */
+    static Object createDelegationToken(Admin admin, Map<String, Object> args) throws Exception {
+        List<KafkaPrincipal> renewers = new ArrayList<>();
+        for (Object o : Json.list(args.get("renewers"))) {
+            String[] typeAndName = ((String) o).split(":", 2);
+            renewers.add(new KafkaPrincipal(typeAndName[0], typeAndName[1]));
+        }
+        CreateDelegationTokenOptions options = new CreateDelegationTokenOptions().renewers(renewers);
+        if (args.get("max_lifetime_ms") != null) options.maxlifeTimeMs(((Number) args.get("max_lifetime_ms")).longValue());
+        return token(admin.createDelegationToken(options).delegationToken().get());
+    }
+
+    /** describeDelegationToken: [token] */
+    static Object describeDelegationToken(Admin admin, Map<String, Object> args) throws Exception {
+        List<Object> out = new ArrayList<>();
+        for (DelegationToken t : admin.describeDelegationToken(new DescribeDelegationTokenOptions()).delegationTokens().get()) out.add(token(t));
+        return out;
+    }
+
+    /** renewDelegationToken(hmac base64, period_ms): the new expiry */
+    static Object renewDelegationToken(Admin admin, Map<String, Object> args) throws Exception {
+        return admin.renewDelegationToken(java.util.Base64.getDecoder().decode((String) args.get("hmac")),
+                new RenewDelegationTokenOptions().renewTimePeriodMs(((Number) args.get("period_ms")).longValue())).expiryTimestamp().get();
+    }
+
+    /** expireDelegationToken(hmac base64, period_ms): the new expiry */
+    static Object expireDelegationToken(Admin admin, Map<String, Object> args) throws Exception {
+        return admin.expireDelegationToken(java.util.Base64.getDecoder().decode((String) args.get("hmac")),
+                new ExpireDelegationTokenOptions().expiryTimePeriodMs(((Number) args.get("period_ms")).longValue())).expiryTimestamp().get();
     }
 }
