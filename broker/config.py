@@ -186,6 +186,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.LONG, "604800000"),
     "delegation.token.expiry.time.ms": K(int, 86_400_000, "a delegation token's life until it is renewed",
              T.LONG, "86400000"),
+    # client telemetry (KIP-714, broker/telemetry.py): Kafka advertises it only with a receiver plugin
+    "client.telemetry.enable": K(parse_bool, False, "advertise GetTelemetrySubscriptions and PushTelemetry "
+             "(clients push their metrics, read by the client-telemetry control)", T.BOOLEAN, None),
     # authorisation (broker/authorizer.py); Kafka's StandardAuthorizer reads the last two
     "authorizer.class.name": K(str, "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on",
              T.STRING, ""),

@@ -61,6 +61,7 @@ from .dynamic_configs import DynamicBrokerConfigs
 from .features import Features
 from .reassignments import Reassignments
 from .delegation_tokens import DelegationTokens
+from .telemetry import TELEMETRY_APIS, ClientTelemetry
 from . import throttling
 from .services import Services, Wiring
 from .fetch_sessions import FetchSessionCache
@@ -120,6 +121,10 @@ class Broker:
     reassignments: Reassignments = field(init=False)
     # delegation tokens (broker.delegation_tokens), which SCRAM authentication also reads
     delegation_tokens: DelegationTokens = field(init=False)
+    # client-metrics subscriptions and the telemetry clients pushed (broker.telemetry)
+    telemetry: ClientTelemetry = field(init=False)
+    # API keys served but left out of ApiVersions (the telemetry APIs, as Kafka without a receiver)
+    unadvertised: frozenset[int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
@@ -137,6 +142,8 @@ class Broker:
                                                   self.config["delegation.token.max.lifetime.ms"],
                                                   self.config["delegation.token.expiry.time.ms"])
         self.scram.tokens = self.delegation_tokens
+        self.telemetry = ClientTelemetry(self.cluster.meta_dir)
+        self.unadvertised = frozenset() if self.config["client.telemetry.enable"] else TELEMETRY_APIS
 
     def address_of(self, node: int, listener_name: str) -> Listener:
         """Where a client on `listener_name` reaches `node`."""

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 ControlFn = Callable[..., Awaitable[Any]]
 
 # Modules whose @control functions make up the table, imported on first use.
-MODULES: list[str] = ["faults", "clock", "topology", "quotas", "reassignments"]
+MODULES: list[str] = ["faults", "clock", "topology", "quotas", "reassignments", "telemetry"]
 
 
 @dataclass(frozen=True)

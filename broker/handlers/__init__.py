@@ -37,6 +37,7 @@ FAMILIES = [
     "cluster_features",
     "replica_admin",
     "delegation_tokens",
+    "telemetry",
 ]
 
 

@@ -1,7 +1,8 @@
 """DescribeConfigs (key 32) v1-v4, AlterConfigs (33) v0-v2, IncrementalAlterConfigs (44) v0-v1.
 
-Resources: topics (2), the node the request came to (4) and its loggers (8). Client-metrics and group
-resources are not kept here and answer INVALID_REQUEST.
+Resources: topics (2), the node the request came to (4) and its loggers (8), client-metrics
+subscriptions (16, broker.telemetry: SET and DELETE, with Kafka's validation) and groups (32,
+broker.group_configs).
 
 DescribeConfigs
 - A topic lists every topic config Kafka defines, sorted by name, with its effective value and
@@ -212,6 +213,8 @@ def _describe_entries(ctx, resource):
                 for n, lg in _broker_loggers().items() if wanted is None or n in wanted]
     if rtype == GROUP:
         return _describe_group(ctx, name, keys)
+    if rtype == CLIENT_METRICS:
+        return _describe_client_metrics(ctx, name, keys)
     raise AdminError(ErrorCode.invalid_request,
                      f"Unsupported resource type: {RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
 
@@ -221,6 +224,41 @@ def _describe_group(ctx, name: str, keys):
     if not name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
     return ctx.broker.services.share.configs.describe_entries(name, keys)
+
+
+def _describe_client_metrics(ctx, name: str, keys):
+    """CLIENT_METRICS resources: a subscription's keys (broker.telemetry)."""
+    from ..topic_configs import ConfigEntry
+
+    if not name:
+        raise AdminError(ErrorCode.invalid_request, "Client metrics subscription name must not be empty")
+    props = ctx.broker.telemetry.subscriptions.get(name, {})
+    types = {"interval.ms": ConfigType.INT, "match": ConfigType.LIST, "metrics": ConfigType.LIST}
+    return [ConfigEntry(k, v, ConfigSource.CLIENT_METRICS_CONFIG, types[k], None,
+                        synonyms=[(k, v, ConfigSource.CLIENT_METRICS_CONFIG)])
+            for k, v in sorted(props.items()) if keys is None or k in keys]
+
+
+def _incremental_client_metrics(ctx, resource, validate_only: bool) -> None:
+    from ..telemetry import TelemetryConfigError
+
+    if not resource.resource_name:
+        raise AdminError(ErrorCode.invalid_request, "Client metrics subscription name must not be empty")
+    props = dict(ctx.broker.telemetry.subscriptions.get(resource.resource_name, {}))
+    for c in resource.configs:
+        if c.config_operation == SET:
+            props[c.name] = c.value
+        elif c.config_operation == DELETE:
+            props.pop(c.name, None)
+        else:
+            raise AdminError(ErrorCode.invalid_request,
+                             f"{OP_NAMES.get(c.config_operation, c.config_operation)} operation is not allowed "
+                             "for the CLIENT_METRICS resource")
+    try:
+        ctx.broker.telemetry.alter(resource.resource_name, props, validate_only=validate_only)
+    except TelemetryConfigError as exc:
+        raise AdminError(ErrorCode.invalid_config if exc.invalid_config else ErrorCode.invalid_request,
+                         exc.message) from None
 
 
 def _incremental_group(ctx, resource, validate_only: bool) -> None:
@@ -458,6 +496,8 @@ def _incremental_one(ctx, resource, validate_only: bool) -> None:
         _incremental_logger(ctx, resource, validate_only)
     elif resource.resource_type == GROUP:
         _incremental_group(ctx, resource, validate_only)
+    elif resource.resource_type == CLIENT_METRICS:
+        _incremental_client_metrics(ctx, resource, validate_only)
     else:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
 

@@ -1,7 +1,9 @@
 """ApiVersions (key 18), v0-v4.
 
 Generated from the broker's API ranges (the API table, or its intersection with the Kafka
-release imitated: broker.kafka_versions), so it lists exactly what dispatch serves. Produce is
+release imitated: broker.kafka_versions), so it lists what dispatch serves, less the telemetry
+APIs unless client.telemetry.enable is set (Kafka serves them but advertises them only with a
+client telemetry receiver configured). Produce is
 advertised from v0 as Kafka 4.x does (older librdkafka turns compression off otherwise) but
 v0-v2 are refused. From v3 it reports the supported and finalized features (broker.features,
 which UpdateFeatures changes), among them `transaction.version` (KIP-890): clients use
@@ -31,7 +33,7 @@ def build(version: int, ctx, error: ErrorCode = ErrorCode.none):
     keys = tuple(
         make(mod.ApiVersion, api_key=r.api_key, min_version=r.advertised_min_version, max_version=r.max_version)
         for r in sorted(ctx.broker.api_ranges.values(), key=lambda r: r.api_key)
-        if error != ErrorCode.unsupported_version or r.api_key == 18
+        if (error != ErrorCode.unsupported_version or r.api_key == 18) and r.api_key not in ctx.broker.unadvertised
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:

@@ -393,3 +393,70 @@ def delegation_tokens_plain(c: Conversation) -> None:
     c.send(40, c.ver(40), label="expire", hmac=b"\x01\x02", expiry_time_period=-1)
     c.send(41, c.ver(41), label="describe all", owners=None)
     c.send(41, c.ver(41), label="describe an owner", owners=[{"principal_type": "User", "principal_name": "bob"}])
+
+
+# ------------------------------------------------------------------ client telemetry (KIP-714)
+
+CLIENT_METRICS = 16
+
+
+def _subscription(resp) -> dict[str, Any]:
+    return {"error_code": int(resp.error_code), "has_instance_id": resp.client_instance_id is not None,
+            "compression": list(resp.accepted_compression_types),
+            "push_interval_ms": round(resp.push_interval.total_seconds() * 1000),
+            "telemetry_max_bytes": resp.telemetry_max_bytes, "delta_temporality": resp.delta_temporality,
+            "requested_metrics": list(resp.requested_metrics)}
+
+
+def _listed(c: Conversation, label: str, version: int, types=()):
+    """The conversation's own resources among those listed (the brokers hold others')."""
+    resp = c.send(74, version, record=False, resource_types=list(types))
+    mine = set(c.names.values())
+    c.record(label, {"error_code": int(resp.error_code), "mine": sorted(
+        [r.resource_name, getattr(r, "resource_type", CLIENT_METRICS)] for r in resp.config_resources
+        if r.resource_name in mine)})
+
+
+@conversation("client telemetry", 74, labels=("s", "c", "t"))
+def client_telemetry(c: Conversation) -> None:
+    """Subscriptions (CLIENT_METRICS configs), ListConfigResources at both ends of its range, and
+    the telemetry APIs at v0, which both brokers serve without advertising them."""
+    import uuid as _uuid
+
+    c.create_topics(("t", 1))
+    none = c.send(71, 0, record=False, client_instance_id=None)
+    c.record("no subscription, new instance", _subscription(none))
+    incremental(c, "subscribe", [(CLIENT_METRICS, c["s"], [
+        ("metrics", SET, "org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator"),
+        ("interval.ms", SET, "1000"), ("match", SET, f"client_id={c['c']}")])])
+    for step, cfgs in (("interval too small", [("interval.ms", SET, "10")]),
+                       ("unknown key", [("no.such.key", SET, "1")]),
+                       ("bad match key", [("match", SET, "nobody=x")]),
+                       ("bad match regex", [("match", SET, "client_id=[")])):
+        incremental(c, f"refused: {step}", [(CLIENT_METRICS, c["s"], cfgs)])
+    describe_configs(c, "described", CLIENT_METRICS, c["s"], None,
+                     until=lambda r: _values(r).get("interval.ms") == "1000")
+    _listed(c, "listed v0", 0)
+    if c.ver(74) >= 1:
+        _listed(c, "listed v1 by type", c.ver(74), [CLIENT_METRICS])
+        _listed(c, "listed v1 other type", c.ver(74), [2])
+    instance = _uuid.uuid4()
+    c._wire.close()
+    from kafkalite.protocol.client import WireClient
+    c._wire = WireClient(c.bootstrap, timeout=c.timeout, client_id=c["c"])
+    sub = c.until(71, 0, lambda r: len(r.requested_metrics) == 2, record=False, client_instance_id=instance)
+    c.record("subscribed", {**_subscription(sub), "instance": sub.client_instance_id == instance})
+    c.send(72, 0, label="push with another subscription id", client_instance_id=instance,
+           subscription_id=sub.subscription_id + 1, terminating=False, compression_type=0, metrics=b"")
+    c.send(72, 0, label="push", client_instance_id=instance, subscription_id=sub.subscription_id,
+           terminating=False, compression_type=0, metrics=b"")
+    c.send(72, 0, label="push again at once", client_instance_id=instance,
+           subscription_id=sub.subscription_id, terminating=False, compression_type=0, metrics=b"")
+    c.send(72, 0, label="push with no instance", client_instance_id=None,
+           subscription_id=sub.subscription_id, terminating=False, compression_type=0, metrics=b"")
+    c.send(72, 0, label="terminating push", client_instance_id=instance,
+           subscription_id=sub.subscription_id, terminating=True, compression_type=0, metrics=b"")
+    c.send(72, 0, label="push after terminating", client_instance_id=instance,
+           subscription_id=sub.subscription_id, terminating=True, compression_type=0, metrics=b"")
+    incremental(c, "unsubscribe", [(CLIENT_METRICS, c["s"], [("metrics", DELETE, None), ("interval.ms", DELETE, None),
+                                                              ("match", DELETE, None)])])
