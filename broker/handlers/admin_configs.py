@@ -150,6 +150,17 @@ def _preprocess(resources, *, incremental: bool) -> dict[int, AdminError]:
     return errors
 
 
+def _list_op(current: str | None, op: int, value: str) -> str:
+    """APPEND (items not there yet) or SUBTRACT (items there) on a LIST config's value."""
+    parts = [p for p in (current or "").split(",") if p]
+    for item in value.split(","):
+        if op == APPEND and item not in parts:
+            parts.append(item)
+        elif op == SUBTRACT and item in parts:
+            parts.remove(item)
+    return ",".join(parts)
+
+
 def _python_level(level: str) -> int:
     return LOG_LEVELS[level]
 
@@ -277,13 +288,8 @@ def _incremental_group(ctx, resource, validate_only: bool) -> None:
             if c.name not in GROUP_KEYS or GROUP_KEYS[c.name].type_name != "LIST":
                 raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[c.config_operation]} to key {c.name} "
                                  "because its type is not LIST.")
-            parts = [p for p in (configs.get(resource.resource_name, c.name) or "").split(",") if p]
-            for item in c.value.split(","):
-                if c.config_operation == APPEND and item not in parts:
-                    parts.append(item)
-                elif c.config_operation == SUBTRACT and item in parts:
-                    parts.remove(item)
-            changes.append((c.name, ",".join(parts)))
+            changes.append((c.name, _list_op(configs.get(resource.resource_name, c.name), c.config_operation,
+                                             c.value)))
         else:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     try:
@@ -406,13 +412,7 @@ def _incremental_topic(ctx, resource, validate_only: bool) -> None:
             current = new.get(c.name)
             if current is None:
                 current = topic_config_default(c.name)
-            parts = [p for p in (current or "").split(",") if p]
-            for item in c.value.split(","):
-                if op == APPEND and item not in parts:
-                    parts.append(item)
-                elif op == SUBTRACT and item in parts:
-                    parts.remove(item)
-            new[c.name] = ",".join(parts)
+            new[c.name] = _list_op(current, op, c.value)
         else:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {op}")
     _apply_topic_configs(ctx, resource.resource_name, new, validate_only)
@@ -437,13 +437,7 @@ def _incremental_broker(ctx, resource, validate_only: bool) -> None:
             if not is_list_config(c.name):
                 raise AdminError(ErrorCode.invalid_config, f"Config value {OP_NAMES[op].lower()} is not allowed for "
                                  f"config key: {c.name}")
-            parts = [p for p in (props.get(c.name) or "").split(",") if p]
-            for item in c.value.split(","):
-                if op == APPEND and item not in parts:
-                    parts.append(item)
-                elif op == SUBTRACT and item in parts:
-                    parts.remove(item)
-            props[c.name] = ",".join(parts)
+            props[c.name] = _list_op(props.get(c.name), op, c.value)
     _replace_broker_configs(ctx, node, props, validate_only)
 
 
