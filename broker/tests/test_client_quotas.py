@@ -222,3 +222,19 @@ def test_throttle_client_control(broker):
     assert broker.controls.call("clear-throttles") == {"cleared": 1}
     with pytest.raises(Exception, match="ms must be a positive"):
         broker.controls.call("throttle-client", ms=0)
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_throttled_accepted_produce_answer_decodes(version):
+    """broker.throttling sets throttle_time_ms inside produce's own encoding (encode_accepted)."""
+    from kafkalite.broker.handlers.produce import PartitionResult, encode_accepted, encoded_with_throttle_time
+    from kafkalite.protocol.client import decode_response
+    from kafkalite.protocol.messages import encode_response
+
+    tdata = SimpleNamespace(topic_id=uuid.uuid4()) if version >= 13 else SimpleNamespace(name="t")
+    body = encode_accepted(version, [(tdata, [(0, PartitionResult(base_offset=5, log_append_time=-1,
+                                                                  log_start_offset=0))])])
+    frame = encode_response(0, version, 9, encoded_with_throttle_time(body, version, 1234))
+    resp = decode_response(0, version, frame[4:], 9)  # without the size prefix, as recv_frame returns it
+    assert resp.throttle_time.total_seconds() == 1.234
+    assert resp.responses[0].partition_responses[0].base_offset == 5
