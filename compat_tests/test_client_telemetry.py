@@ -17,6 +17,8 @@ from compat_tests.clients.base import Msg
 from compat_tests.clients.java import JavaClient
 from compat_tests.waiting import wait_until
 
+pytestmark = [pytest.mark.controls, pytest.mark.timeout(120)]
+
 
 @pytest.fixture(scope="module")
 def broker():

@@ -16,6 +16,8 @@ from compat_tests import brokers
 from compat_tests.clients.java import JavaClient
 from compat_tests.waiting import wait_until
 
+pytestmark = [pytest.mark.cluster_admin, pytest.mark.timeout(180)]
+
 
 @pytest.fixture
 def java(bootstrap):

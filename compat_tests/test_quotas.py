@@ -25,6 +25,8 @@ from compat_tests.differ.core import request
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
 
+pytestmark = [pytest.mark.cluster_admin, pytest.mark.timeout(180)]
+
 RATE = 1000.0
 RECORD = 12_000
 
