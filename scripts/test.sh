@@ -3,8 +3,8 @@
 # a finding fails the run), then runs every test (pyproject.toml's testpaths): unit tests of
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
-# then the transaction, idempotence, offsets, security, share group, streams group and Kafka tools
-# (compat_tests/tools) tests of the compatibility suite (and bench/tests: rdkperf's idempotent and transactional runs) once more on
+# then the transaction, idempotence, offsets, security, share group, streams group, Kafka tools
+# (compat_tests/tools) and cluster admin tests of the compatibility suite (and bench/tests: rdkperf's idempotent and transactional runs) once more on
 # Apache Kafka (compat_tests/reference.py), the judge of what they assert.
 # Both runs spread their test files over TEST_WORKERS processes (pytest-xdist, default 3 and 2):
 # a file's tests stay together on one worker (--dist loadfile), so module fixtures are set up once,
@@ -31,6 +31,6 @@ python3 -m pytest -n "$workers" --dist loadfile -m "not api_pending" || status=$
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
 # took 5 min on two workers (198 tests), the whole command about 18 min from an empty clone.
 COMPAT_BROKER=kafka python3 -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
-    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools) and not slow" \
+    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools or cluster_admin) and not slow" \
     || status=$?
 exit "$status"
