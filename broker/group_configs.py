@@ -7,7 +7,8 @@ Rules:
   valid.
 - Every change is written atomically before it is answered.
 - DescribeConfigs of a GROUP resource reports each key with GROUP_CONFIG when the group sets it,
-  and Kafka's synonym chain (the group's value, then the broker setting's).
+  and Kafka's synonym chain (the group's value, then the broker setting's, or GroupConfig's
+  default as DEFAULT_CONFIG under the key's own name when no broker setting stands behind it).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class GroupConfigs:
 
     def describe_entries(self, group_id: str, names: list[str] | None) -> list[ConfigEntry]:
         """DescribeConfigs of a GROUP resource: each key with its value, GROUP_CONFIG when the group
-        sets it, and the synonym chain Kafka reports (the group's value, then the broker setting's)."""
+        sets it, and the synonym chain Kafka reports (see the rules at the top)."""
         mine = self.values.get(group_id, {})
         out = []
         for key, spec in GROUP_KEYS.items():
@@ -59,6 +60,9 @@ class GroupConfigs:
                     static = kafka_default is not None and text != str(kafka_default)
                     chain.append((setting, text, ConfigSource.STATIC_BROKER_CONFIG if static
                                   else ConfigSource.DEFAULT_CONFIG))
+            elif spec.default is not None:
+                # no broker setting behind it: Kafka's ConfigHelper reports GroupConfig's default
+                chain.append((key, spec.default, ConfigSource.DEFAULT_CONFIG))
             source = chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG
             out.append(ConfigEntry(key, self.get(group_id, key), source, ConfigType[spec.type_name], spec.doc,
                                    synonyms=chain))
