@@ -24,8 +24,7 @@ if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ];
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
-# api_pending: tools cases for API keys kafkalite does not serve yet (they run on Kafka below)
-python3 -m pytest -n "$workers" --dist loadfile -m "not api_pending" || status=$?
+python3 -m pytest -n "$workers" --dist loadfile || status=$?
 # The rest of the compatibility suite (the slow-marked tests, clients, admin, groups...) runs on
 # Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
