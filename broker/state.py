@@ -123,19 +123,26 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
         self.scram = ScramStore(self.config.data_dir)
-        self.quotas = ClientQuotas(self.cluster.meta_dir)
-        self.dynamic_configs = DynamicBrokerConfigs(self.cluster.meta_dir, self.config, self.cluster.node_id)
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
-        self.features = Features(self.cluster.meta_dir, self.config, self.release, self.cluster.node_id)
+        self.open_cluster_admin()
+        self.unadvertised = frozenset() if self.config["client.telemetry.enable"] else TELEMETRY_APIS
+
+    def open_cluster_admin(self) -> None:
+        """The cluster administration state (quotas, dynamic broker configs, features,
+        reassignments, delegation tokens, client telemetry) read from the metadata directory; the
+        reset control opens it again once it has removed those files."""
+        meta_dir, node_id = self.cluster.meta_dir, self.cluster.node_id
+        self.quotas = ClientQuotas(meta_dir)
+        self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id)
+        self.features = Features(meta_dir, self.config, self.release, node_id)
         self.reassignments = Reassignments(self.cluster)
-        self.delegation_tokens = DelegationTokens(self.cluster.meta_dir, self.config["delegation.token.secret.key"],
+        self.delegation_tokens = DelegationTokens(meta_dir, self.config["delegation.token.secret.key"],
                                                   self.config["delegation.token.max.lifetime.ms"],
                                                   self.config["delegation.token.expiry.time.ms"])
         self.scram.tokens = self.delegation_tokens
-        self.telemetry = ClientTelemetry(self.cluster.meta_dir)
-        self.unadvertised = frozenset() if self.config["client.telemetry.enable"] else TELEMETRY_APIS
+        self.telemetry = ClientTelemetry(meta_dir)
 
     def address_of(self, node: int, listener_name: str) -> Listener:
         """Where a client on `listener_name` reaches `node`."""
