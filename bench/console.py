@@ -96,7 +96,7 @@ class Viewer:
 
 
 def _create_topic(bootstrap: str) -> str:
-    from kafkalite._wire import AdminConnection
+    from kafkalite.admin import AdminConnection
 
     topic = f"bench-console-{uuid.uuid4().hex[:8]}"
     with AdminConnection(bootstrap) as admin:
@@ -106,7 +106,7 @@ def _create_topic(bootstrap: str) -> str:
 
 
 def _drop_topic(bootstrap: str, topic: str) -> None:
-    from kafkalite._wire import AdminConnection
+    from kafkalite.admin import AdminConnection
 
     try:
         with AdminConnection(bootstrap) as admin:

@@ -8,7 +8,7 @@ that process (exit code 0 required): interpreter and pytest start, plugin loadin
 the test, broker teardown.
 
 * kafkalite: the ``kafka_bootstrap`` fixture of kafkalite's own pytest plugin (``pytest11``
-  entry point), as a user gets it after ``pip install kafkalite``.
+  entry point), as a user gets it after ``pip install .`` in a kafkalite checkout.
 * tansu: the same test, with a ``conftest.py`` whose session fixture starts the Tansu binary on a
   free port and waits until it accepts connections (what a user would write for Tansu);
   kafkalite's plugin is disabled (``-p no:kafkalite``).

@@ -33,7 +33,7 @@ import json
 import logging
 from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -379,16 +379,35 @@ def from_config(config, data_dir: Path) -> Authorizer | None:
 # --- the request path -------------------------------------------------------------------------
 # Handlers ask through these; with no authorizer configured each costs one attribute test.
 
-def allowed(ctx, op: int, rtype: int, name: str) -> bool:
+class _AuthorizingBroker(Protocol):
+    @property
+    def authorizer(self) -> Authorizer | None: ...
+
+
+class AuthContext(Protocol):
+    """What the checks below read of a request: broker.context.RequestContext is one (a Protocol,
+    so this module need not import the context, which imports the state, which imports this)."""
+
+    @property
+    def broker(self) -> _AuthorizingBroker: ...
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def peer(self) -> str: ...
+
+
+def allowed(ctx: AuthContext, op: int, rtype: int, name: str) -> bool:
     auth = ctx.broker.authorizer
     return auth is None or auth.authorize(ctx.principal, peer_host(ctx.peer), op, rtype, name)
 
 
-def allowed_cluster(ctx, op: int) -> bool:
+def allowed_cluster(ctx: AuthContext, op: int) -> bool:
     return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-def allowed_names(ctx, op: int, rtype: int, names: Iterable[str]) -> set[str] | None:
+def allowed_names(ctx: AuthContext, op: int, rtype: int, names: Iterable[str]) -> set[str] | None:
     """The names among `names` the principal may `op`; None (meaning all) with no authorizer."""
     auth = ctx.broker.authorizer
     if auth is None:
@@ -397,12 +416,12 @@ def allowed_names(ctx, op: int, rtype: int, names: Iterable[str]) -> set[str] | 
     return {n for n in set(names) if auth.authorize(ctx.principal, host, op, rtype, n)}
 
 
-def allowed_any(ctx, op: int, rtype: int) -> bool:
+def allowed_any(ctx: AuthContext, op: int, rtype: int) -> bool:
     auth = ctx.broker.authorizer
     return auth is None or auth.authorized_for_any(ctx.principal, peer_host(ctx.peer), op, rtype)
 
 
-def operations(ctx, rtype: int, name: str, everything: int) -> int:
+def operations(ctx: AuthContext, rtype: int, name: str, everything: int) -> int:
     """Authorized-operations bits: `everything` (the set a handler reports) with no authorizer."""
     auth = ctx.broker.authorizer
     if auth is None:

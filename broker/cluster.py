@@ -129,7 +129,6 @@ class Cluster:
             retention_ms=int(eff["retention.ms"]),
             retention_bytes=int(eff["retention.bytes"]),
             index_interval_bytes=int(eff["index.interval.bytes"]),
-            max_message_bytes=int(eff["max.message.bytes"]),
             cleanup_policy=str(eff["cleanup.policy"]),
             delete_retention_ms=int(value("delete.retention.ms")),
             min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
@@ -156,7 +155,7 @@ class Cluster:
             del self.topics_by_id[topic.topic_id]
 
     def _open_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
-        directory = self.data_dir / f"{topic.name}-{index}"
+        directory = self.data_dir / partition_dir_name(topic.name, index)
         plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
         part = Partition(topic, index, plog, list(replicas))
         if len(self.node_ids) > 1 and plog.log_end_offset > plog.log_start_offset:
@@ -191,7 +190,7 @@ class Cluster:
             # it whole.
             self._detach(topic)
             for part in topic.partitions:
-                part.log.delete()
+                part.delete()
             raise
         log.info("created topic %s with %d partition(s) id=%s", name, num_partitions, topic.topic_id)
         return topic
@@ -223,7 +222,7 @@ class Cluster:
         for topic in topics:
             for part in topic.partitions:
                 part.wake()
-                part.log.delete(trash=trash)
+                part.delete(trash=trash)
             log.info("deleted topic %s", topic.name)
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
@@ -231,7 +230,7 @@ class Cluster:
         topic.policy = self.produce_policy(topic)
         self.save()
         for part in topic.partitions:
-            part.log.update_config(self.log_config(topic))
+            part.update_config(self.log_config(topic))
 
     def partition(self, topic_name: str, index: int) -> Partition | None:
         topic = self.topics.get(topic_name)
@@ -301,10 +300,15 @@ class Cluster:
         what is appended after them (replay_producer_state)."""
         for part in list(self.all_partitions()):
             try:
-                part.log.write_producer_snapshot(part.log.log_end_offset, part.producers.to_snapshot())
+                part.write_producer_snapshot()
             except Exception:
                 log.exception("cannot write the producer snapshot of %s-%d", part.topic.name, part.index)
 
     def close(self) -> None:
         for part in self.all_partitions():
-            part.log.close()
+            part.close()
+
+
+def partition_dir_name(topic_name: str, index: int) -> str:
+    """The name of a partition's directory in the data dir, Kafka's `<topic>-<partition>`."""
+    return f"{topic_name}-{index}"

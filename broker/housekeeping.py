@@ -48,7 +48,7 @@ async def housekeeping(broker: Broker) -> None:
 def _flush_all(parts: Iterable[Partition]) -> None:
     for p in parts:
         try:
-            p.log.flush()
+            p.flush()
         except (OSError, ValueError):
             pass  # a partition deleted meanwhile
 
@@ -58,9 +58,7 @@ def retention_jobs(broker: Broker) -> list[tuple[Partition, int]]:
     transaction state, which only the loop may read)."""
     jobs = []
     for part in broker.cluster.all_partitions():
-        floor = part.first_unstable_offset()
-        part.log.retention_floor = floor
-        jobs.append((part, part.last_stable_offset))
+        jobs.append((part, part.plan_retention()))
     return jobs
 
 
@@ -69,8 +67,6 @@ def run_retention_jobs(jobs: list[tuple[Partition, int]]) -> None:
     now = now_ms()
     for part, last_stable_offset in jobs:
         try:
-            part.log.apply_retention(now)
-            if part.log.config.compact_enabled:
-                part.log.compact(now, first_unstable_offset=last_stable_offset)
+            part.apply_retention(now, last_stable_offset)
         except Exception:
             log.exception("retention failed on %s-%d", part.topic.name, part.index)

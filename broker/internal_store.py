@@ -123,8 +123,7 @@ class InternalTopicStore:
         if topic is None:
             return
         for part in topic.partitions:
-            plog = part.log
-            for _base, batch in plog.batches_from(plog.log_start_offset):
+            for _base, batch in part.batches_from(part.log_start_offset):
                 header = BatchHeader(batch, 0)
                 if header.is_control:
                     if on_marker is not None:

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Protocol
 
 from kafkalite.protocol.apis import API_TABLE, ApiRange
 
@@ -57,7 +58,32 @@ class KafkaRelease:
         return out
 
 
-def unsupported_group_api(ctx, request):
+class _ImitatingBroker(Protocol):
+    @property
+    def release(self) -> KafkaRelease | None: ...
+
+
+class _Header(Protocol):
+    @property
+    def api_key(self) -> int: ...
+
+
+class ReleaseContext(Protocol):
+    """What `unsupported_group_api` reads of a request: broker.context.RequestContext is one (a
+    Protocol, so this module need not import the context, which imports the state, which imports
+    this)."""
+
+    @property
+    def broker(self) -> _ImitatingBroker: ...
+
+    @property
+    def header(self) -> _Header: ...
+
+    @property
+    def api_version(self) -> int: ...
+
+
+def unsupported_group_api(ctx: ReleaseContext, request: Any) -> Any:
     """The answer of a release without group.version (every 3.x) to ConsumerGroupHeartbeat and
     ConsumerGroupDescribe, or None when the broker serves them."""
     release = ctx.broker.release

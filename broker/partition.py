@@ -1,6 +1,10 @@
-"""The runtime topic and partition: the one door to a partition's log for writes and waits.
+"""The runtime topic and partition: the one door to a partition's storage, for writes, reads and waits.
 
 Rules:
+- Nothing outside this module touches a partition's `PartitionStorage` (its `log`): handlers,
+  coordinators, housekeeping and the console ask the `Partition`, whose reads and maintenance
+  calls each delegate to one storage operation (broker/tests/test_partition_door.py checks the
+  product modules for any other `.log`).
 - Every write to a partition goes through `Partition.append` (data batches) or
   `Partition.append_marker` (COMMIT/ABORT): they check and update the producer state, keep the
   open transaction's first offset (and with it the last stable offset), apply the fsync policy
@@ -19,14 +23,16 @@ import errno
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import trio
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.control_records import build_control_batch
-from kafkalite.storage import PartitionStorage
+from kafkalite.protocol.regions import FileRegion
+from kafkalite.storage import AbortedTxn, BatchLocation, LogConfig, PartitionStorage, SegmentSummary
 
 from .internal_topics import INTERNAL_TOPICS
 from .produce_validation import ProducePolicy
@@ -100,6 +106,65 @@ class Partition:
     def first_unstable_offset(self) -> int | None:
         return self.producers.first_unstable_offset()
 
+    # --- reads (each one storage operation; see storage.interface) --------------------------
+    @property
+    def log_start_offset(self) -> int:
+        """The first readable offset (moved by DeleteRecords and retention)."""
+        return self.log.log_start_offset
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes the partition's batches take on disk (DescribeLogDirs, the console, metrics)."""
+        return self.log.size_bytes
+
+    @property
+    def compact_enabled(self) -> bool:
+        """cleanup.policy includes compact."""
+        return self.log.config.compact_enabled
+
+    def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+             min_one: bool = True) -> bytes | memoryview:
+        """Whole batches from the one holding `offset` below `upper_bound` (KIP-74: the first
+        whole with min_one); OffsetOutOfRange outside [log start, log end]."""
+        return self.log.read(offset, max_bytes, upper_bound=upper_bound, min_one=min_one)
+
+    def read_region(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+                    min_one: bool = True) -> FileRegion | bytes:
+        """What `read` returns, as a file region to send without copying (Fetch; the caller
+        releases it)."""
+        return self.log.read_region(offset, max_bytes, upper_bound=upper_bound, min_one=min_one)
+
+    def aborted_txns(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, end_offset) (read_committed reads)."""
+        return self.log.aborted_txns(start_offset, end_offset)
+
+    def batches_from(self, offset: int) -> Iterator[tuple[int, bytes]]:
+        """(base offset, bytes) of every batch whose last offset is >= offset, in order (replays,
+        the console's records of one batch)."""
+        return self.log.batches_from(offset)
+
+    def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
+        """(base offset, header, location) of every batch from `offset`, headers only (the console)."""
+        return self.log.batch_headers_from(offset)
+
+    def segment_summaries(self) -> list[SegmentSummary]:
+        """Every segment's base offset, next offset and size, oldest first (the console)."""
+        return self.log.segment_summaries()
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start whose timestamp is
+        >= timestamp_ms, or None (ListOffsets by time)."""
+        return self.log.offset_for_timestamp(timestamp_ms)
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with the largest timestamp, or None
+        (ListOffsets MAX_TIMESTAMP)."""
+        return self.log.max_timestamp_offset()
+
+    def latest_producer_snapshot(self) -> tuple[int, bytes] | None:
+        """(offset, blob) of the newest producer-state snapshot (replay on open)."""
+        return self.log.latest_producer_snapshot()
+
     # --- writes ----------------------------------------------------------------------------
     @property
     def fsync_always(self) -> bool:
@@ -155,6 +220,57 @@ class Partition:
             self.log.append_aborted_txn(producer_id, first, info.base_offset, self.last_stable_offset)
         self.wake()
         return Appended(info.base_offset, info.last_offset, info.log_append_time_ms, info.log_start_offset)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset`, persisted; returns it."""
+        return self.log.delete_records_before(offset)
+
+    def note_aborted_txn(self, producer_id: int, first_offset: int, last_offset: int) -> None:
+        """Index an aborted transaction whose ABORT marker is at `last_offset` (the replay of a
+        log whose index lost it), with the last stable offset after the marker."""
+        self.log.append_aborted_txn(producer_id, first_offset, last_offset,
+                                    self.producers.last_stable_offset(last_offset + 1))
+
+    # --- maintenance (housekeeping, the cluster) ---------------------------------------------
+    def flush(self) -> None:
+        """fsync what was written (the fsync policy decides when); housekeeping's worker thread."""
+        self.log.flush()
+
+    def plan_retention(self) -> int:
+        """On the loop: keep the open transactions' data through retention, and return the last
+        stable offset, below which compaction may work (`apply_retention` then runs in a thread)."""
+        self.log.retention_floor = self.first_unstable_offset()
+        return self.last_stable_offset
+
+    def apply_retention(self, now_ms: int, last_stable_offset: int) -> None:
+        """In a worker thread: delete old segments, then compact below `last_stable_offset` when
+        cleanup.policy includes compact."""
+        self.log.apply_retention(now_ms)
+        if self.log.config.compact_enabled:
+            self.log.compact(now_ms, first_unstable_offset=last_stable_offset)
+
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's configs changed (AlterConfigs)."""
+        self.log.update_config(config)
+
+    def write_producer_snapshot(self) -> None:
+        """Keep the producer state as a snapshot at the log end (at shutdown), so the next start
+        replays only what comes after it."""
+        self.log.write_producer_snapshot(self.log.log_end_offset, self.producers.to_snapshot())
+
+    def close(self) -> None:
+        """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
+        self.log.close()
+
+    def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
+        """A consistent copy of the partition's files into `dest` (the snapshot control; see
+        PartitionStorage.copy_files)."""
+        return self.log.copy_files(dest, copy_dir, now_ms)
+
+    def delete(self, *, trash: Path | None = None) -> None:
+        """Close and remove the partition's data (DeleteTopics, a topic that could not be created);
+        with `trash`, its directory is moved there for the caller to remove (the reset control)."""
+        self.log.delete(trash=trash)
 
     # --- fetches waiting for data ------------------------------------------------------------
     def add_waiter(self, event: trio.Event) -> None:

@@ -16,7 +16,6 @@ import logging
 
 from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.control_records import parse_control_record
-from kafkalite.storage import PartitionStorage
 
 from .partition import Partition
 from .producers import ProducerStates
@@ -33,9 +32,8 @@ def replay_producer_state(part: Partition) -> None:
     aborted-transaction index (a crash between the marker and the index write) is added
     again, so read_committed consumers never see aborted records after a restart. Replay
     starts from the newest producer snapshot (written at clean shutdown) when there is one."""
-    plog = part.log
-    start = plog.log_start_offset
-    snapshot = plog.latest_producer_snapshot()
+    start = part.log_start_offset
+    snapshot = part.latest_producer_snapshot()
     if snapshot is not None:
         try:
             part.producers = ProducerStates.from_snapshot(snapshot[1])
@@ -45,7 +43,7 @@ def replay_producer_state(part: Partition) -> None:
                         snapshot[0], exc)
             part.producers = ProducerStates()
     states = part.producers
-    for base_offset, batch in plog.batches_from(start):
+    for base_offset, batch in part.batches_from(start):
         h = BatchHeader(batch, 0)
         pid = h.producer_id
         if pid < 0:
@@ -58,15 +56,15 @@ def replay_producer_state(part: Partition) -> None:
             except ValueError:
                 continue  # not a transaction marker
             first = states.complete_txn(pid, h.producer_epoch, coordinator_epoch, h.max_timestamp)
-            if not commit and first is not None and not _has_aborted_entry(plog, pid, first, base_offset):
-                plog.append_aborted_txn(pid, first, base_offset, states.last_stable_offset(base_offset + 1))
+            if not commit and first is not None and not _has_aborted_entry(part, pid, first, base_offset):
+                part.note_aborted_txn(pid, first, base_offset)
             continue
         states.record_batch(pid, h.producer_epoch, h.base_sequence, h.last_sequence, base_offset,
                             base_offset + h.last_offset_delta, h.max_timestamp, transactional=h.is_transactional)
 
 
-def _has_aborted_entry(plog: PartitionStorage, producer_id: int, first_offset: int, last_offset: int) -> bool:
-    for a in plog.aborted_txns(first_offset, last_offset + 1):
+def _has_aborted_entry(part: Partition, producer_id: int, first_offset: int, last_offset: int) -> bool:
+    for a in part.aborted_txns(first_offset, last_offset + 1):
         if a.producer_id == producer_id and a.first_offset == first_offset:
             return True
     return False

@@ -132,7 +132,7 @@ def make_self_signed(directory: Path, hosts: list[str]) -> SelfSigned:
     try:
         import trustme
     except ImportError:
-        raise SecurityConfigError("--tls-self-signed needs trustme (pip install 'kafkalite[tls]')") from None
+        raise SecurityConfigError("--tls-self-signed needs trustme (pip install '.[tls]' in a kafkalite checkout)") from None
     names: list[str] = []
     for h in [*hosts, "localhost", "127.0.0.1", "::1"]:
         if h and h not in ("0.0.0.0", "::") and h not in names:

@@ -9,16 +9,20 @@ totals, so each run carries on where the last one stopped.
     python examples/spark_pipeline.py --bootstrap 127.0.0.1:9092 --source purchases \\
         --sink totals-by-user --checkpoint /tmp/totals-checkpoint
 
-Spark's Kafka connector is not part of PySpark: the session below fetches it from Maven Central
-(spark.jars.packages) at the installed PySpark's version.
+Spark's Kafka connector is not part of PySpark: kafkalite.spark.session() fetches it from Maven
+Central (spark.jars.packages) for the installed PySpark, at PySpark's own version when Maven Central
+serves it, else the newest served release of the same major version (one log line says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+import kafkalite.spark
 
 EVENT = "user STRING, amount DOUBLE"
 
@@ -48,13 +52,6 @@ def run(spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint:
     query.awaitTermination()
 
 
-def session() -> SparkSession:
-    import pyspark
-    return (SparkSession.builder.appName("spark-pipeline")
-            .config("spark.jars.packages", f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}")
-            .getOrCreate())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
@@ -62,7 +59,8 @@ def main() -> None:
     parser.add_argument("--sink", default="totals-by-user")
     parser.add_argument("--checkpoint", required=True)
     args = parser.parse_args()
-    spark = session()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    spark = kafkalite.spark.session(app_name="spark-pipeline")
     try:
         run(spark, args.bootstrap, args.source, args.sink, args.checkpoint)
     finally:

@@ -77,12 +77,13 @@ def run(spark: SparkSession, bootstrap: str, registry: str, source: str, sink: s
 
 
 def session() -> SparkSession:
-    import pyspark
+    # Spark's Kafka connector and Avro data source for the installed PySpark, at the version
+    # kafkalite.spark picks (PySpark's own when Maven Central serves it, else the newest of its major)
+    from kafkalite.spark import connector_version, packages, scala_version
 
-    packages = [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}",
-                f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}"]
+    avro = f"org.apache.spark:spark-avro_{scala_version()}:{connector_version()}"
     return (SparkSession.builder.appName("spark-schema-registry")
-            .config("spark.jars.packages", ",".join(packages))
+            .config("spark.jars.packages", f"{packages()},{avro}")
             .getOrCreate())
 
 

@@ -274,7 +274,7 @@ def fuzz_records(data: bytes) -> None:
     try:
         decode_records(buf)
     except Exception:
-        pass    # only compacted topics look inside; produce.check_topic_policy refuses there
+        pass    # only compacted topics look inside; produce_validation.check_topic_policy refuses there
     plog = _records_log
     info = plog.append(bytearray(buf), now_ms=1)
     back = bytes(plog.read(info.base_offset, len(buf) + 1))

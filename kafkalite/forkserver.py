@@ -189,11 +189,11 @@ class ForkedBroker(Broker):
 
 def _warm_up() -> None:
     """Import what every broker start imports, once, before any fork."""
-    from kafkalite.broker import cli
+    from kafkalite.broker import cli, fast_start  # noqa: F401 - the CLI's own imports, once
 
-    cli._hide_hypothesis()
-    cli._import_kio_serial_without_asyncio()
-    from kafkalite.broker import seed, server  # noqa: F401
+    fast_start.hide_hypothesis()
+    fast_start.import_kio_serial_without_asyncio()
+    from kafkalite.broker import seed, server, supervisor  # noqa: F401
     from kafkalite.broker.controls import load_all as load_controls
     from kafkalite.broker.handlers import load_all as load_handlers
 

@@ -286,19 +286,23 @@ def start(
                        schema_registry=schema_registry, clock=clock,
                        kafka_version=kafka_version, nodes=nodes, tls_self_signed=tls_self_signed,
                        seed=seed, extra_args=extra_args)
-    with open(log_path, "ab") as log_file:
-        proc = subprocess.Popen(
-            broker_command(args, module),
-            stdout=subprocess.PIPE,
-            stderr=log_file,
-            stdin=subprocess.DEVNULL,
-            env=_broker_env(env),
-        )
     try:
+        with open(log_path, "ab") as log_file:
+            proc = subprocess.Popen(
+                broker_command(args, module),
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                stdin=subprocess.DEVNULL,
+                env=_broker_env(env),
+            )
         line = _wait_ready(proc, timeout, log_path)
     except BaseException:
+        # what start() made goes with the failure (the error carries the log's end)
         if owned:
             shutil.rmtree(data_path, ignore_errors=True)
+        if owned_log:
+            with contextlib.suppress(OSError):
+                log_path.unlink()
         raise
     info = parse_ready_line(line)
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,

@@ -13,8 +13,9 @@ Fixtures
     ``kafkalite_controls`` (function): the started broker's test controls
         (:class:`kafkalite.Controls`: ``kafkalite_controls.call("advance-clock", ms=1000)``); after
         the test, the faults it armed are cleared. The broker serves them on a free loopback port
-        whenever Starlette and hypercorn are installed (``pip install 'kafkalite[console]'``); a
-        test asking for them fails, with the reason, against an external broker or without those.
+        (``--kafkalite-controls`` / ini ``kafkalite_controls`` choose another) whenever the console
+        extra is installed (``pip install '.[console]'`` in a kafkalite checkout); a test asking for
+        them fails, with the reason, against an external broker or without it.
     ``schema_registry_url`` (session): ``"http://HOST:PORT/"`` of the started broker's schema
         registry (Confluent's REST API; served like the controls whenever Starlette and hypercorn
         are installed), or of ``--schema-registry-url`` / ``SCHEMA_REGISTRY_URL`` with an external broker.
@@ -42,10 +43,12 @@ Options
         certificate for TLS listeners; ``kafkalite_broker.ca_path`` is the CA certificate clients trust.
     ``--kafka-console [HOST:]PORT`` / ini ``kafkalite_console``: serve the broker's web console
         (0 picks a free port). Its address is printed when the broker starts and in the report
-        of every failing test that used the broker (needs ``pip install 'kafkalite[console]'``).
+        of every failing test that used the broker (needs the console extra).
     ``--schema-registry-url URL`` (or ``SCHEMA_REGISTRY_URL``): the registry of an external broker.
     ``--kafkalite-nodes N`` / ini ``kafkalite_nodes``: the started broker serves N node ids, each
         on its own port, over one copy of the data (``kafkalite --nodes N``).
+    ``--kafkalite-controls [HOST:]PORT`` / ini ``kafkalite_controls``: where the started broker
+        serves its test controls (default ``127.0.0.1:0``, a free port; ``kafkalite_broker.controls_url``).
     ini ``kafkalite_seed``: a seed file (``kafkalite --seed``; relative to the ini file's directory)
         for the session broker and every ``kafkalite_fresh`` broker.
 
@@ -101,6 +104,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kafkalite_log_level", default="INFO", help="log level of the kafkalite broker")
     parser.addini("kafkalite_seed", default="", help="a seed file for the kafkalite brokers (kafkalite --seed), "
                                                      "relative to the ini file's directory")
+    group.addoption("--kafkalite-controls", default=None, metavar="[HOST:]PORT",
+                    help="where the kafkalite broker the session starts serves its test controls "
+                         "(default 127.0.0.1:0, a free loopback port)")
+    parser.addini("kafkalite_controls", default="", help="[HOST:]PORT of the kafkalite broker's test controls")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -140,11 +147,24 @@ def _console(config: pytest.Config) -> str | None:
     return config.getoption("kafka_console", None) or config.getini("kafkalite_console") or None
 
 
-def _controls_available() -> bool:
-    """The controls endpoint's libraries (the broker runs on this interpreter)."""
+def _controls(config: pytest.Config) -> str | None:
+    """Where the controls are served: the option or ini value; by default a free loopback port
+    whenever the endpoint's libraries are installed (the broker runs on this interpreter). A port
+    asked for without them fails the broker's start with the install command."""
+    chosen = config.getoption("kafkalite_controls", None) or config.getini("kafkalite_controls") or None
+    if chosen:
+        return chosen
+    return "127.0.0.1:0" if _http_available() else None
+
+
+def _http_available() -> bool:
+    """Whether the libraries of the broker's HTTP endpoints (controls, schema registry) are
+    installed: found, not imported."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("starlette", "hypercorn"))
+    from kafkalite.broker.startup_checks import HTTP_PACKAGES
+
+    return all(importlib.util.find_spec(m) is not None for m in HTTP_PACKAGES)
 
 
 def _start_broker(config: pytest.Config):
@@ -160,8 +180,8 @@ def _start_broker(config: pytest.Config):
     broker = kafkalite.start(config=_broker_config(config), log_level=level, console=_console(config),
                              listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
-                             controls="127.0.0.1:0" if _controls_available() else None,
-                             schema_registry="127.0.0.1:0" if _controls_available() else None,
+                             controls=_controls(config),
+                             schema_registry="127.0.0.1:0" if _http_available() else None,
                              seed=_seed(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
@@ -205,7 +225,7 @@ def _topic_base(request: pytest.FixtureRequest) -> str:
 def kafka_topic_factory(kafka_bootstrap: str, request: pytest.FixtureRequest):
     """``make(partitions=1, configs=None, name=None) -> name``: creates a topic for this test
     (deleted afterwards)."""
-    from kafkalite._wire import AdminConnection
+    from kafkalite.admin import AdminConnection
 
     created: list[str] = []
     conn: list[AdminConnection] = []
@@ -254,7 +274,7 @@ def schema_registry_url(pytestconfig: pytest.Config, kafkalite_broker) -> str:
             pytest.fail("schema_registry_url with an external broker needs --schema-registry-url or SCHEMA_REGISTRY_URL")
         return url
     if kafkalite_broker.schema_registry_url is None:
-        pytest.fail("schema_registry_url needs Starlette and hypercorn: pip install 'kafkalite[schema-registry]'")
+        pytest.fail("schema_registry_url needs Starlette and hypercorn: pip install '.[schema-registry]' in a kafkalite checkout")
     return kafkalite_broker.schema_registry_url
 
 
@@ -265,7 +285,10 @@ def kafkalite_controls(pytestconfig: pytest.Config, kafkalite_broker):
         pytest.fail("kafkalite_controls needs the kafkalite broker the session starts, not an external one "
                     f"({external_bootstrap(pytestconfig)})")
     if kafkalite_broker.controls_url is None:
-        pytest.fail("kafkalite_controls needs Starlette and hypercorn: pip install 'kafkalite[console]'")
+        from kafkalite.broker.startup_checks import console_install_command
+
+        pytest.fail(f"kafkalite_controls needs the console extra (Starlette, hypercorn, anyio): "
+                    f"{console_install_command()}")
     controls = kafkalite_broker.controls
     yield controls
     controls.call("clear-faults")
@@ -351,7 +374,7 @@ def kafka_clean(pytestconfig: pytest.Config, kafkalite_broker) -> str:
         pytest.fail("kafka_clean resets the kafkalite broker the session starts; it cannot reset an external "
                     f"one ({external_bootstrap(pytestconfig)})")
     if kafkalite_broker.controls_url is None:
-        pytest.fail("kafka_clean needs the broker's controls: pip install 'kafkalite[console]'")
+        pytest.fail("kafka_clean needs the broker's controls: pip install '.[console]' in a kafkalite checkout")
     kafkalite_broker.controls.call("reset")
     return kafkalite_broker.bootstrap
 
@@ -373,7 +396,7 @@ def kafkalite_fresh(pytestconfig: pytest.Config, request: pytest.FixtureRequest)
     broker = _fork_server(pytestconfig).start(
         config=_broker_config(pytestconfig), log_level=level, seed=_seed(pytestconfig),
         listeners=pytestconfig.getini("kafkalite_listeners"),
-        controls="127.0.0.1:0" if _controls_available() else None)
+        controls="127.0.0.1:0" if _http_available() else None)
     request.node.stash[_FRESH] = broker
     try:
         yield broker

@@ -39,7 +39,7 @@ def _need_cramjam(codec: int) -> Any:
         except ImportError:
             raise UnsupportedCompression(
                 f"{COMPRESSION_NAMES.get(codec, codec)} batches need the optional 'cramjam' package "
-                f"(pip install 'kafkalite[compression]')") from None
+                f"(pip install '.[compression]' in a kafkalite checkout)") from None
         _cramjam = cramjam
     return _cramjam
 

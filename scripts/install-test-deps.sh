@@ -1,23 +1,45 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (Python 3.11, Java 17, Node 20):
-# the package with its test extras, kcat, Chromium, the Java jar sets from Maven Central, kafkajs,
-# podman and the container tests' base image.
-# Idempotent: a second run only checks what is already there.
+# a fresh .venv with the package, every extra and PySpark; the oldest PySpark 4 the Spark tests
+# also run on; kcat, Chromium, the Java jar sets from Maven Central, kafkajs, podman and the
+# container tests' base image.
+# Idempotent but for the venv, which is made anew (from pip's cache in .cache/pip): a second run
+# only checks what else is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS="${KAFKALITE_DEPS_DIR:-$PWD/.deps}"
 mkdir -p "$DEPS"
 
-# --- Python: the package and the Python clients ---
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# --- Python: a fresh virtual environment with the package, its extras and PySpark ---
+# .venv (ignored by git) is made anew by every run: a plain `python3 -m venv`, which does not see
+# the system's site-packages, so what the tests import is what `pip install '.[...]'` picks today
+# for a user (the newest versions pyproject.toml allows), never a pin left on the machine.
+# KAFKALITE_REUSE_VENV=1 keeps an existing .venv (for running a few tests again). pip's cache
+# (downloads and the wheel it builds from PySpark's ~430 MB sdist) lives in .cache/pip.
+CACHE="${KAFKALITE_CACHE_DIR:-$PWD/.cache}"
+VENV="${KAFKALITE_VENV:-$PWD/.venv}"
+export PIP_CACHE_DIR="$CACHE/pip" UV_CACHE_DIR="$CACHE/uv" PIP_DISABLE_PIP_VERSION_CHECK=1
+if [ "${KAFKALITE_REUSE_VENV:-}" != 1 ] || [ ! -x "$VENV/bin/python" ]; then
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    # every extra, PySpark (spark_tests/, examples/spark_pipeline.py) and uv (the lowest-versions
+    # job of scripts/test.sh); editable, so the tests and the brokers they start run this checkout
+    "$VENV/bin/python" -m pip install --quiet -e '.[test,console,tls,compression,testcontainers]' pyspark uv
+fi
+"$VENV/bin/python" - <<'PY'
+from importlib.metadata import version
+print("python packages:", ", ".join(f"{n} {version(n)}" for n in
+      ("trio", "anyio", "starlette", "hypercorn", "confluent-kafka", "pyspark")))
+PY
 
-# --- Spark: PySpark for spark_tests/ and examples/spark_pipeline.py ---
-# PySpark (a ~400 MB sdist, built once) at the newest version whose Kafka connector is on Maven
-# Central: 4.3.0 has none, 4.2.0 has. The connector itself is the `spark-kafka` jar set below, pinned
-# to the same version in scripts/maven/spark-kafka/pom.xml.
-PYSPARK_VERSION=4.2.0
-if [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "$PYSPARK_VERSION" ]; then
-    python3 -m pip install --quiet --disable-pip-version-check "pyspark==$PYSPARK_VERSION"
+# --- Spark: the oldest PySpark 4 whose Kafka connector Maven Central serves ---
+# spark_tests run on the venv's PySpark (the newest pip picks) and, a few of them, once more on
+# this one (scripts/test.sh), installed beside the venv into a folder put first on PYTHONPATH.
+SPARK_OLDEST=4.0.0
+SPARK_OLDEST_DIR="$CACHE/pyspark-$SPARK_OLDEST"
+if [ ! -f "$SPARK_OLDEST_DIR/pyspark/version.py" ]; then
+    rm -rf "$SPARK_OLDEST_DIR"
+    "$VENV/bin/python" -m pip install --quiet --target "$SPARK_OLDEST_DIR" "pyspark==$SPARK_OLDEST"
 fi
 
 # --- Debian: kcat (librdkafka) ---
@@ -47,15 +69,19 @@ fi
 # Each set is a small pom under scripts/maven/NAME/pom.xml, resolved with its runtime dependencies
 # into $DEPS/maven/NAME/ (Maven's local repository is cached in .cache/m2). A stamp with the pom's
 # hash makes a second run a no-op, and offline once cached.
-M2_REPO="${KAFKALITE_M2_REPO:-$PWD/.cache/m2}"
+M2_REPO="${KAFKALITE_M2_REPO:-$CACHE/m2}"
+# `maven_jars NAME VERSION` resolves a pom whose artifacts' version is the property ${jars.version}
+# (spark-kafka) into $DEPS/maven/NAME-VERSION.
 maven_jars() {
-    local name="$1" pom="$PWD/scripts/maven/$1/pom.xml" out="$DEPS/maven/$1"
-    local sha stamp="$DEPS/maven/$1/.pom.sha256"
+    local name="$1" pom="$PWD/scripts/maven/$1/pom.xml" out="$DEPS/maven/$1" version="${2:-}"
+    local sha props=()
+    if [ -n "$version" ]; then out="$out-$version"; props=("-Djars.version=$version"); fi
+    local stamp="$out/.pom.sha256"
     sha="$(sha256sum "$pom" | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$sha" ]; then
         rm -rf "$out"
         mkdir -p "$out"
-        mvn -q -B -f "$pom" -Dmaven.repo.local="$M2_REPO" dependency:copy-dependencies \
+        mvn -q -B -f "$pom" -Dmaven.repo.local="$M2_REPO" "${props[@]}" dependency:copy-dependencies \
             -DoutputDirectory="$out" -DincludeScope=runtime >"$out.log" 2>&1 \
             || { cat "$out.log" >&2; echo "could not resolve the Maven jar set $name" >&2; exit 1; }
         echo "$sha" > "$stamp"
@@ -67,14 +93,17 @@ if ! command -v mvn >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
 maven_jars java-clients
+maven_jars java-example  # docs/java.md: kafka-clients and JUnit 5 for examples/java (kafkalite/tests/test_java_example.py)
 maven_jars testcontainers-java
 maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
-maven_jars spark-kafka  # spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10, passed to Spark as spark.jars
-grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-kafka/pom.xml \
-    || { echo "scripts/maven/spark-kafka/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
-maven_jars spark-avro  # spark-avro (from_avro), for the schema registry's Spark example
-grep -q "<spark.version>$PYSPARK_VERSION</spark.version>" scripts/maven/spark-avro/pom.xml \
-    || { echo "scripts/maven/spark-avro/pom.xml is not at PySpark $PYSPARK_VERSION" >&2; exit 1; }
+# Spark's Kafka connector for each PySpark the tests run on, at the version kafkalite.spark picks
+# for it (PySpark's own when Maven Central serves it, else the newest served of its major version)
+for spark_python in "$VENV/bin/python" "env PYTHONPATH=$SPARK_OLDEST_DIR $VENV/bin/python"; do
+    connector="$($spark_python -m kafkalite.spark --connector-version)"
+    maven_jars spark-kafka "$connector"
+done
+# spark-avro (from_avro) for the schema registry's Spark example, at the newest PySpark's connector
+maven_jars spark-avro "$("$VENV/bin/python" -m kafkalite.spark --connector-version)"
 maven_jars kafka-streams
 maven_jars spring-kafka
 maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
@@ -109,7 +138,7 @@ bash scripts/container-base.sh
 # driver binary is built once per source hash into $DEPS/bin (compat_tests/clients/golang.py owns
 # the build; a second run finds the binary and does nothing).
 command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
-python3 -c 'from compat_tests.clients import golang; golang.build()' \
+"$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
     || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
 
 echo "test dependencies ready in $DEPS"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything the tests need, checks the code (ruff, mypy; configured in pyproject.toml;
+# Installs everything the tests need (scripts/install-test-deps.sh: a fresh .venv with the newest
+# versions pyproject.toml allows; everything Python runs from it), checks the code (ruff, mypy; configured in pyproject.toml;
 # a finding fails the run), then runs every test (pyproject.toml's testpaths): unit tests of
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
@@ -11,25 +12,40 @@
 # and every worker has its own session broker, Spark session and Java driver. The suite mostly
 # waits on brokers, JVMs and clients, so this divides its wall time even on two cores.
 # TEST_WORKERS=0 runs each pass in one process, as before.
+# Then the Spark tests' smallest part once more on the oldest PySpark 4 whose Kafka connector Maven
+# Central serves, and the lowest-versions job (scripts/test-lowest.sh): the lowest versions
+# pyproject.toml allows, in a second venv, under the unit tests and the console's browser test.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
-# with arguments, only that one run happens. COMPAT_BROKER=kafka runs it on Apache Kafka.
+# with arguments, only that one run happens (in the existing .venv when there is one).
+# COMPAT_BROKER=kafka runs it on Apache Kafka.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-test-deps.sh
-export PATH="$PWD/.deps/bin:$PATH"
-python3 -m ruff check .
-python3 -m mypy
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
-    exec python3 -m pytest "$@"
+    export KAFKALITE_REUSE_VENV="${KAFKALITE_REUSE_VENV:-1}"
+fi
+bash scripts/install-test-deps.sh
+VENV="${KAFKALITE_VENV:-$PWD/.venv}"
+# the venv's python first on PATH: `python3` in a test's subprocess is the venv's too
+export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PWD/.deps/bin:$PATH"
+python -m ruff check .
+python -m mypy
+if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
+    exec python -m pytest "$@"
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
-python3 -m pytest -n "$workers" --dist loadfile || status=$?
+python -m pytest -n "$workers" --dist loadfile || status=$?
 # The rest of the compatibility suite (the slow-marked tests, clients, admin, groups...) runs on
 # Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
 # took 5 min on two workers (198 tests), the whole command about 18 min from an empty clone.
-COMPAT_BROKER=kafka python3 -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
+COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools or cluster_admin) and not slow" \
     || status=$?
+# Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
+# SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,
+# for time.
+PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
+    -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" || status=$?
+bash scripts/test-lowest.sh || status=$?
 exit "$status"

@@ -4,12 +4,17 @@ The broker is the kafkalite pytest plugin's (``kafka_bootstrap``): kafkalite sta
 session, or the broker named by KAFKA_BOOTSTRAP / --kafka-bootstrap; with ``COMPAT_BROKER=kafka``
 (``--broker=kafka``, compat_tests/brokers.py) Apache Kafka started for the session instead.
 
-One Spark session serves every test (local[2], two shuffle partitions, no UI). Spark's jars come
-with PySpark; the connector (spark-sql-kafka-0-10 and spark-token-provider-kafka-0-10 with
-kafka-clients and commons-pool2) is only on Maven Central, so scripts/install-test-deps.sh resolves
-it into .deps/maven/spark-kafka (the ``spark-kafka`` jar set; .deps is $KAFKALITE_DEPS_DIR when
-set), and the session gets those jars as ``spark.jars``. ``SPARK_KAFKA_JARS`` (colon-separated jar
-paths) overrides that set. Without the jars every test fails with that reason.
+One Spark session serves every test (local[2], two shuffle partitions, no UI). The tests run on
+whichever PySpark is installed (scripts/test.sh: the newest pip picks, and the oldest 4.x whose
+connector Maven Central serves). Spark's jars come with PySpark; the connector (spark-sql-kafka-0-10
+and spark-token-provider-kafka-0-10 with kafka-clients and commons-pool2) is only on Maven Central,
+at the version kafkalite.spark picks for this PySpark (its own when served, else the newest served
+of its major version). scripts/install-test-deps.sh resolves it into .deps/maven/spark-kafka-VERSION
+(.deps is $KAFKALITE_DEPS_DIR when set), and the session gets those jars as ``spark.jars``: several
+sessions resolving through Ivy at once would share one Ivy cache. ``SPARK_KAFKA_JARS``
+(colon-separated jar paths) overrides that set. Without the jars every test fails with that reason.
+The example pipeline's test runs examples/spark_pipeline.py as a user does, through
+``kafkalite.spark.session()`` and Ivy.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:  # compat_tests and examples are imported from the checkout
     sys.path.insert(0, str(_ROOT))
 
-# where scripts/install-test-deps.sh puts the jar set (KAFKALITE_DEPS_DIR moves .deps)
-JAR_SET = Path(os.environ.get("KAFKALITE_DEPS_DIR") or _ROOT / ".deps") / "maven" / "spark-kafka"
+# where scripts/install-test-deps.sh puts the jar sets (KAFKALITE_DEPS_DIR moves .deps)
+JAR_SETS = Path(os.environ.get("KAFKALITE_DEPS_DIR") or _ROOT / ".deps") / "maven"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 
 
@@ -42,6 +47,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def connector_jars(spark_version: str) -> list[Path]:
     """The connector's jars for this PySpark; raises RuntimeError saying what is missing."""
+    from kafkalite.spark import connector_version
+
+    version = connector_version(spark_version)
     override = [p for p in os.environ.get("SPARK_KAFKA_JARS", "").split(":") if p.strip()]
     if override:
         jars = [Path(p).resolve() for p in override]
@@ -50,14 +58,15 @@ def connector_jars(spark_version: str) -> list[Path]:
             raise RuntimeError(f"SPARK_KAFKA_JARS names files that do not exist: {missing}")
         where = "SPARK_KAFKA_JARS"
     else:
-        jars = sorted(JAR_SET.glob("*.jar"))
-        where = str(JAR_SET)
+        jar_set = JAR_SETS / f"spark-kafka-{version}"
+        jars = sorted(jar_set.glob("*.jar"))
+        where = str(jar_set)
     if not any(p.name.startswith(CONNECTOR) for p in jars):
         raise RuntimeError(f"Spark's Kafka connector ({CONNECTOR}) is not in {where}: run "
                            f"scripts/install-test-deps.sh (the spark-kafka jar set), or set SPARK_KAFKA_JARS")
-    wanted = f"{CONNECTOR}-{spark_version}.jar"
+    wanted = f"{CONNECTOR}-{version}.jar"
     if not any(p.name == wanted for p in jars):
-        raise RuntimeError(f"{where} has no {wanted}: the connector must be PySpark's version ({spark_version})")
+        raise RuntimeError(f"{where} has no {wanted}: the connector kafkalite.spark picks for PySpark {spark_version}")
     return jars
 
 
@@ -69,8 +78,12 @@ def spark(tmp_path_factory):
 
     try:
         jars = connector_jars(pyspark.__version__)
-        # spark-avro (from_avro) for the schema registry's example; its test fails without it
-        jars += sorted((JAR_SET.parent / "spark-avro").glob(f"spark-avro_2.13-{pyspark.__version__}.jar"))
+        # spark-avro (from_avro) for the schema registry's example, at the connector's version; its
+        # test fails without it
+        from kafkalite.spark import connector_version
+
+        avro = connector_version(pyspark.__version__)
+        jars += sorted((JAR_SETS / f"spark-avro-{avro}").glob(f"spark-avro_2.13-{avro}.jar"))
     except RuntimeError as e:
         pytest.fail(str(e), pytrace=False)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

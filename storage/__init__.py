@@ -10,8 +10,10 @@ from outside itself.
 """
 
 from .config import LogConfig
+from .headers import BatchLocation, SegmentSummary
 from .interface import PartitionStorage
 from .log import AppendInfo, OffsetOutOfRange, PartitionLog
 from .segment import AbortedTxn
 
-__all__ = ["PartitionStorage", "PartitionLog", "LogConfig", "OffsetOutOfRange", "AppendInfo", "AbortedTxn"]
+__all__ = ["PartitionStorage", "PartitionLog", "LogConfig", "OffsetOutOfRange", "AppendInfo", "AbortedTxn",
+           "BatchLocation", "SegmentSummary"]

@@ -12,7 +12,6 @@ class LogConfig:
     retention_ms: int = 7 * 24 * 3600 * 1000     # retention.ms (-1 = forever)
     retention_bytes: int = -1                    # retention.bytes (-1 = unlimited)
     index_interval_bytes: int = 4096             # index.interval.bytes
-    max_message_bytes: int = 1048588             # max.message.bytes (checked by the broker)
     cleanup_policy: str = "delete"               # cleanup.policy: delete | compact | compact,delete
     delete_retention_ms: int = 24 * 3600 * 1000  # delete.retention.ms: how long the cleaner keeps tombstones
     min_cleanable_dirty_ratio: float = 0.5       # min.cleanable.dirty.ratio

@@ -18,11 +18,13 @@ Rules:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
+from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.regions import FileRegion
 
 from .config import LogConfig
+from .headers import BatchLocation, SegmentSummary
 from .log import AppendInfo
 from .segment import AbortedTxn
 
@@ -69,6 +71,15 @@ class PartitionStorage(Protocol):
     def aborted_txns(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start_offset, end_offset), in marker order
         (read_committed Fetch)."""
+        ...
+
+    def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
+        """(base offset, header, location) of every batch whose last offset is >= offset, in
+        order, reading headers only; `location.read()` reads one batch whole (the console)."""
+        ...
+
+    def segment_summaries(self) -> list[SegmentSummary]:
+        """(base offset, next offset, size in bytes) of every segment, oldest first (the console)."""
         ...
 
     # --- lookups --------------------------------------------------------------------------
@@ -130,6 +141,13 @@ class PartitionStorage(Protocol):
     # --- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:
         """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
+        ...
+
+    def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
+        """A consistent copy of the partition's files (the snapshot control): the log is rolled so
+        that every record so far lies in a sealed segment, indexes are persisted, and
+        `copy_dir(directory, dest, active segment's file stem)` runs while nothing replaces a
+        segment; returns what it returns (the bytes it copied)."""
         ...
 
     def delete(self, *, trash: Path | None = None) -> None:

@@ -42,11 +42,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kafkalite.protocol.regions import FileRegion
 from kafkalite.protocol.batch import (BASE_OFFSET_OFFSET, INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET,
-                                      PARTITION_LEADER_EPOCH_OFFSET, iter_batches)
+                                      PARTITION_LEADER_EPOCH_OFFSET, BatchHeader, iter_batches)
 from kafkalite.protocol.batch_patches import (
     set_base_offset, set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
 )
@@ -54,6 +54,7 @@ from kafkalite.protocol.batch_patches import (
 from .config import LogConfig
 from .compaction import compact_segments
 from .files import fsync_path, unlink, write_atomic
+from .headers import BatchLocation, SegmentSummary, batch_headers_from
 from .segment import AbortedTxn, Segment, segment_name
 from .retention import segments_past_retention
 from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
@@ -109,9 +110,7 @@ class PartitionLog:
         self._txn_dirty: set[Path] = set()
         self._closed = False
 
-    # ======================================================================================
-    # open / recovery
-    # ======================================================================================
+    # --- open / recovery -----------------------------------------------------------------------
     @classmethod
     def open(cls, directory: os.PathLike, config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
         """Create the partition directory or recover the log in it."""
@@ -154,9 +153,7 @@ class PartitionLog:
     def update_config(self, config: LogConfig) -> None:
         self.config = config
 
-    # ======================================================================================
-    # append
-    # ======================================================================================
+    # --- append --------------------------------------------------------------------------------
     def append(self, batches: bytes | bytearray | memoryview, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
         """Append already-validated v2 batches: assign offsets from log_end_offset, stamp the
         leader epoch, apply LogAppendTime if configured, and write them with os.write before
@@ -253,9 +250,7 @@ class PartitionLog:
             self._dir_dirty = True
             return new
 
-    # ======================================================================================
-    # read
-    # ======================================================================================
+    # --- read ----------------------------------------------------------------------------------
     def _first_batch(self, offset: int, upper_bound: int | None) -> tuple[Segment, int, int, int] | None:
         """(segment, position, total size, upper bound) of the batch that contains `offset`,
         or None when there is nothing to read below `upper_bound` (default log_end_offset)."""
@@ -337,9 +332,14 @@ class PartitionLog:
                 f_base = h.base_offset
                 yield f_base, h.bytes()
 
-    # ======================================================================================
-    # timestamps (storage.timestamps)
-    # ======================================================================================
+    def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
+        """Headers of the batches whose last offset is >= offset (storage.headers)."""
+        return batch_headers_from(list(self.segments), offset)
+
+    def segment_summaries(self) -> list[SegmentSummary]:
+        return [SegmentSummary(s.base_offset, s.next_offset, s.size) for s in list(self.segments)]
+
+    # --- timestamps (storage.timestamps) -------------------------------------------------------
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after log_start_offset whose
         timestamp is >= timestamp_ms, or None."""
@@ -350,9 +350,7 @@ class PartitionLog:
         log_start_offset carrying the largest timestamp, or None for an empty log."""
         return max_timestamp_offset(list(self.segments), self.log_start_offset)
 
-    # ======================================================================================
-    # moving the start, truncating, retention
-    # ======================================================================================
+    # --- moving the start, truncating, retention -----------------------------------------------
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
@@ -443,9 +441,7 @@ class PartitionLog:
                 self._drop_segments(k)
             return deleted + k
 
-    # ======================================================================================
-    # compaction
-    # ======================================================================================
+    # --- compaction ----------------------------------------------------------------------------
     def compact(self, now_ms: int, *, first_unstable_offset: int | None) -> int:
         """Compact the closed segments below the first unstable offset (storage.compaction
         writes the replacements; the log swaps them in). Returns how many were rewritten."""
@@ -465,9 +461,7 @@ class PartitionLog:
                 self._dir_dirty = True
             return len(replaced)
 
-    # ======================================================================================
-    # transaction index
-    # ======================================================================================
+    # --- transaction index ---------------------------------------------------------------------
     def append_aborted_txn(self, producer_id: int, first_offset: int, last_offset: int,
                            last_stable_offset: int) -> None:
         """Record an aborted transaction in the .txnindex of the segment holding its ABORT
@@ -495,9 +489,7 @@ class PartitionLog:
                     out.append(t)
         return out
 
-    # ======================================================================================
-    # producer state snapshots (storage.snapshots)
-    # ======================================================================================
+    # --- producer state snapshots (storage.snapshots) ------------------------------------------
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
         write_snapshot(self.directory, offset, blob, fsync=self.config.fsync != "never")
@@ -507,9 +499,7 @@ class PartitionLog:
         """(offset, blob) of the newest intact snapshot at or below log_end_offset."""
         return latest_snapshot(self.directory, self.log_end_offset)
 
-    # ======================================================================================
-    # checkpoint
-    # ======================================================================================
+    # --- checkpoint ----------------------------------------------------------------------------
     def _read_log_start_checkpoint(self) -> int | None:
         try:
             text = (self.directory / LOG_START_CHECKPOINT).read_text()
@@ -522,9 +512,7 @@ class PartitionLog:
                       fsync=self.config.fsync != "never")
         self._dir_dirty = True
 
-    # ======================================================================================
-    # flush / close / delete
-    # ======================================================================================
+    # --- flush / close / delete ----------------------------------------------------------------
     def flush(self) -> None:
         """fsync the log data, the index entries so far, new files and the directory."""
         with self._lock:
@@ -571,6 +559,13 @@ class PartitionLog:
             for seg in self.segments:
                 seg.close()
             self._close_retired()
+
+    def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
+        with self._lock:  # a flush or compaction in a worker thread swaps files under it
+            self.roll(now_ms)
+            for seg in self.segments:
+                seg.persist_indexes()
+            return copy_dir(self.directory, dest, self.segments[-1].log_path.stem)
 
     def delete(self, *, trash: Path | None = None) -> None:
         """Close and remove the partition directory (DeleteTopics); with `trash`, move it into that

@@ -18,9 +18,9 @@ from __future__ import annotations
 import binascii
 import json
 from collections import deque
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from kafkalite.protocol.batch import BATCH_HEADER_SIZE, COMPRESSION_NAMES, BatchHeader
+from kafkalite.protocol.batch import COMPRESSION_NAMES, BatchHeader
 from kafkalite.protocol.control_records import parse_control_record
 from kafkalite.protocol.records import decode_records
 
@@ -29,7 +29,6 @@ TIMELINE_BATCHES = 400
 # ...found among the last this many offsets at most (bounds the headers read for one view).
 TIMELINE_SCAN_OFFSETS = 20_000
 RECORDS_PER_BATCH = 500
-HEADER_CHUNK = 16 * 1024
 HISTORY_PER_ID = 20
 TEXT_LIMIT = 4096
 
@@ -82,19 +81,17 @@ def unwatch_partition(part, event) -> None:
 # --- topics and partitions --------------------------------------------------------------------
 
 def partition_summary(part) -> dict[str, Any]:
-    plog = part.log
     first_unstable = part.first_unstable_offset()
     return {
         "topic": part.topic.name,
         "partition": part.index,
-        "log_start_offset": plog.log_start_offset,
+        "log_start_offset": part.log_start_offset,
         "high_watermark": part.high_watermark,
         "last_stable_offset": part.last_stable_offset,
         "first_unstable_offset": first_unstable,
-        "size_bytes": plog.size_bytes,
+        "size_bytes": part.size_bytes,
         "leader_epoch": part.leader_epoch,
-        "segments": [{"base_offset": s.base_offset, "next_offset": s.next_offset, "size_bytes": s.size}
-                     for s in list(plog.segments)],
+        "segments": [s._asdict() for s in part.segment_summaries()],
     }
 
 
@@ -149,42 +146,12 @@ def producers(broker, part) -> list[dict[str, Any]]:
     return out
 
 
-def _headers_from(plog, offset: int) -> Iterator[tuple[int, BatchHeader, Any, int]]:
-    """(base offset, header, segment, position) of every batch whose last offset is >= offset,
-    reading only the batch headers (a 1 MB batch costs one small read, not a megabyte)."""
-    for seg in list(plog.segments):
-        if seg.next_offset <= offset or seg.size == 0:
-            continue
-        pos = seg.index_position(offset) if offset > seg.base_offset else 0
-        size = seg.size
-        buf, bstart = b"", pos
-        while pos + BATCH_HEADER_SIZE <= size:
-            rel = pos - bstart
-            if rel + BATCH_HEADER_SIZE > len(buf):
-                try:
-                    buf = seg.pread(min(HEADER_CHUNK, size - pos), pos)
-                except (OSError, ValueError):
-                    return  # the segment was deleted by retention meanwhile
-                bstart, rel = pos, 0
-                if len(buf) < BATCH_HEADER_SIZE:
-                    break
-            h = BatchHeader(buf, rel)
-            if h.base_offset + h.last_offset_delta >= offset:
-                yield h.base_offset, h, seg, pos
-            pos += h.total_size
-
-
-def _whole_batch(seg, pos: int, h: BatchHeader) -> bytes:
-    return seg.pread(h.total_size, pos)
-
-
 def _batches(part, start: int | None, limit: int) -> tuple[list, bool]:
-    """(base offset, header, segment, position) of up to `limit` batches: from `start`, or the
+    """(base offset, header, location) of up to `limit` batches: from `start`, or the
     newest ones (looking back further only while fewer than `limit` are found)."""
-    plog = part.log
     if start is not None:
         out = []
-        for item in _headers_from(plog, max(start, plog.log_start_offset)):
+        for item in part.batch_headers_from(max(start, part.log_start_offset)):
             out.append(item)
             if len(out) >= limit:
                 return out, True
@@ -192,14 +159,14 @@ def _batches(part, start: int | None, limit: int) -> tuple[list, bool]:
     hw = part.high_watermark
     lookback = 1000
     while True:
-        scan_from = max(plog.log_start_offset, hw - lookback)
+        scan_from = max(part.log_start_offset, hw - lookback)
         window: deque = deque(maxlen=limit)
         seen = 0
-        for item in _headers_from(plog, scan_from):
+        for item in part.batch_headers_from(scan_from):
             window.append(item)
             seen += 1
-        if seen >= limit or scan_from <= plog.log_start_offset or lookback >= TIMELINE_SCAN_OFFSETS:
-            return list(window), seen > limit or scan_from > plog.log_start_offset
+        if seen >= limit or scan_from <= part.log_start_offset or lookback >= TIMELINE_SCAN_OFFSETS:
+            return list(window), seen > limit or scan_from > part.log_start_offset
         lookback = min(lookback * 4, TIMELINE_SCAN_OFFSETS)
 
 
@@ -214,15 +181,15 @@ def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCH
     if batches:
         first = batches[0][0]
         last = batches[-1][0] + batches[-1][1].last_offset_delta
-        aborted = part.log.aborted_txns(first, last + 1)
+        aborted = part.aborted_txns(first, last + 1)
     out = []
-    for base, h, seg, pos in batches:
+    for base, h, where in batches:
         pid = h.producer_id
         last = base + h.last_offset_delta
         if h.is_control:
             kind = "control"
             try:  # a marker is one tiny record: read that batch whole
-                commit, _cepoch = parse_control_record(_whole_batch(seg, pos, h), 0)
+                commit, _cepoch = parse_control_record(where.read(), 0)
                 kind = "commit" if commit else "abort"
             except (ValueError, OSError):
                 pass
@@ -294,7 +261,7 @@ def batch_records(part, offset: int, decode_value: Callable[[bytes | None], Any]
     """The records of the batch holding `offset`, decoded (key, value, headers, timestamps);
     with `decode_value` (the schema registry's), a value in Confluent's wire format also as the
     registered schema reads it ("value_schema")."""
-    for base, data in part.log.batches_from(offset):
+    for base, data in part.batches_from(offset):
         h = BatchHeader(data, 0)
         if base > offset:
             return None
@@ -334,11 +301,10 @@ class TransactionHistory:
         if topic is None:
             return
         for part in topic.partitions:
-            plog = part.log
-            start = max(self.next_offset.get(part.index, 0), plog.log_start_offset)
+            start = max(self.next_offset.get(part.index, 0), part.log_start_offset)
             if start >= part.high_watermark:
                 continue
-            for _base, data in plog.batches_from(start):
+            for _base, data in part.batches_from(start):
                 h = BatchHeader(data, 0)
                 if h.is_control:
                     continue

@@ -39,13 +39,15 @@ import os
 import re
 import shutil
 import time
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from kafkalite.storage.log import CLEAN_SHUTDOWN_FILE, PartitionLog
+from kafkalite.storage.log import CLEAN_SHUTDOWN_FILE
 from kafkalite.storage.snapshots import producer_snapshot_bytes, producer_snapshot_name
 
 from ..clock import now_ms
+from ..cluster import partition_dir_name
 from ..credentials import ScramStore
 from . import ControlError, control
 from .reset import GROUP_CONFIGS_FILE, reset_state
@@ -133,18 +135,10 @@ def _link_or_copy_log_dir(src: Path, dest: Path, active: str | None, *, live: bo
 
 
 def _save_partition(part: "Partition", dest: Path) -> int:
-    # A snapshot works on the log's files themselves (sealed segments linked, the lock a flush or
-    # compaction holds), which only the file-backed PartitionLog has.
-    plog = cast(PartitionLog, part.log)
-    with plog._lock:  # a flush or compaction in a worker thread holds it while it swaps files
-        # the records so far go into a sealed segment, which neither the broker nor a restored
-        # copy ever writes again: linked, not copied, here and at every restore
-        plog.roll(now_ms())
-        segments = list(plog.segments)
-        for seg in segments:
-            seg.persist_indexes()
-        copied = _link_or_copy_log_dir(plog.directory, dest, segments[-1].log_path.stem, live=True)
-    end = plog.log_end_offset
+    # the records so far go into a sealed segment, which neither the broker nor a restored copy
+    # ever writes again: linked, not copied, here and at every restore
+    copied = part.copy_files(dest, partial(_link_or_copy_log_dir, live=True), now_ms())
+    end = part.high_watermark
     (dest / producer_snapshot_name(end)).write_bytes(producer_snapshot_bytes(part.producers.to_snapshot()))
     (dest / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
     return copied
@@ -160,8 +154,8 @@ def save_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
     copied = records = 0
     parts = list(broker.cluster.all_partitions())
     for part in parts:
-        copied += _save_partition(part, tmp / _PARTITIONS / cast(PartitionLog, part.log).directory.name)
-        records += part.log.log_end_offset - part.log.log_start_offset
+        copied += _save_partition(part, tmp / _PARTITIONS / partition_dir_name(part.topic.name, part.index))
+        records += part.high_watermark - part.log_start_offset
     for rel in _META_FILES:
         src = data_dir / rel
         if src.exists():

@@ -78,11 +78,6 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
                 brokers=brokers, cluster_authorized_operations=ops)
 
 
-def _size_bytes(plog) -> int:
-    size = plog.size_bytes
-    return int(size() if callable(size) else size)
-
-
 @api(35, 1, 5)
 async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
@@ -106,7 +101,7 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
             continue
         indexes = wanted[name]
         parts = tuple(
-            make(mod.DescribeLogDirsPartition, partition_index=p.index, partition_size=_size_bytes(p.log),
+            make(mod.DescribeLogDirsPartition, partition_index=p.index, partition_size=p.size_bytes,
                  offset_lag=0, is_future_key=False)
             for p in topic.partitions if (indexes is None or p.index in indexes) and ctx.node_id in p.replicas
         )

@@ -68,11 +68,10 @@ def delete_records(ctx: RequestContext, topic_name: str, index: int, offset: int
     target = hwm if offset == HIGH_WATERMARK else offset
     if target < 0 or target > hwm:
         return ErrorCode.offset_out_of_range, -1
-    plog = part.log
-    if target > plog.log_start_offset:
-        plog.delete_records_before(target)
-        log.info("log start offset of %s-%d moved to %d", topic_name, index, plog.log_start_offset)
-    return ErrorCode.none, plog.log_start_offset
+    if target > part.log_start_offset:
+        part.delete_records_before(target)
+        log.info("log start offset of %s-%d moved to %d", topic_name, index, part.log_start_offset)
+    return ErrorCode.none, part.log_start_offset
 
 
 @api(21, 0, 2)
@@ -107,11 +106,11 @@ def end_offset_for_epoch(ctx: RequestContext, part, current_leader_epoch: int, r
     if requested == UNDEFINED_EPOCH or requested > epoch:
         return ErrorCode.none, UNDEFINED_EPOCH, -1
     if requested == epoch:
-        return ErrorCode.none, epoch, part.log.log_end_offset
+        return ErrorCode.none, epoch, part.high_watermark
     # Kafka's LeaderEpochFileCache.endOffsetFor: the largest epoch at or below the requested one,
     # ending where the epoch after it starts; below every epoch, the requested one, ending where
     # the first starts
-    history = [(0, part.log.log_start_offset), *part.epoch_starts]
+    history = [(0, part.log_start_offset), *part.epoch_starts]
     floor = None
     for i, (e, _start) in enumerate(history):
         if e > requested:
@@ -119,7 +118,7 @@ def end_offset_for_epoch(ctx: RequestContext, part, current_leader_epoch: int, r
         floor = i
     if floor is None:
         return ErrorCode.none, requested, history[0][1]
-    end = history[floor + 1][1] if floor + 1 < len(history) else part.log.log_end_offset
+    end = history[floor + 1][1] if floor + 1 < len(history) else part.high_watermark
     return ErrorCode.none, history[floor][0], end
 
 

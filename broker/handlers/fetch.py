@@ -120,11 +120,11 @@ def _read_all(ctx: RequestContext, slots: list[_Slot], max_bytes: int, read_comm
         if s.records and isinstance(s.records, FileRegion):
             s.records.release()     # an earlier read of this wait
             s.records = b""
-        plog = s.part.log
-        upper = s.part.last_stable_offset if read_committed else s.part.high_watermark
+        part = s.part
+        upper = part.last_stable_offset if read_committed else part.high_watermark
         limit = min(s.req.partition_max_bytes, remaining)
         try:
-            data = plog.read_region(s.req.fetch_offset, max(limit, 0), upper_bound=upper, min_one=total == 0)
+            data = part.read_region(s.req.fetch_offset, max(limit, 0), upper_bound=upper, min_one=total == 0)
         except OffsetOutOfRange:
             s.error = ErrorCode.offset_out_of_range
             s.records = b""
@@ -136,7 +136,7 @@ def _read_all(ctx: RequestContext, slots: list[_Slot], max_bytes: int, read_comm
         total += n
         remaining -= n
         if read_committed:
-            s.aborted = plog.aborted_txns(s.req.fetch_offset, upper) if n else []
+            s.aborted = part.aborted_txns(s.req.fetch_offset, upper) if n else []
     return total
 
 
@@ -204,7 +204,7 @@ def _offsets(part, error) -> tuple[int, int, int]:
     in error, as Kafka answers."""
     if part is None or error not in (ErrorCode.none,):
         return -1, -1, -1
-    return part.high_watermark, part.last_stable_offset, part.log.log_start_offset
+    return part.high_watermark, part.last_stable_offset, part.log_start_offset
 
 
 _LEADER_HINTED = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)

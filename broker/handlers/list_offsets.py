@@ -31,20 +31,19 @@ READ_COMMITTED = 1
 
 def lookup(part, timestamp: int, read_committed: bool) -> tuple[ErrorCode, int, int]:
     """(error, offset, timestamp) for one partition."""
-    plog = part.log
     last_fetchable = part.last_stable_offset if read_committed else part.high_watermark
     if timestamp == LATEST:
         return ErrorCode.none, last_fetchable, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return ErrorCode.none, plog.log_start_offset, -1
+        return ErrorCode.none, part.log_start_offset, -1
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return ErrorCode.none, -1, -1
     if timestamp == MAX_TIMESTAMP:
-        found = plog.max_timestamp_offset()
+        found = part.max_timestamp_offset()
     elif timestamp < 0:
         return ErrorCode.invalid_request, -1, -1
     else:
-        found = plog.offset_for_timestamp(timestamp)
+        found = part.offset_for_timestamp(timestamp)
     if found is None or found[0] >= last_fetchable:
         return ErrorCode.none, -1, -1
     return ErrorCode.none, found[0], found[1]

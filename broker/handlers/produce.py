@@ -16,6 +16,8 @@ disk does (Kafka instead takes the log directory offline until a restart).
 A partition this node does not lead is NOT_LEADER_OR_FOLLOWER, answered from v10 with the
 current leader and its endpoint (KIP-951, broker.handlers.leadership); acks=all on a partition
 whose ISR is smaller than min.insync.replicas is NOT_ENOUGH_REPLICAS, before the batch is looked at.
+Those rules, up to the batch to append, are broker.produce_validation's (validate_produce, asked
+once per partition); the producer-state rules are Partition.append's.
 The answer to a request whose every batch was taken is encoded here (encode_accepted, the
 same bytes kio writes); any other answer is built and encoded through kio.
 
@@ -35,13 +37,12 @@ from kio.schema.errors import ErrorCode
 from kafkalite.protocol.error_responses import error_response
 from kafkalite.protocol.messages import EncodedBody, make, uvarint
 from kafkalite.protocol.batch import BATCH_HEADER_SIZE, COMPRESSION_ZSTD, BatchHeader
-from kafkalite.protocol.records import decode_records, recompress_batch
 
 from ..context import RequestContext
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_names
 from ..clock import now_ms
-from ..partition import flush_appended
-from ..produce_validation import InvalidRecord, validate_produce_batches
+from ..partition import Partition, flush_appended
+from ..produce_validation import Refused, validate_produce
 from ..producers import ProduceError
 from . import api
 from .common import CloseConnection, response_module
@@ -64,58 +65,21 @@ class PartitionResult:
         self.part = None  # set with NOT_LEADER_OR_FOLLOWER: the partition whose leader the answer names
 
 
-def _rejected_by_log(res: PartitionResult, plog) -> PartitionResult:
-    """Kafka answers the log start offset with errors raised while validating against the log
-    (timestamps, keys, producer state), and -1 with those found before (CRC, size, format)."""
-    res.log_start_offset = plog.log_start_offset
-    return res
-
-
-def append_to_partition(ctx: RequestContext, part, records, transactional_id, acks: int = 1) -> PartitionResult:
-    """Validate and append one partition's batch. No await: atomic on the trio loop."""
-    if part.topic.internal:
-        return PartitionResult(ErrorCode.invalid_topic_exception, message=f"cannot write to internal topic {part.topic.name}")
+def append_to_partition(ctx: RequestContext, part: Partition, records: bytes | bytearray | None,
+                        transactional_id: str | None, acks: int = 1) -> PartitionResult:
+    """Validate (broker.produce_validation) and append one partition's batch. No await: atomic
+    on the trio loop."""
     not_leader = partition_error(ctx, part)
-    if not_leader is not None:
-        res = PartitionResult(not_leader, message=f"node {ctx.node_id} does not lead {part.topic.name}-{part.index}")
-        res.part = part
+    checked = validate_produce(part, records, acks, None if not_leader is None else Refused(
+        not_leader, f"node {ctx.node_id} does not lead {part.topic.name}-{part.index}"))
+    if isinstance(checked, Refused):
+        res = PartitionResult(checked.error, message=checked.message, record_errors=checked.record_errors,
+                              log_start_offset=part.log_start_offset if checked.with_log_start_offset else -1)
+        if not_leader is not None and checked.error == not_leader:
+            res.part = part
         return res
-    if acks == -1 and len(part.isr) < part.topic.policy.min_insync_replicas:
-        # Kafka's Partition.appendRecordsToLeader, before the log sees the batch
-        return PartitionResult(ErrorCode.not_enough_replicas, message=(
-            f"The size of the current ISR {sorted(part.isr)} is insufficient to satisfy the min.isr requirement "
-            f"of {part.topic.policy.min_insync_replicas} for partition {part.topic.name}-{part.index}"))
-    if not records:
-        return PartitionResult(ErrorCode.invalid_record, message="a produce request needs one record batch per partition")
-    plog = part.log
-    max_bytes = plog.config.max_message_bytes
-    if len(records) > max_bytes:
-        return PartitionResult(ErrorCode.message_too_large,
-                               message=f"batch of {len(records)} bytes exceeds max.message.bytes={max_bytes}")
-    try:
-        # one walk over the header: exactly one batch spanning `records`, its fields read once
-        info = validate_produce_batches(records)
-    except InvalidRecord as exc:
-        return PartitionResult(getattr(ErrorCode, exc.error_code_name.lower()), message=exc.message)
-    policy = part.topic.policy
-    refused = check_topic_policy(part, records, info.first_timestamp, info.max_timestamp)
-    if refused is not None:
-        return _rejected_by_log(refused, plog)
-    h = BatchHeader(records, 0)
-    codec = policy.compression
-    if codec is not None and info.compression != codec:
-        # the topic's compression.type differs from the producer's codec: Kafka's LogValidator
-        # rewrites the batch (only such topics pay for decoding and re-encoding)
-        try:
-            records = recompress_batch(records, codec, policy.compression_level)
-        except Exception as exc:  # a codec we cannot read, or a batch whose records do not decode
-            return PartitionResult(ErrorCode.corrupt_message, message=f"cannot recompress the batch: {exc}")
-        if len(records) > plog.config.max_message_bytes:
-            return PartitionResult(ErrorCode.message_too_large, message=(
-                f"batch of {len(records)} bytes after recompression exceeds "
-                f"max.message.bytes={plog.config.max_message_bytes}"))
-        h = BatchHeader(records, 0)
-    if info.is_transactional:
+    records, h, is_transactional = checked
+    if is_transactional:
         err = ctx.broker.services.transactions.check_produce(ctx, transactional_id, part, h)
         if err is not None:
             return PartitionResult(err[0], message=err[1])
@@ -124,7 +88,8 @@ def append_to_partition(ctx: RequestContext, part, records, transactional_id, ac
     try:
         done = part.append(records, now_ms=now_ms(), header=h)
     except ProduceError as exc:
-        return _rejected_by_log(PartitionResult(exc.code, message=exc.message), plog)
+        # Kafka answers the log start offset with errors raised while validating against the log
+        return PartitionResult(exc.code, message=exc.message, log_start_offset=part.log_start_offset)
     except OSError as exc:
         # a full disk or an I/O error: the log took nothing (its append truncates a partial
         # write) and the producer state is unchanged, so the producer may retry; Kafka answers
@@ -133,48 +98,6 @@ def append_to_partition(ctx: RequestContext, part, records, transactional_id, ac
         return PartitionResult(ErrorCode.kafka_storage_error, message=f"log write failed: {exc.strerror or exc}")
     return PartitionResult(base_offset=done.base_offset, log_append_time=done.log_append_time_ms,
                            log_start_offset=done.log_start_offset)
-
-
-def _timestamps_refused(records, policy, now: int, message: str) -> PartitionResult:
-    """INVALID_TIMESTAMP listing every record out of range by its index, as Kafka's LogValidator
-    does (the records are decoded only on this error path)."""
-    try:
-        bad = tuple((i, message) for i, r in enumerate(decode_records(records))
-                    if r.timestamp >= 0 and not now - policy.timestamp_before_max_ms <= r.timestamp
-                    <= now + policy.timestamp_after_max_ms)
-    except Exception:  # noqa: BLE001 - a codec we cannot read: the batch-level error stands
-        bad = ()
-    return PartitionResult(ErrorCode.invalid_timestamp, message=message, record_errors=bad)
-
-
-def check_topic_policy(part, records, base_timestamp: int, max_timestamp: int) -> PartitionResult | None:
-    """The topic-config checks of Kafka's LogValidator: CreateTime within
-    message.timestamp.before/after.max.ms of now (KIP-937), and a key on every record of a
-    compacted topic (the only check here that looks inside the batch, so only compacted
-    topics pay for it). The timestamps are the batch header's."""
-    policy = part.topic.policy
-    if not policy.log_append_time:
-        now = now_ms()
-        if max_timestamp >= 0 and max_timestamp > now + policy.timestamp_after_max_ms:
-            return _timestamps_refused(records, policy, now, (
-                f"timestamp {max_timestamp} is more than message.timestamp.after.max.ms="
-                f"{policy.timestamp_after_max_ms} ahead of the broker's time {now}"))
-        if 0 <= base_timestamp < now - policy.timestamp_before_max_ms:
-            return _timestamps_refused(records, policy, now, (
-                f"timestamp {base_timestamp} is more than message.timestamp.before.max.ms="
-                f"{policy.timestamp_before_max_ms} behind the broker's time {now}"))
-    if policy.compacted:
-        try:
-            keyless = [i for i, r in enumerate(decode_records(records)) if r.key is None]
-        except Exception as exc:  # a codec we cannot read: Kafka would fail decompression too
-            return PartitionResult(ErrorCode.corrupt_message, message=f"cannot read the batch: {exc}")
-        if keyless:
-            message = (f"Compacted topic cannot accept message without key in topic partition "
-                       f"{part.topic.name}-{part.index}.")
-            # Kafka lists every keyless record by its index in the batch
-            return PartitionResult(ErrorCode.invalid_record, message=message,
-                                   record_errors=tuple((i, message) for i in keyless))
-    return None
 
 
 @api(0, 3, 13, advertised_min=0)

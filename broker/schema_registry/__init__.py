@@ -63,7 +63,7 @@ console's Schemas page and decoded records)."""
 
     missing = missing_libraries()
     if missing:
-        log.error("the schema registry needs %s (pip install 'kafkalite[schema-registry]')", ", ".join(missing))
+        log.error("the schema registry needs %s (pip install '.[schema-registry]' in a kafkalite checkout)", ", ".join(missing))
         raise SystemExit(2)
     registry = open_registry(broker)
     from .decoding import RegistryView

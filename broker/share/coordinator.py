@@ -345,13 +345,13 @@ class ShareCoordinator:
         part = topic.partitions[index]
         if sp is None:
             if self.configs.get(group_id, "share.auto.offset.reset") == "earliest":
-                start = part.log.log_start_offset
+                start = part.log_start_offset
             else:
                 start = part.high_watermark
             sp = self.partitions[key] = SharePartition(start)
             self._created[key] = self.clock()
             self._persist_or_defer(key)
-        sp.skip_below(part.log.log_start_offset)
+        sp.skip_below(part.log_start_offset)
         return sp
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, *, max_records: int,
@@ -365,12 +365,12 @@ class ShareCoordinator:
         if start >= upper or max_records <= 0:
             return b"", []
         try:
-            data = part.log.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
+            data = part.read(start, max(max_bytes, 1), upper_bound=upper, min_one=True)
         except OffsetOutOfRange:  # retention moved the log start past it since skip_below
             return b"", []
         if not data:
             return b"", []
-        aborted = part.log.aborted_txns(start, upper) if committed else []
+        aborted = part.aborted_txns(start, upper) if committed else []
         spans: list[tuple[int, int, Batch]] = []
         for pos, h in iter_batches(data):
             is_aborted = bool(h.is_transactional and not h.is_control and any(

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import kafkalite
-from kafkalite.broker.cli import list_configs, parse_args, resolve
+from kafkalite.broker.cli import list_configs, parse_args
 from kafkalite.broker.settings.broker_keys import BROKER_KEYS, UnknownConfig
+from kafkalite.broker.settings.layering import resolve
 from kafkalite.broker.settings.listeners import Listener
 
 
@@ -175,9 +176,10 @@ def test_port_in_use_is_reported_without_traceback():
         s.listen()
         port = s.getsockname()[1]
         r = run_cli("--port", str(port))
-    assert r.returncode == 1, r.stderr
-    assert "cannot listen" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert r.returncode == 2, r.stderr
+    # the log's INFO lines, then one line naming the address
+    assert r.stderr.splitlines()[-1] == f"kafkalite: cannot listen on PLAINTEXT://127.0.0.1:{port}: address already in use"
+    assert "Traceback" not in r.stderr and r.stdout == ""
 
 
 def test_python_m_broker_and_kafkalite_script_are_one_program():

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import kafkalite
-from kafkalite._wire import AdminConnection
+from kafkalite.admin import AdminConnection
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 

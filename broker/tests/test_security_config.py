@@ -169,7 +169,8 @@ def test_stalled_tls_handshake_times_out(tmp_path):
 
 def test_self_signed_flag_from_the_environment():
     """The container image's way: KAFKALITE_TLS_SELF_SIGNED=true, like every flag's variable."""
-    from kafkalite.broker.cli import parse_args, resolve
+    from kafkalite.broker.cli import parse_args
+    from kafkalite.broker.settings.layering import resolve
 
     assert resolve(parse_args([]), {"KAFKALITE_TLS_SELF_SIGNED": "true"}).tls_self_signed
     assert not resolve(parse_args([]), {}).tls_self_signed

@@ -7,7 +7,7 @@ import os
 import pytest
 
 import kafkalite
-from kafkalite._wire import AdminConnection
+from kafkalite.admin import AdminConnection
 
 
 def test_running_cleans_up_its_data_dir_and_log():

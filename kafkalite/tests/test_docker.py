@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import kafkalite
-from kafkalite._wire import AdminConnection
+from kafkalite.admin import AdminConnection
 
 ROOT = Path(kafkalite.__file__).resolve().parent.parent
 ENTRYPOINT = ROOT / "docker" / "entrypoint.py"

@@ -54,7 +54,7 @@ def test_fixtures_in_a_project_with_its_own_storage_package(project: pytest.Pyte
     project.makepyfile(test_user=textwrap.dedent("""
         import os, re
         import storage, protocol, broker
-        from kafkalite._wire import AdminConnection
+        from kafkalite.admin import AdminConnection
 
         def test_own_packages_are_not_shadowed():
             assert storage.MINE and protocol.MINE and broker.MINE
@@ -87,7 +87,7 @@ def test_fixtures_in_a_project_with_its_own_storage_package(project: pytest.Pyte
 def test_topic_with_partitions_and_configs(project: pytest.Pytester):
     project.makepyfile(test_user=textwrap.dedent("""
         import pytest
-        from kafkalite._wire import AdminConnection
+        from kafkalite.admin import AdminConnection
 
         @pytest.mark.kafka_topic(partitions=3, configs={"cleanup.policy": "compact"})
         def test_three(kafka_topic, kafka_bootstrap):
@@ -131,7 +131,7 @@ def test_produce_and_consume_with_a_real_client(project: pytest.Pytester):
 def test_failing_test_report_carries_the_broker_log(project: pytest.Pytester):
     project.makeini("[pytest]\nkafkalite_log_level = DEBUG\n")
     project.makepyfile(test_user=textwrap.dedent("""
-        from kafkalite._wire import AdminConnection
+        from kafkalite.admin import AdminConnection
 
         def test_passes(kafka_bootstrap):
             AdminConnection(kafka_bootstrap).close()
@@ -180,7 +180,7 @@ def test_console_address_at_start_and_in_failing_reports(project: pytest.Pyteste
 def test_broker_settings_from_ini(project: pytest.Pytester):
     project.makeini("[pytest]\nkafkalite_config =\n    num.partitions=4\n    auto.create.topics.enable=true\n")
     project.makepyfile(test_user=textwrap.dedent("""
-        from kafkalite._wire import AdminConnection
+        from kafkalite.admin import AdminConnection
 
         def test_auto_created_topic_has_four_partitions(kafka_bootstrap):
             with AdminConnection(kafka_bootstrap) as c:
@@ -202,7 +202,7 @@ def test_bad_ini_setting_fails_with_the_brokers_message(project: pytest.Pytester
 def test_external_broker(project: pytest.Pytester, how: str):
     project.makepyfile(test_user=textwrap.dedent("""
         import os
-        from kafkalite._wire import AdminConnection
+        from kafkalite.admin import AdminConnection
 
         def test_uses_the_external_broker(kafka_bootstrap, kafkalite_broker, kafka_topic):
             assert kafkalite_broker is None
@@ -240,6 +240,33 @@ def test_controls_of_the_session_broker(project: pytest.Pytester):
     result.assert_outcomes(passed=2)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_the_controls_port_can_be_chosen(project: pytest.Pytester, how: str):
+    port = _free_port()
+    project.makepyfile(test_user=textwrap.dedent(f"""
+        def test_controls_on_the_chosen_port(kafkalite_broker, kafkalite_controls):
+            assert kafkalite_broker.controls_url == "http://127.0.0.1:{port}/"
+            assert kafkalite_controls.url == kafkalite_broker.controls_url
+            kafkalite_controls.advance_clock(ms=1000)
+    """))
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
+    args: list[str] = []
+    if how == "option":
+        args.append(f"--kafkalite-controls=127.0.0.1:{port}")
+    else:
+        project.makeini(f"[pytest]\nkafkalite_controls = 127.0.0.1:{port}\n")
+    result = run(project, *args, PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
+    result.assert_outcomes(passed=1)
+
+
 def test_controls_against_an_external_broker_fail_with_the_reason(project: pytest.Pytester):
     project.makepyfile(test_user=textwrap.dedent("""
         def test_controls(kafkalite_controls):
@@ -255,7 +282,7 @@ def test_controls_against_an_external_broker_fail_with_the_reason(project: pytes
 
 def test_a_session_broker_of_three_nodes(project: pytest.Pytester):
     project.makepyfile(test_user=textwrap.dedent("""
-        from kafkalite._wire import AdminConnection
+        from kafkalite.admin import AdminConnection
 
         def test_three_nodes(kafkalite_broker, kafka_bootstrap, kafkalite_controls):
             assert sorted(kafkalite_broker.nodes) == [1, 2, 3]

@@ -1,22 +1,21 @@
-"""A few admin requests (ApiVersions, CreateTopics, Metadata, DeleteTopics) over a blocking socket.
+"""A few admin requests (ApiVersions, CreateTopics, Metadata, DeleteTopics) for the pytest plugin,
+which creates fresh topics with them without any Kafka client library.
 
-Used by the pytest plugin to create fresh topics without any Kafka client library. It runs in
-the user's test process, where a package of theirs called ``protocol`` may be importable, so it
-builds on ``kio`` alone and never imports our ``protocol`` package (protocol/client.py is the
-broker-side equivalent). Versions are negotiated from the broker's ApiVersions answer, so it
-works against kafkalite and Apache Kafka alike.
+The framing is kafkalite.protocol.client's WireClient (one wire client in the project); this module
+negotiates versions from the broker's ApiVersions answer, so it works against kafkalite and Apache
+Kafka alike, and builds each request at the version both sides know.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import io
-import socket
-import struct
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalite.protocol.client import WireClient
 
 API_VERSIONS, METADATA, CREATE_TOPICS, DELETE_TOPICS = 18, 3, 19, 20
 # versions of each API this module can build (kio provides them)
@@ -46,26 +45,6 @@ class KafkaError(RuntimeError):
         self.error_code = error_code
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _skip_tagged_fields(buf: bytes, pos: int) -> int:
-    count, pos = _uvarint(buf, pos)
-    for _ in range(count):
-        _tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        pos += size
-    return pos
-
-
 def _build(cls: type, **values: Any) -> Any:
     """An instance of kio entity `cls` from those of `values` that this version has."""
     names = {f.name for f in dataclasses.fields(cls)}
@@ -88,25 +67,24 @@ class AdminConnection:
     """One connection to one broker of `bootstrap` (the first that answers)."""
 
     def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "kafkalite-pytest"):
+        _import_kio()
+        from kafkalite.protocol.client import WireClient
+
         last: Exception | None = None
-        sock: socket.socket | None = None
+        client: WireClient | None = None
         for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
-            host, _, port = address.rpartition(":")
             try:
-                sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+                client = WireClient(address, timeout=timeout, client_id=client_id)
                 break
             except OSError as exc:
                 last = exc
-        if sock is None:
+        if client is None:
             raise ConnectionError(f"cannot connect to {bootstrap}: {last}")
-        self.sock: socket.socket = sock
-        _import_kio()
-        self.client_id = client_id.encode()
-        self.correlation_id = 0
+        self.client: WireClient = client
         self.versions = self._api_versions()
 
     def close(self) -> None:
-        self.sock.close()
+        self.client.close()
 
     def __enter__(self) -> "AdminConnection":
         return self
@@ -114,43 +92,8 @@ class AdminConnection:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # --- framing -----------------------------------------------------------------------------
-    def _recv_exact(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(min(n, 1 << 20))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
-
     def request(self, req: Any) -> Any:
-        from kio.index import load_response_schema
-        from kio.serial import entity_reader, entity_writer
-
-        rtype = type(req)
-        api_key, version = rtype.__api_key__, rtype.__version__
-        self.correlation_id += 1
-        buf = io.BytesIO()
-        buf.write(struct.pack(">hhih", api_key, version, self.correlation_id, len(self.client_id)))
-        buf.write(self.client_id)
-        if rtype.__flexible__:
-            buf.write(b"\0")
-        entity_writer(rtype)(buf, req)
-        payload = buf.getvalue()
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", self._recv_exact(4))
-        frame = self._recv_exact(size)
-        (cid,) = struct.unpack_from(">i", frame, 0)
-        if cid != self.correlation_id:
-            raise KafkaError(f"correlation id {cid} != {self.correlation_id}")
-        resp_type = load_response_schema(api_key, version)
-        pos = 4
-        if resp_type.__flexible__ and api_key != API_VERSIONS:
-            pos = _skip_tagged_fields(frame, pos)
-        body, _ = entity_reader(resp_type)(frame, pos)
-        return body
+        return self.client.request(req)
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
         from kio.schema.api_versions.v0.request import ApiVersionsRequest

@@ -1,0 +1,64 @@
+"""Batch headers without the batches: a partition's segments and batches as the console shows them.
+
+Rules:
+- Reads headers only: a batch of a megabyte costs one small read of its 61-byte header (read in
+  chunks of HEADER_CHUNK bytes), never the batch, unless its caller asks for it by its location.
+- Takes the segment list it is given (a copy: lists are replaced, never mutated) and never
+  changes a segment; a segment deleted meanwhile by retention ends the walk quietly.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple, Sequence
+
+from kafkalite.protocol.batch import BATCH_HEADER_SIZE, BatchHeader
+
+from .segment import Segment
+
+# bytes read at once when walking headers: several small batches per read
+HEADER_CHUNK = 16 * 1024
+
+
+class SegmentSummary(NamedTuple):
+    """One segment as the console lists it."""
+
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+
+
+class BatchLocation(NamedTuple):
+    """Where a batch whose header was read lies, to read it whole when asked (`read`)."""
+
+    segment: Segment
+    position: int
+    size: int
+
+    def read(self) -> bytes:
+        """The batch's bytes (OSError or ValueError when its segment was deleted meanwhile)."""
+        return self.segment.pread(self.size, self.position)
+
+
+def batch_headers_from(segments: Sequence[Segment], offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
+    """(base offset, header, location) of every batch whose last offset is >= offset, in order."""
+    for seg in segments:
+        if seg.next_offset <= offset or seg.size == 0:
+            continue
+        pos = seg.index_position(offset) if offset > seg.base_offset else 0
+        size = seg.size
+        buf, bstart = b"", pos
+        while pos + BATCH_HEADER_SIZE <= size:
+            rel = pos - bstart
+            if rel + BATCH_HEADER_SIZE > len(buf):
+                try:
+                    buf = seg.pread(min(HEADER_CHUNK, size - pos), pos)
+                except (OSError, ValueError):
+                    return  # the segment was deleted by retention meanwhile
+                bstart, rel = pos, 0
+                if len(buf) < BATCH_HEADER_SIZE:
+                    break
+            h = BatchHeader(buf, rel)
+            total = h.total_size
+            if h.base_offset + h.last_offset_delta >= offset:
+                yield h.base_offset, h, BatchLocation(seg, pos, total)
+            pos += total
