@@ -20,6 +20,9 @@ Rules:
 - What a request gets is decided by broker.dispatch (handler or dispatch hook); this loop only
   carries out an interception's effect on the connection: a dropped response (the connection
   then reads and discards everything) or a held one.
+- Client quotas (broker.throttling) are applied here, once per request after encoding and only
+  while some quota or forced throttle is set (`quotas.enforcing`): a throttled answer carries its
+  throttle time and goes out at once, then the connection is muted (nothing read) that long.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from .handlers.common import CloseConnection
 from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslFailed, SaslSession
 from .security import ANONYMOUS, ListenerSecurity, certificate_subject, principal_from_dn
 from .state import Broker
+from . import throttling
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
@@ -198,6 +202,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
                 sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)
+            throttle_ms = 0
             try:
                 try:
                     response, interception = await dispatch(ctx, request)
@@ -205,6 +210,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                     if response is not None:
                         encode = encode_response_chunks if ctx.regions else encode_response
                         out = encode(header.api_key, header.api_version, header.correlation_id, response)
+                    if broker.quotas.enforcing:
+                        out, throttle_ms = throttling.apply(ctx, request, response, out, len(frame) + 4, t0)
                 except CloseConnection as exc:
                     metrics.record(header.api_key, t0, len(frame) + 4, 0)
                     log.info("closing connection from %s (client %r): %s", peer, header.client_id, exc)
@@ -234,6 +241,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                         await _send_pending(out_stream, pending)
                     sent = await send_chunks(out_stream, out)
                     metrics.record(header.api_key, t0, len(frame) + 4, sent)
+                elif throttle_ms:
+                    await out_stream.send_all(b"".join(pending) + out)
+                    pending.clear()
+                    metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 elif pending or (coalesce and header.api_key == API_PRODUCE and not broker.hooks):
                     pending.append(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
@@ -245,6 +256,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             finally:
                 for region in ctx.regions:
                     region.release()
+            if throttle_ms and not await _hold(stream, throttle_ms / 1000):
+                return  # muted while throttled, as Kafka mutes a throttled channel
             if conn.close_after_response is not None:
                 log.info("closing connection from %s on %s (client %r): %s",
                          peer, listener.name, header.client_id, conn.close_after_response)

@@ -18,6 +18,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 # Kafka's ScramMechanism ids (DescribeUserScramCredentials / AlterUserScramCredentials)
 MECHANISM_IDS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
@@ -93,6 +94,10 @@ def parse_scram_users(text: str) -> list[tuple[str, str, str, int]]:
     return out
 
 
+class TokenCredentials(Protocol):
+    def scram_credential(self, token_id: str, mechanism: str, now: int) -> tuple[ScramCredential, str] | None: ...
+
+
 class ScramStore:
     """user -> mechanism -> credential, persisted in the data dir."""
 
@@ -101,6 +106,8 @@ class ScramStore:
     def __init__(self, data_dir: Path):
         self.path = Path(data_dir) / self.FILE
         self.users: dict[str, dict[str, ScramCredential]] = {}
+        # the delegation tokens SCRAM also authenticates against (broker.delegation_tokens), once set
+        self.tokens: TokenCredentials | None = None
         if self.path.exists():
             raw = json.loads(self.path.read_text())
             self.users = {u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()}

@@ -7,9 +7,11 @@ message Kafka gives the client:
 - PLAIN (RFC 4616): `authzid NUL user NUL password`, checked against the `user_NAME`
   options of the listener's PLAIN JAAS config; a wrong user or password is "Authentication
   failed: Invalid username or password", as Kafka's PlainSaslServer.
-- SCRAM-SHA-256/512 (RFC 5802/7677), against the salted credentials of broker.credentials. Kafka's `tokenauth=true` extension (delegation tokens, which kafkalite
-  does not have) fails; any failure is reported with Kafka's generic "Authentication failed
-  during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256".
+- SCRAM-SHA-256/512 (RFC 5802/7677), against the salted credentials of broker.credentials, or
+  with Kafka's `tokenauth=true` extension against a delegation token's (broker.delegation_tokens:
+  the user is the token id, the principal the token's owner); any failure is reported with
+  Kafka's generic "Authentication failed during authentication due to invalid credentials with
+  SASL mechanism SCRAM-SHA-256".
 - OAUTHBEARER (RFC 7628) with Kafka's unsecured JWS validator: an unsigned JWT (`alg` none)
   whose principal claim (`sub`) names the user, `exp` (seconds) in the future, `iat` if given
   not in the future, and the scopes of `unsecuredValidatorRequiredScope` present in `scope`.
@@ -44,6 +46,8 @@ class Mechanism:
     complete = False
     principal: str | None = None
     credential_expiry_ms: int | None = None
+    # authenticated with a delegation token (which may not ask for more tokens)
+    token_authenticated = False
 
     def evaluate(self, token: bytes) -> bytes:
         raise NotImplementedError
@@ -98,6 +102,7 @@ class Scram(Mechanism):
         self.first_bare = ""
         self.server_first = ""
         self.nonce = ""
+        self.owner = ""  # the principal: User:<user>, or a delegation token's owner
 
     def _invalid(self) -> SaslFailed:
         return SaslFailed("Authentication failed during authentication due to invalid credentials with SASL "
@@ -114,18 +119,27 @@ class Scram(Mechanism):
 
     def _first(self, text: str) -> bytes:
         m = _CLIENT_FIRST.fullmatch(text)
-        if m is None or m.group("ext"):
-            # Kafka's only extension is tokenauth=true (a delegation token): kafkalite has none,
-            # so no token can match
+        if m is None:
+            raise self._invalid()
+        extensions = dict(e.split("=", 1) for e in m.group("ext").split(",") if e)
+        # Kafka's only extension is tokenauth=true: the user is a delegation token's id
+        if set(extensions) - {"tokenauth"} or extensions.get("tokenauth", "true") != "true":
             raise self._invalid()
         user = m.group("name").replace("=2C", ",").replace("=3D", "=")
         if (m.group("authzid") and m.group("authzid") != user) or not m.group("nonce"):
             raise self._invalid()
-        cred = self.store.get(user, self.mechanism)
+        owner = f"User:{user}"
+        if extensions:
+            found = None if self.store.tokens is None else \
+                self.store.tokens.scram_credential(user, self.mechanism, int(time.time() * 1000))
+            cred, owner = found if found is not None else (None, owner)
+            self.token_authenticated = found is not None
+        else:
+            cred = self.store.get(user, self.mechanism)
         if cred is None:
             log.debug("SCRAM %s: no credential for %r", self.mechanism, user)
             raise self._invalid()
-        self.user, self.cred = user, cred
+        self.user, self.cred, self.owner = user, cred, owner
         self.first_bare = m.group("bare")
         self.nonce = m.group("nonce") + secrets.token_hex(16)
         self.server_first = f"r={self.nonce},s={base64.b64encode(cred.salt).decode()},i={cred.iterations}"
@@ -152,7 +166,7 @@ class Scram(Mechanism):
             log.debug("SCRAM %s: wrong proof from %r", self.mechanism, self.user)
             raise self._invalid()
         server_signature = hmac.new(self.cred.server_key, auth_message, self.hash).digest()
-        self.principal = f"User:{self.user}"
+        self.principal = self.owner
         self.complete = True
         return b"v=" + base64.b64encode(server_signature)
 
@@ -283,6 +297,11 @@ class SaslSession:
     @property
     def authenticated(self) -> bool:
         return self.state == COMPLETE
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Authenticated with a delegation token."""
+        return self.authenticated and self.mechanism is not None and self.mechanism.token_authenticated
 
     def refusal(self, api_key: int) -> str | None:
         """Why a request of `api_key` closes the connection in the current state (None: it may go on)."""

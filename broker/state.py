@@ -4,7 +4,8 @@ Rules:
 - `Broker` holds state only: the configuration, the cluster (topics, partitions, nodes), the
   coordinators (`services`), listener security, SCRAM credentials, the authorizer, metrics,
   fetch sessions, the imitated Kafka release and its API ranges, the addresses clients are
-  told, and the dispatch hooks test controls register (broker.hooks). It neither reads nor
+  told, the cluster administration state (client quotas, dynamic broker configs, features,
+  reassignments, delegation tokens, client telemetry), and the dispatch hooks test controls register (broker.hooks). It neither reads nor
   writes sockets: the network layer (broker.server, broker.connection) binds the listeners,
   fills in `listeners`/`advertised`/`node_advertised` once bound, and lends a `NodePorts` for
   taking a node's ports down and up.
@@ -30,14 +31,20 @@ from .cluster import Cluster
 from .settings.broker_config import BrokerConfig
 from .settings.listeners import Listener
 from .credentials import ScramStore
+from .delegation_tokens import DelegationTokens
+from .dynamic_configs import DynamicBrokerConfigs
+from .features import Features
 from .fetch_sessions import FetchSessionCache
 from .hooks import DispatchHooks
 from .kafka_versions import KafkaRelease
 from .kafka_versions import release as kafka_release
 from .metrics import Metrics
+from .quotas import ClientQuotas
+from .reassignments import Reassignments
 from .security import ListenerSecurity
 from .security import build as build_security
 from .services import Services, Wiring
+from .telemetry import TELEMETRY_APIS, ClientTelemetry
 
 log = logging.getLogger("kafkalite.state")
 
@@ -96,6 +103,20 @@ class Broker:
     scram: ScramStore = field(init=False)
     # the network layer's hold on the nodes' ports (broker.server); None without a server
     ports: NodePorts | None = None
+    # client quotas (AlterClientQuotas) and their sensors (broker.quotas, broker.throttling)
+    quotas: ClientQuotas = field(init=False)
+    # dynamic broker configs (broker.dynamic_configs): per broker and cluster default
+    dynamic_configs: DynamicBrokerConfigs = field(init=False)
+    # supported and finalized feature levels (broker.features), changed by UpdateFeatures
+    features: Features = field(init=False)
+    # partition reassignments in progress and leader elections (broker.reassignments)
+    reassignments: Reassignments = field(init=False)
+    # delegation tokens (broker.delegation_tokens), which SCRAM authentication also reads
+    delegation_tokens: DelegationTokens = field(init=False)
+    # client-metrics subscriptions and the telemetry clients pushed (broker.telemetry)
+    telemetry: ClientTelemetry = field(init=False)
+    # API keys served but left out of ApiVersions (the telemetry APIs, as Kafka without a receiver)
+    unadvertised: frozenset[int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
@@ -105,6 +126,23 @@ class Broker:
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
+        self.open_cluster_admin()
+        self.unadvertised = frozenset() if self.config["client.telemetry.enable"] else TELEMETRY_APIS
+
+    def open_cluster_admin(self) -> None:
+        """The cluster administration state (quotas, dynamic broker configs, features,
+        reassignments, delegation tokens, client telemetry) read from the metadata directory; the
+        reset control opens it again once it has removed those files."""
+        meta_dir, node_id = self.cluster.meta_dir, self.cluster.node_id
+        self.quotas = ClientQuotas(meta_dir)
+        self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id)
+        self.features = Features(meta_dir, self.config, self.release, node_id)
+        self.reassignments = Reassignments(self.cluster)
+        self.delegation_tokens = DelegationTokens(meta_dir, self.config["delegation.token.secret.key"],
+                                                  self.config["delegation.token.max.lifetime.ms"],
+                                                  self.config["delegation.token.expiry.time.ms"])
+        self.scram.tokens = self.delegation_tokens
+        self.telemetry = ClientTelemetry(meta_dir)
 
     def address_of(self, node: int, listener_name: str) -> Listener:
         """Where a client on `listener_name` reaches `node`."""

@@ -101,6 +101,8 @@ def _empty(f: _Field) -> Any:
         return _ZERO_UUID
     if kt in ("timedelta_i32", "timedelta_i64"):
         return datetime.timedelta(0)
+    if kt == "datetime_i64":  # -1, Kafka's "no time" (delegation token timestamps)
+        return datetime.datetime.fromtimestamp(-0.001, datetime.timezone.utc)
     if kt == "error_code":
         return ErrorCode.none
     return None

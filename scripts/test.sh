@@ -4,8 +4,8 @@
 # a finding fails the run), then runs every test (pyproject.toml's testpaths): unit tests of
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
-# then the transaction, idempotence, offsets, security, share group, streams group and Kafka tools
-# (compat_tests/tools) tests of the compatibility suite (and bench/tests: rdkperf's idempotent and transactional runs) once more on
+# then the transaction, idempotence, offsets, security, share group, streams group, Kafka tools
+# (compat_tests/tools) and cluster admin tests of the compatibility suite (and bench/tests: rdkperf's idempotent and transactional runs) once more on
 # Apache Kafka (compat_tests/reference.py), the judge of what they assert.
 # Both runs spread their test files over TEST_WORKERS processes (pytest-xdist, default 3 and 2):
 # a file's tests stay together on one worker (--dist loadfile), so module fixtures are set up once,
@@ -34,14 +34,13 @@ if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ];
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
-# api_pending: tools cases for API keys kafkalite does not serve yet (they run on Kafka below)
-python -m pytest -n "$workers" --dist loadfile -m "not api_pending" || status=$?
+python -m pytest -n "$workers" --dist loadfile || status=$?
 # The rest of the compatibility suite (the slow-marked tests, clients, admin, groups...) runs on
 # Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
 # took 5 min on two workers (198 tests), the whole command about 18 min from an empty clone.
 COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
-    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools) and not slow" \
+    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools or cluster_admin) and not slow" \
     || status=$?
 # Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
 # SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 ControlFn = Callable[..., Awaitable[Any]]
 
 # Modules whose @control functions make up the table, imported on first use.
-MODULES: list[str] = ["faults", "clock", "topology", "reset", "request_log", "snapshot", "seed"]
+MODULES: list[str] = ["faults", "clock", "topology", "reset", "request_log", "snapshot", "seed",
+                     "quotas", "reassignments", "telemetry"]
 
 
 @dataclass(frozen=True)

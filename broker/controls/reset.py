@@ -3,7 +3,10 @@
     reset           delete every topic (user topics, and with them the internal topics that hold
                     groups, offsets, transactions and share-group state), forget every
                     coordinator's state, producer state, ACLs, SCRAM users added at run time,
-                    group configs and fetch sessions; disarm every fault; the clock back to the
+                    group configs and fetch sessions, and the cluster administration state (client
+                    quotas and armed throttles, dynamic broker configs, finalized features,
+                    reassignments, delegation tokens, client-metrics subscriptions and what
+                    clients pushed); disarm every fault; the clock back to the
                     mode the broker started in at the wall clock's time; the request log emptied;
                     then the seed the broker started with (--seed), if any, applied again.
                     Returns what it removed and how long it took in the broker (`took_ms`).
@@ -141,6 +144,24 @@ def _reset_acls(broker: "Broker") -> int:
     return len(authorizer.delete([everything])[0])
 
 
+def _reset_cluster_admin(broker: "Broker") -> int:
+    """The cluster administration state back to a fresh start's: the settings that dynamic configs
+    and features changed take their static values again, the stores' files go and the stores are
+    opened anew. Returns how many files were removed; with none and nothing held in memory
+    (armed throttles, reassignments, pushed telemetry) nothing is done."""
+    stores = (broker.quotas, broker.dynamic_configs, broker.features, broker.delegation_tokens, broker.telemetry)
+    files = [store.path for store in stores if store.path.exists()]
+    reassignments = broker.reassignments
+    if not files and not broker.quotas.forced and not reassignments.ongoing and not reassignments.held \
+            and not broker.telemetry.instances:
+        return 0
+    for path in files:
+        path.unlink()
+    broker.config.values.update(broker.dynamic_configs.static_values)
+    broker.open_cluster_admin()
+    return len(files)
+
+
 def reset_state(broker: "Broker", *, fsync: bool = True, reseed: bool = True) -> dict[str, Any]:
     """The reset, in one step of the trio loop (no await: no request sees half of it). Without
     `fsync` the emptied topics.json is not fsynced (restore writes another at once); with
@@ -165,6 +186,7 @@ def reset_state(broker: "Broker", *, fsync: bool = True, reseed: bool = True) ->
         group_configs.unlink()
     broker.fetch_sessions.sessions.clear()
     acls = _reset_acls(broker)
+    cluster_admin = _reset_cluster_admin(broker)
     users = _reset_scram(broker)
     armed_faults = armed(broker)
     for fault in armed_faults:
@@ -186,7 +208,7 @@ def reset_state(broker: "Broker", *, fsync: bool = True, reseed: bool = True) ->
              "%d fault(s) removed in %.2f ms", len(user_topics), group_count, txn_count, acls, users, faults,
              took_ms)
     return {"topics": user_topics, "groups": group_count, "transactional_ids": txn_count, "acls": acls,
-            "scram_users": users, "faults": faults, "seeded": seeded, "took_ms": round(took_ms, 3)}
+            "scram_users": users, "faults": faults, "cluster_admin": cluster_admin, "seeded": seeded, "took_ms": round(took_ms, 3)}
 
 
 @control("reset")

@@ -27,7 +27,9 @@ and fsync nothing; a snapshot is a test fixture, not a backup.
 
 What is not saved: the producer id blocks (ids are handed out from where the broker is, never
 again from where the snapshot was), fetch sessions (clients start new ones), armed faults, the
-clock and the request log (reset as by the reset control).
+clock, the request log and the cluster administration state (client quotas, dynamic broker
+configs, features, reassignments, delegation tokens, client telemetry): those are as the reset
+control leaves them.
 """
 
 from __future__ import annotations

@@ -42,6 +42,11 @@ FAMILIES = [
     "share",
     "sasl",
     "scram_credentials",
+    "client_quotas",
+    "cluster_features",
+    "replica_admin",
+    "delegation_tokens",
+    "telemetry",
 ]
 
 

@@ -1,4 +1,4 @@
-"""DescribeCluster (key 60) v0-v2, DescribeLogDirs (35) v1-v5, ListPartitionReassignments (46) v0.
+"""DescribeCluster (key 60) v0-v2, DescribeLogDirs (35) v1-v5.
 
 DescribeCluster
 - Every node that is up, at its address advertised on the listener the request came in on;
@@ -8,8 +8,8 @@ DescribeCluster
   (INVALID_REQUEST in v0), as Kafka answers on a broker listener.
 - include_cluster_authorized_operations reports the cluster operations the principal may
   perform (0 without DESCRIBE on the cluster); every one when no authorizer is configured.
-- DescribeLogDirs and ListPartitionReassignments need DESCRIBE on the cluster
-  (CLUSTER_AUTHORIZATION_FAILED).
+- DescribeLogDirs needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+  ListPartitionReassignments is broker.handlers.replica_admin's.
 
 DescribeLogDirs
 - One log directory: the data directory (absolute path), with its volume's total and usable
@@ -18,9 +18,6 @@ DescribeLogDirs
   high watermark). A null topic list means every
   partition; listed partitions that do not exist are left out, as Kafka does.
 
-ListPartitionReassignments
-- Nothing is ever being reassigned on one broker: the answer lists no topics (kafka-topics.sh
-  --describe asks before printing).
 """
 
 from __future__ import annotations
@@ -118,13 +115,3 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     result = make(mod.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=str(data_dir), topics=tuple(topics),
                   total_bytes=total, usable_bytes=usable, is_cordoned=False)
     return make(mod.DescribeLogDirsResponse, throttle_time=0, error_code=ErrorCode.none, results=(result,))
-
-
-@api(46, 0, 0)
-async def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
-    mod = response_module(ctx)
-    if not allowed_cluster(ctx, AclOperation.DESCRIBE):
-        return make(mod.ListPartitionReassignmentsResponse, throttle_time=0,
-                    error_code=ErrorCode.cluster_authorization_failed, error_message=None, topics=())
-    return make(mod.ListPartitionReassignmentsResponse, throttle_time=0, error_code=ErrorCode.none,
-                error_message=None, topics=())

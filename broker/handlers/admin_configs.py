@@ -1,7 +1,8 @@
 """DescribeConfigs (key 32) v1-v4, AlterConfigs (33) v0-v2, IncrementalAlterConfigs (44) v0-v1.
 
-Resources: topics (2), the node the request came to (4) and its loggers (8). Client-metrics and group
-resources are not kept here and answer INVALID_REQUEST.
+Resources: topics (2), the node the request came to (4) and its loggers (8), client-metrics
+subscriptions (16, broker.telemetry: SET and DELETE, with Kafka's validation) and groups (32,
+broker.group_configs).
 
 DescribeConfigs
 - A topic lists every topic config Kafka defines, sorted by name, with its effective value and
@@ -12,9 +13,10 @@ DescribeConfigs
   include_documentation (v3+) one line per config; config_type (v3+) is Kafka's type. An unknown
   topic is UNKNOWN_TOPIC_OR_PARTITION, a bad name INVALID_TOPIC_EXCEPTION. configuration_keys
   filters, silently skipping unknown keys; null or empty means all.
-- The broker resource named by this node id lists the broker settings (broker/config.py), all
-  read-only; the resource "" (cluster-wide dynamic defaults) is empty, since none are ever set.
-  Another id is INVALID_REQUEST.
+- The broker resource named by this node id lists the broker settings (broker.settings) and
+  Kafka's dynamic broker configs: those are writable and report a dynamic value first
+  (DYNAMIC_BROKER_CONFIG, then DYNAMIC_DEFAULT_BROKER_CONFIG, in the synonyms too); the resource ""
+  lists the cluster defaults that are set. Another id is INVALID_REQUEST.
 - The broker-logger resource lists `root` and the broker's loggers with their levels.
 
 AlterConfigs / IncrementalAlterConfigs
@@ -25,9 +27,11 @@ AlterConfigs / IncrementalAlterConfigs
   message), then the topic must exist (UNKNOWN_TOPIC_OR_PARTITION "The topic 'x' does not
   exist."). validate_only checks and changes nothing. Duplicate resources, duplicate keys in a
   resource and null values (other than DELETE) are INVALID_REQUEST, as Kafka's broker checks them.
-- Broker settings are read-only at runtime: setting any of them is INVALID_REQUEST "Cannot
-  update these configs dynamically: Set(k)" (Kafka's message for its static settings);
-  DELETE of a broker setting has nothing to remove and succeeds. Logger levels (resource
+- BROKER resources (a node id, or "" for the cluster default) take Kafka's dynamic broker configs
+  (broker.dynamic_configs owns which keys, their validation and where they apply): AlterConfigs
+  replaces the resource's dynamic set, IncrementalAlterConfigs SETs and DELETEs keys and APPENDs to
+  and SUBTRACTs from LIST keys ("Config value append is not allowed for config key: k",
+  INVALID_CONFIG, otherwise). GROUP resources take APPEND and SUBTRACT on their LIST keys too. Logger levels (resource
   type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
 
 With an authorizer: DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster for
@@ -115,9 +119,23 @@ def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | No
         log.info("topic %s configs now %s", name, normalized)
 
 
-def _broker_static_refusal(keys) -> AdminError:
-    return AdminError(ErrorCode.invalid_request,
-                      "Cannot update these configs dynamically: Set(" + ", ".join(keys) + ")")
+def _broker_resource_node(ctx: RequestContext, name: str) -> int | None:
+    """The node a BROKER resource names (None: the cluster default, "")."""
+    if name == "":
+        return None
+    _check_node_id(ctx, name)
+    return int(name)
+
+
+def _replace_broker_configs(ctx: RequestContext, node: int | None, props: dict[str, str],
+                            validate_only: bool) -> None:
+    from ..dynamic_configs import DynamicConfigError
+
+    try:
+        ctx.broker.dynamic_configs.replace(node, props, validate_only=validate_only)
+    except DynamicConfigError as exc:
+        code = ErrorCode.invalid_config if exc.invalid_config else ErrorCode.invalid_request
+        raise AdminError(code, exc.message) from None
 
 
 def _preprocess(resources, *, incremental: bool) -> dict[int, AdminError]:
@@ -137,6 +155,17 @@ def _preprocess(resources, *, incremental: bool) -> dict[int, AdminError]:
         if nulls:
             errors[i] = AdminError(ErrorCode.invalid_request, "Null value not supported for : " + ", ".join(nulls))
     return errors
+
+
+def _list_op(current: str | None, op: int, value: str) -> str:
+    """APPEND (items not there yet) or SUBTRACT (items there) on a LIST config's value."""
+    parts = [p for p in (current or "").split(",") if p]
+    for item in value.split(","):
+        if op == APPEND and item not in parts:
+            parts.append(item)
+        elif op == SUBTRACT and item in parts:
+            parts.remove(item)
+    return ",".join(parts)
 
 
 def _python_level(level: str) -> int:
@@ -174,12 +203,14 @@ def _describe_entries(ctx: RequestContext, resource):
             raise AdminError(ErrorCode.unknown_topic_or_partition, "")
         return describe_topic_configs(topic.configs, ctx.broker.config.values, names=keys)
     if rtype == BROKER:
+        dynamic = ctx.broker.dynamic_configs
         if name == "":
-            return []
+            return dynamic.describe_default(keys)
         _check_node_id(ctx, name, DESCRIBE_BROKER_ID)
+        node = int(name)
         # BrokerKey's fields are read-only (a frozen dataclass), which the protocol does not say
         keys_table = cast("Mapping[str, BrokerKeyLike]", BROKER_KEYS)
-        return describe_broker_configs(ctx.broker.config.values, keys_table, names=keys)
+        return dynamic.overlay(node, describe_broker_configs(dynamic.static_values, keys_table, names=keys), keys)
     if rtype == BROKER_LOGGER:
         if name == "":
             raise AdminError(ErrorCode.invalid_request, "Broker id must not be empty")
@@ -191,24 +222,56 @@ def _describe_entries(ctx: RequestContext, resource):
                 for n, lg in _broker_loggers().items() if wanted is None or n in wanted]
     if rtype == GROUP:
         return _describe_group(ctx, name, keys)
+    if rtype == CLIENT_METRICS:
+        return _describe_client_metrics(ctx, name, keys)
     raise AdminError(ErrorCode.invalid_request,
                      f"Unsupported resource type: {RESOURCE_TYPE_NAMES.get(rtype, rtype)}")
 
 
 def _describe_group(ctx: RequestContext, name: str, keys):
     """GROUP resources: the group configs broker.group_configs serves."""
-    from ..settings.group_keys import GROUP_KEYS
+    if not name:
+        raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
+    return ctx.broker.services.share.configs.describe_entries(name, keys)
+
+
+def _describe_client_metrics(ctx: RequestContext, name: str, keys):
+    """CLIENT_METRICS resources: a subscription's keys (broker.telemetry)."""
     from ..settings.describe import ConfigEntry
 
     if not name:
-        raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
-    return [ConfigEntry(n, v, ConfigSource.GROUP_CONFIG if mine else ConfigSource.DEFAULT_CONFIG,
-                        ConfigType[GROUP_KEYS[n].type_name], GROUP_KEYS[n].doc)
-            for n, v, mine in ctx.broker.services.share.configs.describe(name, keys)]
+        raise AdminError(ErrorCode.invalid_request, "Client metrics subscription name must not be empty")
+    props = ctx.broker.telemetry.subscriptions.get(name, {})
+    types = {"interval.ms": ConfigType.INT, "match": ConfigType.LIST, "metrics": ConfigType.LIST}
+    return [ConfigEntry(k, v, ConfigSource.CLIENT_METRICS_CONFIG, types[k], None,
+                        synonyms=[(k, v, ConfigSource.CLIENT_METRICS_CONFIG)])
+            for k, v in sorted(props.items()) if keys is None or k in keys]
+
+
+def _incremental_client_metrics(ctx: RequestContext, resource, validate_only: bool) -> None:
+    from ..telemetry import TelemetryConfigError
+
+    if not resource.resource_name:
+        raise AdminError(ErrorCode.invalid_request, "Client metrics subscription name must not be empty")
+    props = dict(ctx.broker.telemetry.subscriptions.get(resource.resource_name, {}))
+    for c in resource.configs:
+        if c.config_operation == SET:
+            props[c.name] = c.value
+        elif c.config_operation == DELETE:
+            props.pop(c.name, None)
+        else:
+            raise AdminError(ErrorCode.invalid_request,
+                             f"{OP_NAMES.get(c.config_operation, c.config_operation)} operation is not allowed "
+                             "for the CLIENT_METRICS resource")
+    try:
+        ctx.broker.telemetry.alter(resource.resource_name, props, validate_only=validate_only)
+    except TelemetryConfigError as exc:
+        raise AdminError(ErrorCode.invalid_config if exc.invalid_config else ErrorCode.invalid_request,
+                         exc.message) from None
 
 
 def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> None:
-    from ..settings.group_keys import GroupConfigError
+    from ..settings.group_keys import GROUP_KEYS, GroupConfigError
 
     if not resource.resource_name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
@@ -218,10 +281,15 @@ def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> No
             changes.append((c.name, c.value))
         elif c.config_operation == DELETE:
             changes.append((c.name, None))
+        elif c.config_operation in (APPEND, SUBTRACT):
+            configs = ctx.broker.services.share.configs
+            if c.name not in GROUP_KEYS or GROUP_KEYS[c.name].type_name != "LIST":
+                raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[c.config_operation]} to key {c.name} "
+                                 "because its type is not LIST.")
+            changes.append((c.name, _list_op(configs.get(resource.resource_name, c.name), c.config_operation,
+                                             c.value)))
         else:
-            raise AdminError(ErrorCode.invalid_request,
-                             f"{OP_NAMES.get(c.config_operation, c.config_operation)} operation is not allowed "
-                             "for the GROUP resource")
+            raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     try:
         ctx.broker.services.share.configs.alter(resource.resource_name, changes, validate_only=validate_only)
     except GroupConfigError as exc:
@@ -289,10 +357,8 @@ def _alter_one(ctx: RequestContext, resource, validate_only: bool) -> None:
     if rtype == TOPIC:
         _apply_topic_configs(ctx, name, {c.name: c.value for c in resource.configs}, validate_only)
     elif rtype == BROKER:
-        if name != "":
-            _check_node_id(ctx, name)
-        if resource.configs:
-            raise _broker_static_refusal([c.name for c in resource.configs])
+        node = _broker_resource_node(ctx, name)
+        _replace_broker_configs(ctx, node, {c.name: c.value for c in resource.configs}, validate_only)
     else:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {rtype}")
 
@@ -344,27 +410,33 @@ def _incremental_topic(ctx: RequestContext, resource, validate_only: bool) -> No
             current = new.get(c.name)
             if current is None:
                 current = topic_config_default(c.name)
-            parts = [p for p in (current or "").split(",") if p]
-            for item in c.value.split(","):
-                if op == APPEND and item not in parts:
-                    parts.append(item)
-                elif op == SUBTRACT and item in parts:
-                    parts.remove(item)
-            new[c.name] = ",".join(parts)
+            new[c.name] = _list_op(current, op, c.value)
         else:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {op}")
     _apply_topic_configs(ctx, resource.resource_name, new, validate_only)
 
 
-def _incremental_broker(ctx: RequestContext, resource) -> None:
-    if resource.resource_name != "":
-        _check_node_id(ctx, resource.resource_name)
+def _incremental_broker(ctx: RequestContext, resource, validate_only: bool) -> None:
+    """ConfigAdminManager.prepareIncrementalConfigs on the resource's stored set, then validated whole."""
+    from ..dynamic_configs import is_list_config as is_dynamic_list_config
+
+    node = _broker_resource_node(ctx, resource.resource_name)
     for c in resource.configs:
         if c.config_operation not in OP_NAMES:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
-    changed = [c.name for c in resource.configs if c.config_operation != DELETE]
-    if changed:
-        raise _broker_static_refusal(changed)
+    props = ctx.broker.dynamic_configs.current(node)
+    for c in resource.configs:
+        op = c.config_operation
+        if op == SET:
+            props[c.name] = c.value
+        elif op == DELETE:
+            props.pop(c.name, None)
+        else:
+            if not is_dynamic_list_config(c.name):
+                raise AdminError(ErrorCode.invalid_config, f"Config value {OP_NAMES[op].lower()} is not allowed for "
+                                 f"config key: {c.name}")
+            props[c.name] = _list_op(props.get(c.name), op, c.value)
+    _replace_broker_configs(ctx, node, props, validate_only)
 
 
 def _incremental_logger(ctx: RequestContext, resource, validate_only: bool) -> None:
@@ -411,11 +483,13 @@ def _incremental_one(ctx: RequestContext, resource, validate_only: bool) -> None
     if resource.resource_type == TOPIC:
         _incremental_topic(ctx, resource, validate_only)
     elif resource.resource_type == BROKER:
-        _incremental_broker(ctx, resource)
+        _incremental_broker(ctx, resource, validate_only)
     elif resource.resource_type == BROKER_LOGGER:
         _incremental_logger(ctx, resource, validate_only)
     elif resource.resource_type == GROUP:
         _incremental_group(ctx, resource, validate_only)
+    elif resource.resource_type == CLIENT_METRICS:
+        _incremental_client_metrics(ctx, resource, validate_only)
     else:
         raise AdminError(ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}")
 

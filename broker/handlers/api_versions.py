@@ -1,11 +1,14 @@
 """ApiVersions (key 18), v0-v4.
 
 Generated from the broker's API ranges (the API table, or its intersection with the Kafka
-release imitated: broker.kafka_versions), so it lists exactly what dispatch serves. Produce is
+release imitated: broker.kafka_versions), so it lists what dispatch serves, less the telemetry
+APIs unless client.telemetry.enable is set (Kafka serves them but advertises them only with a
+client telemetry receiver configured). Produce is
 advertised from v0 as Kafka 4.x does (older librdkafka turns compression off otherwise) but
-v0-v2 are refused. From v3 it reports the `transaction.version` feature (KIP-890): clients
-use transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the
-finalized level is 2. A request with a version we do not know is answered in the v0 format
+v0-v2 are refused. From v3 it reports the supported and finalized features (broker.features,
+which UpdateFeatures changes), among them `transaction.version` (KIP-890): clients use
+transactions v2 (EndTxn v5 epoch bump, implicit partition registration) only when the finalized
+level is 2. A request with a version we do not know is answered in the v0 format
 with UNSUPPORTED_VERSION and, as Kafka does since KIP-511, only the ApiVersions key with our
 range (see broker.connection): the client retries with a version we serve and so learns the
 features too (franz-go takes a full key list as the final answer, and with it no features).
@@ -27,16 +30,6 @@ from ..context import RequestContext
 from ..state import Broker
 from . import api
 
-FEATURES = {
-    # name: (min supported, max supported)
-    "transaction.version": (0, 2),
-    "group.version": (0, 1),
-    "streams.version": (0, 1),  # KIP-1071 streams groups, finalized at 1 as on a new Kafka 4.4 cluster
-    "share.version": (0, 2),  # share groups (KIP-932); Kafka 4.4 finalizes level 2 on a new cluster
-}
-# the levels a new Kafka 4.4 cluster finalizes (transaction.version: the broker's setting instead)
-FINALIZED = {"transaction.version": 0, "group.version": 1, "streams.version": 1, "share.version": 2}
-
 
 def build(version: int, broker: Broker, error: ErrorCode = ErrorCode.none) -> Any:
     rt = response_type(18, version)
@@ -44,23 +37,20 @@ def build(version: int, broker: Broker, error: ErrorCode = ErrorCode.none) -> An
     keys = tuple(
         make(mod.ApiVersion, api_key=r.api_key, min_version=r.advertised_min_version, max_version=r.max_version)
         for r in sorted(broker.api_ranges.values(), key=lambda r: r.api_key)
-        if error != ErrorCode.unsupported_version or r.api_key == 18
+        if (error != ErrorCode.unsupported_version or r.api_key == 18) and r.api_key not in broker.unadvertised
     )
     kwargs = dict(error_code=error, api_keys=keys, throttle_time=0)
     if version >= 3:
-        release = broker.release
-        supported = FEATURES if release is None else release.supported_features
-        levels = dict(FINALIZED if release is None else release.finalized_features)
-        levels["transaction.version"] = broker.config["transaction.version"]
+        features = broker.features
         # Kafka omits features whose minimum is 0 from v0-v3 responses (see the schema).
         kwargs["supported_features"] = tuple(
             make(mod.SupportedFeatureKey, name=n, min_version=lo, max_version=hi)
-            for n, (lo, hi) in supported.items() if version >= 4 or lo > 0
+            for n, (lo, hi) in features.supported.items() if version >= 4 or lo > 0
         )
-        kwargs["finalized_features_epoch"] = 1
+        kwargs["finalized_features_epoch"] = features.epoch
         kwargs["finalized_features"] = tuple(
             make(mod.FinalizedFeatureKey, name=n, max_version_level=level, min_version_level=level)
-            for n, level in levels.items() if level > 0
+            for n, level in features.finalized().items()
         )
     return make(rt, **kwargs)
 

@@ -218,6 +218,13 @@ def encode_accepted(version: int, results: list[tuple[Any, list[tuple[int, Parti
     return EncodedBody(out)
 
 
+def encoded_with_throttle_time(body: EncodedBody, version: int, throttle_ms: int) -> EncodedBody:
+    """An encode_accepted body with its throttle_time_ms set (broker.throttling): the field is the
+    body's last but for the flexible versions' empty tagged fields."""
+    end = len(body) - (1 if version >= 9 else 0)
+    return EncodedBody(body[:end - 4] + _I32.pack(throttle_ms) + body[end:])
+
+
 def _partition_response(ctx: RequestContext, mod, idx: int, r: PartitionResult, endpoints: dict):
     fields = dict(index=idx, error_code=r.error, base_offset=r.base_offset, log_append_time=r.log_append_time,
                   log_start_offset=r.log_start_offset, record_errors=_record_errors(mod, r), error_message=r.message)

@@ -161,6 +161,16 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "86400000"),
     "transaction.version": K(int, 2, "finalized transaction.version feature level (KIP-890): 0, 1 or 2",
              T.SHORT, None),
+    # delegation tokens (broker/delegation_tokens.py): off until a secret key is set, as in Kafka
+    "delegation.token.secret.key": K(str, "", "the key delegation tokens are signed with (empty: no tokens)",
+             T.PASSWORD, None),
+    "delegation.token.max.lifetime.ms": K(int, WEEK_MS, "a delegation token's longest life, renewals included",
+             T.LONG, "604800000"),
+    "delegation.token.expiry.time.ms": K(int, 86_400_000, "a delegation token's life until it is renewed",
+             T.LONG, "86400000"),
+    # client telemetry (KIP-714, broker/telemetry.py): Kafka advertises it only with a receiver plugin
+    "client.telemetry.enable": K(parse_bool, False, "advertise GetTelemetrySubscriptions and PushTelemetry "
+             "(clients push their metrics, read by the client-telemetry control)", T.BOOLEAN, None),
     # authorisation (broker/authorizer.py); Kafka's StandardAuthorizer reads the last two
     "authorizer.class.name": K(str, "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on",
              T.STRING, ""),

@@ -160,7 +160,7 @@ def test_empty_reset_touches_nothing(broker):
     broker.controls.reset()
     result = broker.controls.reset()
     assert result == {"topics": [], "groups": 0, "transactional_ids": 0, "acls": 0, "scram_users": 0, "faults": 0,
-                      "seeded": None, "took_ms": result["took_ms"]}
+                      "cluster_admin": 0, "seeded": None, "took_ms": result["took_ms"]}
     assert 0 <= result["took_ms"] < 1000
 
 
@@ -244,3 +244,34 @@ def test_share_and_streams_groups_go_too(broker, admin):
         assert {(f"share-{topic}", "share"), (f"streams-{topic}", "streams")} <= groups(wire)
         assert broker.controls.reset()["groups"] >= 1
         assert groups(wire) == set()
+
+
+def test_reset_forgets_the_cluster_administration_state(broker):
+    """A client quota, an armed throttle, a dynamic broker config and a finalized feature level set
+    by one test are gone after a reset: the next starts from the broker's static settings."""
+    broker.controls.reset()
+    with WireClient(broker.bootstrap) as wire:
+        quota = wire.request(request(49, 1, validate_only=False, entries=[
+            {"entity": [{"entity_type": "client-id", "entity_name": "reset-me"}],
+             "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}]))
+        assert quota.entries[0].error_code == 0
+        dynamic = wire.request(request(44, 1, validate_only=False, resources=[
+            {"resource_type": 4, "resource_name": "", "configs": [
+                {"name": "log.retention.ms", "config_operation": 0, "value": "1000"}]}]))
+        assert dynamic.responses[0].error_code == 0
+        downgrade = wire.request(request(57, 1, timeout=5000, validate_only=False, feature_updates=[
+            {"feature": "transaction.version", "max_version_level": 1, "upgrade_type": 2, "allow_downgrade": False}]))
+        assert downgrade.error_code == 0
+        broker.controls.call("throttle-client", ms=100, count=None, client_id="reset-me")
+
+        result = broker.controls.reset()
+        assert result["cluster_admin"] == 3  # the quota, dynamic config and feature files
+
+        quotas = wire.request(request(48, 1, strict=False, components=[]))
+        assert quotas.entries == ()
+        described = wire.request(request(32, 4, include_synonyms=False, include_documentation=False, resources=[
+            {"resource_type": 4, "resource_name": "", "configuration_keys": None}]))
+        assert described.results[0].configs == ()
+        versions = wire.request(request(18, 4, client_software_name="t", client_software_version="1"))
+        assert {f.name: f.max_version_level for f in versions.finalized_features}["transaction.version"] == 2
+    assert broker.controls.call("list-throttles") == []

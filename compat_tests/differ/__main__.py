@@ -10,6 +10,7 @@ import sys
 import time
 import traceback
 
+from . import admin_conversations  # noqa: F401  (registers its conversations)
 from .conversations import CONVERSATIONS
 from .core import common_versions, compare, run
 from .known import accepted

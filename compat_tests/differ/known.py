@@ -31,9 +31,8 @@ _CONFIGS = [
     ("*.configs.name=min.insync.replicas.config_source", MIN_ISR_SOURCE),
 ]
 
-STATIC_BROKER = ("kafkalite's broker settings are static (set at start, never altered at run time), so every "
-                 "one is read-only; log.retention.ms is its own setting with a value where Kafka derives it from "
-                 "log.retention.hours and reports null")
+RETENTION_MS = ("log.retention.ms is a kafkalite setting of its own with a value, where Kafka derives it from "
+                "log.retention.hours and reports null")
 STATIC_SOURCE = ("kafkalite reports a broker setting as STATIC_BROKER_CONFIG when its value differs from Kafka's "
                  "default; Kafka also when its properties file repeats the default (the reference's sets "
                  "num.partitions=1 and auto.create.topics.enable=true)")
@@ -41,8 +40,7 @@ STATIC_SOURCE = ("kafkalite reports a broker setting as STATIC_BROKER_CONFIG whe
 KNOWN: dict[str, list[tuple[str, str]]] = {
     "*": _CONFIGS,
     "describe broker configs": [
-        ("*.configs.name=*.read_only", STATIC_BROKER),
-        ("*.configs.name=log.retention.ms.value", STATIC_BROKER),
+        ("*.configs.name=log.retention.ms.value", RETENTION_MS),
         ("*.configs.name=num.partitions.*", STATIC_SOURCE),
         ("*.configs.name=auto.create.topics.enable.*", STATIC_SOURCE),
     ],

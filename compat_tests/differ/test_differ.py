@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from . import admin_conversations  # noqa: F401  (registers its conversations)
 from .conversations import CONVERSATIONS
 from .core import assert_alike, common_versions
 

@@ -86,6 +86,18 @@ final class AdminCommand {
         OPS.put("deleteShareGroups", ShareAdmin::deleteShareGroups);
         OPS.put("describeUserScramCredentials", AdminCommand::describeUserScramCredentials);
         OPS.put("alterUserScramCredentials", AdminCommand::alterUserScramCredentials);
+        OPS.put("describeClientQuotas", QuotaCommands::describeClientQuotas);
+        OPS.put("alterClientQuotas", QuotaCommands::alterClientQuotas);
+        OPS.put("describeFeatures", ClusterAdmin::describeFeatures);
+        OPS.put("updateFeatures", ClusterAdmin::updateFeatures);
+        OPS.put("describeMetadataQuorum", ClusterAdmin::describeMetadataQuorum);
+        OPS.put("electLeaders", ClusterAdmin::electLeaders);
+        OPS.put("alterPartitionReassignments", ClusterAdmin::alterPartitionReassignments);
+        OPS.put("listPartitionReassignments", ClusterAdmin::listPartitionReassignments);
+        OPS.put("createDelegationToken", ClusterAdmin::createDelegationToken);
+        OPS.put("describeDelegationToken", ClusterAdmin::describeDelegationToken);
+        OPS.put("renewDelegationToken", ClusterAdmin::renewDelegationToken);
+        OPS.put("expireDelegationToken", ClusterAdmin::expireDelegationToken);
     }
 
     static void run(Map<String, Object> req) throws Exception {

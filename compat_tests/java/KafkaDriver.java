@@ -37,6 +37,7 @@ public final class KafkaDriver {
         COMMANDS.put("consume", ConsumeCommand::run);
         COMMANDS.put("admin", AdminCommand::run);
         COMMANDS.put("warmup", Warmup::run);
+        COMMANDS.put("throttle", QuotaCommands::run);
     }
 
     private static final PrintStream OUT =

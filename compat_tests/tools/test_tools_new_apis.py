@@ -1,12 +1,11 @@
-"""Kafka's tools whose APIs kafkalite does not serve yet (see compat_tests/tools/test_tools.py for
+"""Kafka's tools on the cluster administration APIs (see compat_tests/tools/test_tools.py for
 the rest): client and user quotas through kafka-configs (DescribeClientQuotas/AlterClientQuotas),
 GROUP configs with their synonyms and the consumer-group keys, dynamic broker configs (per broker
 and cluster default), kafka-features upgrade and downgrade (UpdateFeatures), kafka-metadata-quorum
 (DescribeQuorum), kafka-client-metrics (CLIENT_METRICS resources, ListConfigResources), and
 preferred leader election (ElectLeaders) and a partition reassignment (AlterPartitionReassignments,
-ListPartitionReassignments) on three nodes. Each case passes on Apache Kafka 4.4
-(``COMPAT_BROKER=kafka``); they are kept apart so that the suite runs them once kafkalite serves
-these APIs.
+ListPartitionReassignments) on three nodes. Each case passes on kafkalite and on Apache Kafka 4.4
+(``COMPAT_BROKER=kafka``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from compat_tests import tools
 from compat_tests.cluster import Cluster
 from compat_tests.waiting import wait_until
 
-pytestmark = [pytest.mark.tools, pytest.mark.api_pending, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.tools, pytest.mark.timeout(240)]
 
 
 def feature_levels(kt) -> dict[str, str]:

@@ -1,0 +1,33 @@
+"""Hold partition reassignments running (a broker started with `--nodes N`).
+
+    hold-reassignments  held
+                        true: reassignments started from now on stay in progress (their
+                        partitions list the target and the leaving replicas, ListPartitionReassignments
+                        shows them with their adding and removing replicas) until released;
+                        false: every held reassignment completes now, and later ones at once
+    list-reassignments  the reassignments in progress: {"topic", "partition", "replicas",
+                        "adding", "removing"}
+
+Logical replicas have nothing to copy, so without a hold a reassignment completes within its
+AlterPartitionReassignments request (broker.reassignments).
+"""
+
+from __future__ import annotations
+
+from . import ControlError, control
+
+
+@control("hold-reassignments")
+async def hold_reassignments(broker, *, held):
+    """Hold reassignments in progress (true) or let them complete (false)."""
+    if not isinstance(held, bool):
+        raise ControlError(f"held must be true or false, not {held!r}")
+    finished = broker.reassignments.hold(held)
+    return {"held": held, "completed": finished}
+
+
+@control("list-reassignments")
+async def list_reassignments(broker):
+    """The reassignments in progress."""
+    return [{"topic": t, "partition": p, "replicas": step.replicas, "adding": step.adding, "removing": step.removing}
+            for (t, p), step in sorted(broker.reassignments.ongoing.items())]

@@ -1,0 +1,170 @@
+"""Partition reassignments and leader elections, as Kafka's controller (ReplicationControlManager)
+runs them on a cluster of `--nodes N` logical replicas.
+
+Reassignment (KIP-455)
+- A target replica list is checked as Kafka checks a manual assignment, with its messages
+  (INVALID_REPLICA_ASSIGNMENT): not empty, every broker registered, none twice; a different
+  replication factor needs allow_replication_factor_change (INVALID_REPLICATION_FACTOR).
+- While it runs, the partition's replicas are the target followed by the replicas leaving
+  (Metadata shows them all), `adding` are the target's new replicas and `removing` the leaving ones
+  (ListPartitionReassignments). Logical replicas have nothing to copy, so a reassignment completes
+  at once unless reassignments are held (the hold-reassignments control): completed, the replicas
+  are the target, the ISR its live members, and a leader outside the target hands over to the
+  first live replica of the target (a new leader epoch).
+- A null target cancels the running reassignment (the original replicas return);
+  NO_REASSIGNMENT_IN_PROGRESS when there is none. A target equal to the replicas is a no-op.
+
+Leader election (KIP-460)
+- PREFERRED: the first replica leads if it is up and in sync; ELECTION_NOT_NEEDED when it already
+  leads, PREFERRED_LEADER_NOT_AVAILABLE when it cannot.
+- UNCLEAN: only a partition whose leader is down or missing gets one: the first live in-sync
+  replica, else (unclean) the first live replica, which becomes the whole ISR;
+  ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is up.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+    from .partition import Partition
+
+log = logging.getLogger("kafkalite.reassignments")
+
+PREFERRED, UNCLEAN = 0, 1
+# Errors' default messages, which Kafka's controller answers with
+ELECTION_MESSAGES = {
+    ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
+    ErrorCode.preferred_leader_not_available: "The preferred leader was not available.",
+    ErrorCode.eligible_leaders_not_available: "Eligible topic partition leaders are not available.",
+}
+
+
+@dataclass
+class Ongoing:
+    original: list[int]
+    target: list[int]
+
+    @property
+    def adding(self) -> list[int]:
+        return [n for n in self.target if n not in self.original]
+
+    @property
+    def removing(self) -> list[int]:
+        return [n for n in self.original if n not in self.target]
+
+    @property
+    def replicas(self) -> list[int]:
+        return self.target + self.removing
+
+
+class Reassignments:
+    def __init__(self, cluster: "Cluster"):
+        self.cluster = cluster
+        self.ongoing: dict[tuple[str, int], Ongoing] = {}
+        self.held = False
+
+    # --- AlterPartitionReassignments ------------------------------------------------------
+
+    def check_target(self, part: "Partition", target: list[int], allow_rf_change: bool) -> tuple[ErrorCode, str] | None:
+        if not target:
+            return ErrorCode.invalid_replica_assignment, "The manual partition assignment includes an empty replica list."
+        seen: set[int] = set()
+        for node in target:
+            if node not in self.cluster.node_ids:
+                return (ErrorCode.invalid_replica_assignment,
+                        f"The manual partition assignment includes broker {node}, but no such broker is registered.")
+            if node in seen:
+                return (ErrorCode.invalid_replica_assignment,
+                        f"The manual partition assignment includes the broker {node} more than once.")
+            seen.add(node)
+        current = self.ongoing[(part.topic.name, part.index)].original if self.is_ongoing(part) else part.replicas
+        if not allow_rf_change and len(target) != len(current):
+            return (ErrorCode.invalid_replication_factor, f"The replication factor is changed from {len(current)} "
+                    f"to {len(target)} but allowReplicationFactorChange is false")
+        return None
+
+    def is_ongoing(self, part: "Partition") -> bool:
+        return (part.topic.name, part.index) in self.ongoing
+
+    def reassign(self, part: "Partition", target: list[int] | None) -> ErrorCode:
+        """Start (or finish at once), replace or cancel a partition's reassignment; the target is checked."""
+        key = (part.topic.name, part.index)
+        running = self.ongoing.get(key)
+        if target is None:
+            if running is None:
+                return ErrorCode.no_reassignment_in_progress
+            del self.ongoing[key]
+            self._settle(part, running.original)
+            log.info("reassignment of %s-%d cancelled: replicas %s", part.topic.name, part.index, running.original)
+            return ErrorCode.none
+        original = running.original if running is not None else list(part.replicas)
+        if target == original and running is None:
+            return ErrorCode.none
+        step = Ongoing(original, list(target))
+        if self.held:
+            self.ongoing[key] = step
+            part.replicas = step.replicas
+            self.cluster.save()
+            log.info("reassignment of %s-%d to %s running (held): replicas %s adding %s removing %s", part.topic.name,
+                     part.index, target, step.replicas, step.adding, step.removing)
+        else:
+            self.ongoing.pop(key, None)
+            self._settle(part, list(target))
+        return ErrorCode.none
+
+    def _settle(self, part: "Partition", replicas: list[int]) -> None:
+        """The reassignment's end: these replicas, their live members in sync, a leader among them."""
+        part.replicas = list(replicas)
+        part.isr = [n for n in replicas if self.cluster.alive(n)] or [replicas[0]]
+        if part.leader not in replicas:
+            part.set_leader(next((n for n in replicas if self.cluster.alive(n)), -1))
+        self.cluster.save()
+        log.info("partition %s-%d now has replicas %s, ISR %s, leader %d", part.topic.name, part.index, part.replicas,
+                 part.isr, part.leader)
+
+    def hold(self, held: bool) -> int:
+        """Hold reassignments running (True) or let them finish, now and from now on (False);
+        returns how many finished."""
+        self.held = held
+        if held:
+            return 0
+        finished = 0
+        for (topic, index), step in list(self.ongoing.items()):
+            part = self.cluster.partition(topic, index)
+            del self.ongoing[(topic, index)]
+            if part is not None:
+                self._settle(part, step.target)
+                finished += 1
+        return finished
+
+    # --- ElectLeaders ---------------------------------------------------------------------
+
+    def elect(self, part: "Partition", election_type: int) -> ErrorCode:
+        alive = self.cluster.alive
+        if election_type == PREFERRED:
+            preferred = part.replicas[0]
+            if part.leader == preferred:
+                return ErrorCode.election_not_needed
+            if not alive(preferred) or preferred not in part.isr:
+                return ErrorCode.preferred_leader_not_available
+            part.set_leader(preferred)
+            return ErrorCode.none
+        if part.leader >= 0 and alive(part.leader):
+            return ErrorCode.election_not_needed
+        clean = next((n for n in part.replicas if n in part.isr and alive(n)), None)
+        if clean is not None:
+            part.set_leader(clean)
+            return ErrorCode.none
+        unclean = next((n for n in part.replicas if alive(n)), None)
+        if unclean is None:
+            return ErrorCode.eligible_leaders_not_available
+        part.isr = [unclean]
+        part.set_leader(unclean)
+        log.warning("unclean leader election: %s-%d is led by %d, out of sync", part.topic.name, part.index, unclean)
+        return ErrorCode.none

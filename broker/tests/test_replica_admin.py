@@ -1,0 +1,106 @@
+"""ElectLeaders and partition reassignments on three nodes (broker.reassignments,
+broker.handlers.replica_admin): a held reassignment with its adding and removing replicas in
+ListPartitionReassignments and Metadata, cancelled and completed; a preferred election after the
+leader moved; an unclean election after the in-sync replicas went down. compat_tests/differ holds
+the refusals against Apache Kafka ("elect leaders", "partition reassignments")."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+import kafkalite
+from compat_tests.differ.core import request
+from kafkalite.protocol.client import WireClient
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with kafkalite.running(config={"nodes": 3}, controls=0) as b:
+        yield b
+
+
+@pytest.fixture
+def topic(broker):
+    name = f"replicas-{uuid.uuid4().hex[:6]}"
+    with WireClient(broker.bootstrap) as wire:
+        resp = wire.request(request(19, 7, timeout=5000, validate_only=False, topics=[
+            {"name": name, "num_partitions": 1, "replication_factor": 2, "configs": []}]))
+        assert resp.topics[0].error_code == ErrorCode.none
+    return name
+
+
+def replicas(wire, topic):
+    resp = wire.request(request(3, 12, topics=[{"name": topic, "topic_id": None}], allow_auto_topic_creation=False,
+                                include_topic_authorized_operations=False))
+    p = resp.topics[0].partitions[0]
+    return list(p.replica_nodes), list(p.isr_nodes), p.leader_id
+
+
+def reassign(wire, topic, target, allow_rf_change=True):
+    resp = wire.request(request(45, 1, timeout=5000, allow_replication_factor_change=allow_rf_change, topics=[
+        {"name": topic, "partitions": [{"partition_index": 0, "replicas": target}]}]))
+    p = resp.responses[0].partitions[0]
+    return p.error_code, p.error_message
+
+
+def listed(wire):
+    resp = wire.request(request(46, 0, timeout=5000, topics=None))
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+            for t in resp.topics for p in t.partitions}
+
+
+def test_held_reassignment_then_completed(broker, topic):
+    with WireClient(broker.bootstrap) as wire:
+        before, _isr, leader = replicas(wire, topic)
+        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+        broker.controls.call("hold-reassignments", held=True)
+        try:
+            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+            merged = target + [before[0]]
+            assert listed(wire)[(topic, 0)] == (merged, [target[0]], [before[0]])
+            assert replicas(wire, topic)[0] == merged
+            # cancelled: the original replicas return
+            assert reassign(wire, topic, None) == (ErrorCode.none, None)
+            assert replicas(wire, topic)[0] == before and (topic, 0) not in listed(wire)
+            assert reassign(wire, topic, None)[0] == ErrorCode.no_reassignment_in_progress
+            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+        finally:
+            assert broker.controls.call("hold-reassignments", held=False)["completed"] >= 1
+        after, isr, new_leader = replicas(wire, topic)
+        assert after == target and sorted(isr) == sorted(target) and new_leader in target
+        assert reassign(wire, topic, [1, 2, 3], allow_rf_change=False) == (
+            ErrorCode.invalid_replication_factor,
+            "The replication factor is changed from 2 to 3 but allowReplicationFactorChange is false")
+        assert reassign(wire, topic, [4])[0] == ErrorCode.invalid_replica_assignment
+
+
+def elect(wire, topic, election_type, version=2):
+    resp = wire.request(request(43, version, election_type=election_type, timeout=5000,
+                                topic_partitions=[{"topic": topic, "partitions": [0]}]))
+    p = resp.replica_election_results[0].partition_result[0]
+    return p.error_code, p.error_message
+
+
+def test_preferred_and_unclean_elections(broker, topic):
+    with WireClient(broker.bootstrap) as wire:
+        reps, _isr, leader = replicas(wire, topic)
+        assert elect(wire, topic, 0, version=0) == (ErrorCode.election_not_needed,
+                                                    "Leader election not needed for topic partition.")
+        broker.controls.call("move-leader", topic=topic, partition=0, node=reps[1])
+        assert replicas(wire, topic)[2] == reps[1]
+        assert elect(wire, topic, 0) == (ErrorCode.none, None)
+        assert replicas(wire, topic)[2] == reps[0]
+        assert elect(wire, topic, 1)[0] == ErrorCode.election_not_needed  # unclean: the leader is up
+        broker.controls.call("shrink-isr", topic=topic, partition=0, replicas=[reps[0]])
+        broker.controls.call("node-down", node=reps[0])
+        try:
+            assert replicas(wire, topic)[2] == -1
+            assert elect(wire, topic, 0)[0] == ErrorCode.preferred_leader_not_available
+            assert elect(wire, topic, 1) == (ErrorCode.none, None)  # the out-of-sync replica takes over
+            _reps, isr, leader = replicas(wire, topic)
+            assert leader == reps[1] and isr == [reps[1]]
+        finally:
+            broker.controls.call("node-up", node=reps[0])

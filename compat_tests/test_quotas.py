@@ -1,0 +1,128 @@
+"""Client quotas with real clients, on kafkalite and on Apache Kafka (COMPAT_BROKER=kafka):
+
+- the Java Admin client sets, describes and removes user, client-id and default quotas
+  (AlterClientQuotas / DescribeClientQuotas);
+- a Java producer and consumer over their byte rates see the throttle in their metrics
+  (produce-throttle-time-max, fetch-throttle-time-max), as on Kafka;
+- a librdkafka (confluent-kafka) producer and consumer over theirs get throttle callbacks
+  (throttle_cb) naming the broker and a throttle time.
+
+A quota of 1000 B/s and one record of 12 kB: Kafka's rate is measured over at least ten one-second
+windows, so the record takes the rate to 1200 B/s and the answer carries about 2 s of throttle.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kio.schema.errors import ErrorCode
+
+from compat_tests.clients.java import JavaClient, run
+from compat_tests.differ.core import request
+from compat_tests.waiting import wait_until
+from kafkalite.protocol.client import WireClient
+
+pytestmark = [pytest.mark.cluster_admin, pytest.mark.timeout(180)]
+
+RATE = 1000.0
+RECORD = 12_000
+
+
+def _alter(bootstrap: str, client_id: str, values: dict[str, float | None]) -> None:
+    with WireClient(bootstrap) as wire:
+        resp = wire.request(request(49, 1, validate_only=False, entries=[
+            {"entity": [{"entity_type": "client-id", "entity_name": client_id}],
+             "ops": [{"key": k, "value": v or 0.0, "remove": v is None} for k, v in values.items()]}]))
+    assert [e.error_code for e in resp.entries] == [ErrorCode.none]
+
+
+def _set(bootstrap: str, client_id: str) -> None:
+    """Both byte rates for `client_id`, waited for until the broker describes them (Kafka's
+    brokers apply quotas from their metadata image a moment after the controller commits)."""
+    _alter(bootstrap, client_id, {"producer_byte_rate": RATE, "consumer_byte_rate": RATE})
+
+    def described() -> bool:
+        with WireClient(bootstrap) as wire:
+            resp = wire.request(request(48, 1, strict=True, components=[
+                {"entity_type": "client-id", "match_type": 0, "match": client_id}]))
+        return len(resp.entries or ()) == 1
+
+    wait_until(described, timeout=20, what="the quota to be described")
+    time.sleep(0.5)  # Kafka's quota managers take the image after DescribeClientQuotas' cache
+
+
+@pytest.fixture
+def throttled_client(bootstrap):
+    client_id = f"throttled-{uuid.uuid4().hex[:8]}"
+    _set(bootstrap, client_id)
+    yield client_id
+    _alter(bootstrap, client_id, {"producer_byte_rate": None, "consumer_byte_rate": None})
+
+
+def test_java_admin_client_quotas(bootstrap):
+    user, client = f"u-{uuid.uuid4().hex[:8]}", f"c-{uuid.uuid4().hex[:8]}"
+    java = JavaClient(bootstrap)
+    entries = [{"entity": {"user": user}, "ops": {"producer_byte_rate": 1048576, "request_percentage": 200.5}},
+               {"entity": {"user": user, "client-id": client}, "ops": {"consumer_byte_rate": 2048}}]
+    java.admin({"op": "alterClientQuotas", "entries": entries})
+
+    def described():
+        (found,) = java.admin({"op": "describeClientQuotas", "components": [{"entity_type": "user", "match": user}]})
+        return found if len(found) == 2 else None
+
+    found = wait_until(described, timeout=20, what="the quotas to be described")
+    assert sorted(found, key=lambda e: len(e["entity"])) == [
+        {"entity": {"user": user}, "values": {"producer_byte_rate": 1048576.0, "request_percentage": 200.5}},
+        {"entity": {"client-id": client, "user": user}, "values": {"consumer_byte_rate": 2048.0}}]
+    (strict,) = java.admin({"op": "describeClientQuotas", "strict": True,
+                            "components": [{"entity_type": "user", "match": user}]})
+    assert [e["entity"] for e in strict] == [{"user": user}]
+    refused = java.admin({"op": "alterClientQuotas", "entries": [{"entity": {"user": user},
+                                                                  "ops": {"producer_byte_rate": 1.5}}]},
+                         raise_errors=False)[0]
+    assert refused.code == "INVALID_REQUEST" and "cannot be a fractional value" in refused.message
+    java.admin({"op": "alterClientQuotas", "entries": [
+        {"entity": {"user": user}, "ops": {"producer_byte_rate": None, "request_percentage": None}},
+        {"entity": {"user": user, "client-id": client}, "ops": {"consumer_byte_rate": None}}]})
+    wait_until(lambda: java.admin({"op": "describeClientQuotas",
+                                   "components": [{"entity_type": "user", "match": user}]})[0] == [],
+               timeout=20, what="the quotas to be removed")
+
+
+def test_java_producer_and_consumer_see_the_throttle(bootstrap, create_topic, throttled_client):
+    topic = create_topic(f"throttled-java-{uuid.uuid4().hex[:6]}")
+    (line,) = [x for x in run({"cmd": "throttle", "bootstrap": bootstrap, "topic": topic, "records": 1,
+                               "size": RECORD, "config": {"client.id": throttled_client}}, timeout=90)
+               if "produce_throttle_time_max" in x]
+    # about 2 s each: (12 kB / 10 s - 1000 B/s) / 1000 B/s * 10 s
+    assert 1_500 <= line["produce_throttle_time_max"] <= 3_000, line
+    assert 1_500 <= line["fetch_throttle_time_max"] <= 3_000, line
+
+
+def test_librdkafka_producer_and_consumer_get_throttle_callbacks(bootstrap, create_topic, throttled_client):
+    topic = create_topic(f"throttled-rdk-{uuid.uuid4().hex[:6]}")
+    events: list = []
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": throttled_client,
+                         "throttle_cb": events.append, "linger.ms": 0})
+    producer.produce(topic, value=b"x" * RECORD, partition=0)
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 15
+    while not events and time.monotonic() < deadline:
+        producer.poll(0.2)
+    assert events, "the producer got no throttle callback"
+    assert events[0].throttle_time >= 1.5 and events[0].broker_name
+    fetch_events: list = []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "client.id": throttled_client, "group.id": throttled_client,
+                         "enable.auto.commit": False, "throttle_cb": fetch_events.append})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 20
+        while not fetch_events and time.monotonic() < deadline:
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+    assert fetch_events, "the consumer got no throttle callback"
+    assert fetch_events[0].throttle_time >= 1.5
