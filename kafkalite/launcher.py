@@ -44,11 +44,11 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, TypedDict, Unpack
 
 from .controls import ControlFailed, Controls
 
-__all__ = ["Broker", "running", "start", "broker_command", "READY_PATTERN", "Controls", "ControlFailed"]
+__all__ = ["Broker", "BrokerSettings", "running", "start", "broker_command", "READY_PATTERN", "Controls", "ControlFailed"]
 
 # The one line the broker prints on stdout once every listener accepts connections.
 READY_PATTERN = re.compile(r"^kafkalite ready bootstrap=(?P<bootstrap>\S+)")
@@ -174,85 +174,64 @@ def _config_value(value: Any) -> str:
     return str(value)
 
 
-def broker_args(
-    *,
-    data_dir: str | os.PathLike | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    config: Mapping[str, Any] | None = None,
-    listeners: Sequence[str] = (),
-    advertised_listeners: Sequence[str] = (),
-    log_level: str | None = None,
-    metrics_port: int | str | None = None,
-    console: int | str | None = None,
-    controls: int | str | None = None,
-    schema_registry: int | str | None = None,
-    clock: str | None = None,
-    kafka_version: str | None = None,
-    nodes: int | None = None,
-    tls_self_signed: bool = False,
-    seed: str | os.PathLike | None = None,
-    extra_args: Sequence[str] = (),
-) -> list[str]:
+class BrokerSettings(TypedDict, total=False):
+    """The broker's settings that :func:`broker_args` turns into command-line arguments, and that
+    :func:`start` and :func:`running` take as keywords; a key left out is the broker's default."""
+
+    data_dir: str | os.PathLike | None
+    host: str                      # "127.0.0.1"
+    port: int                      # 0: a free port
+    config: Mapping[str, Any] | None
+    listeners: Sequence[str]
+    advertised_listeners: Sequence[str]
+    log_level: str | None
+    metrics_port: int | str | None
+    console: int | str | None
+    controls: int | str | None
+    schema_registry: int | str | None
+    clock: str | None
+    kafka_version: str | None
+    nodes: int | None
+    tls_self_signed: bool
+    seed: str | os.PathLike | None
+    extra_args: Sequence[str]
+
+
+# flag -> the setting given as that flag and its value, when set
+_VALUE_FLAGS = {"--data-dir": "data_dir", "--log-level": "log_level", "--metrics-port": "metrics_port",
+                "--console": "console", "--controls": "controls", "--schema-registry": "schema_registry",
+                "--clock": "clock", "--kafka-version": "kafka_version", "--nodes": "nodes", "--seed": "seed"}
+
+
+def broker_args(**settings: Unpack[BrokerSettings]) -> list[str]:
     """The command-line arguments for a broker with these settings."""
     args: list[str] = []
+    listeners = settings.get("listeners", ())
     if listeners:
         for lis in listeners:
             args += ["--listener", lis]
     else:
-        args += ["--host", host, "--port", str(port)]
-    for adv in advertised_listeners:
+        args += ["--host", settings.get("host", "127.0.0.1"), "--port", str(settings.get("port", 0))]
+    for adv in settings.get("advertised_listeners", ()):
         args += ["--advertised-listener", adv]
-    if data_dir is not None:
-        args += ["--data-dir", str(data_dir)]
-    for key, value in (config or {}).items():
+    for key, value in (settings.get("config") or {}).items():
         args += ["-c", f"{key}={_config_value(value)}"]
-    if log_level is not None:
-        args += ["--log-level", str(log_level)]
-    if metrics_port is not None:
-        args += ["--metrics-port", str(metrics_port)]
-    if console is not None:
-        args += ["--console", str(console)]
-    if controls is not None:
-        args += ["--controls", str(controls)]
-    if schema_registry is not None:
-        args += ["--schema-registry", str(schema_registry)]
-    if clock is not None:
-        args += ["--clock", clock]
-    if kafka_version is not None:
-        args += ["--kafka-version", str(kafka_version)]
-    if nodes is not None:
-        args += ["--nodes", str(nodes)]
-    if tls_self_signed:
+    for flag, name in _VALUE_FLAGS.items():
+        value = settings.get(name)
+        if value is not None:
+            args += [flag, str(value)]
+    if settings.get("tls_self_signed"):
         args.append("--tls-self-signed")
-    if seed is not None:
-        args += ["--seed", str(seed)]
-    return args + list(extra_args)
+    return args + list(settings.get("extra_args", ()))
 
 
 def start(
     *,
-    data_dir: str | os.PathLike | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    config: Mapping[str, Any] | None = None,
-    listeners: Sequence[str] = (),
-    advertised_listeners: Sequence[str] = (),
-    log_level: str | None = None,
-    metrics_port: int | str | None = None,
-    console: int | str | None = None,
-    controls: int | str | None = None,
-    schema_registry: int | str | None = None,
-    clock: str | None = None,
-    kafka_version: str | None = None,
-    nodes: int | None = None,
-    tls_self_signed: bool = False,
-    seed: str | os.PathLike | None = None,
-    extra_args: Sequence[str] = (),
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 20.0,
     module: str = "kafkalite",
+    **settings: Unpack[BrokerSettings],
 ) -> Broker:
     """Start a broker process and wait for its ready line.
 
@@ -273,6 +252,7 @@ def start(
     ``seed`` is a seed file (JSON: topics with records, group offsets, ACLs, SCRAM users; see
     ``kafkalite.broker.seed``), in place when the broker is ready.
     """
+    data_dir = settings.get("data_dir")
     owned = data_dir is None
     data_path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafkalite-"))
     data_path.mkdir(parents=True, exist_ok=True)
@@ -285,12 +265,8 @@ def start(
         else:
             log_path = data_path / "broker.log"
     log_path = Path(log_path)
-    args = broker_args(data_dir=data_path, host=host, port=port, config=config, listeners=listeners,
-                       advertised_listeners=advertised_listeners, log_level=log_level,
-                       metrics_port=metrics_port, console=console, controls=controls,
-                       schema_registry=schema_registry, clock=clock,
-                       kafka_version=kafka_version, nodes=nodes, tls_self_signed=tls_self_signed,
-                       seed=seed, extra_args=extra_args)
+    settings["data_dir"] = data_path
+    args = broker_args(**settings)
     try:
         with open(log_path, "ab") as log_file:
             proc = subprocess.Popen(

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Mapping, cast
+from typing import Any, Callable, Mapping, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -155,6 +155,28 @@ def _preprocess(resources, *, incremental: bool) -> dict[int, AdminError]:
         if nulls:
             errors[i] = AdminError(ErrorCode.invalid_request, "Null value not supported for : " + ", ".join(nulls))
     return errors
+
+
+def _apply_operations(props: dict[str, Any], configs: Any, is_list: Callable[[str], bool],
+                      default_of: Callable[[str], str | None], not_list: Callable[[str, int], str]) -> None:
+    """IncrementalAlterConfigs' SET, DELETE, APPEND and SUBTRACT on `props`, in request order
+    (Kafka's ConfigAdminManager.prepareIncrementalConfigs): APPEND and SUBTRACT only on LIST keys
+    (`not_list` words the refusal), starting from the key's default when it has no value."""
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            props[c.name] = c.value
+        elif op == DELETE:
+            props.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            if not is_list(c.name):
+                raise AdminError(ErrorCode.invalid_config, not_list(c.name, op))
+            current = props.get(c.name)
+            if current is None:
+                current = default_of(c.name)
+            props[c.name] = _list_op(current, op, c.value)
+        else:
+            raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {op}")
 
 
 def _list_op(current: str | None, op: int, value: str) -> str:
@@ -397,22 +419,8 @@ async def alter_configs(ctx: RequestContext, request: Any) -> Any:
 def _incremental_topic(ctx: RequestContext, resource, validate_only: bool) -> None:
     topic = ctx.cluster.topics.get(resource.resource_name)
     new: dict[str, str | None] = dict(topic.configs) if topic is not None else {}
-    for c in resource.configs:
-        op = c.config_operation
-        if op == SET:
-            new[c.name] = c.value
-        elif op == DELETE:
-            new.pop(c.name, None)
-        elif op in (APPEND, SUBTRACT):
-            if not is_list_config(c.name):
-                raise AdminError(ErrorCode.invalid_config,
-                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
-            current = new.get(c.name)
-            if current is None:
-                current = topic_config_default(c.name)
-            new[c.name] = _list_op(current, op, c.value)
-        else:
-            raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {op}")
+    _apply_operations(new, resource.configs, is_list_config, topic_config_default,
+                      lambda name, op: f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
     _apply_topic_configs(ctx, resource.resource_name, new, validate_only)
 
 
@@ -425,17 +433,8 @@ def _incremental_broker(ctx: RequestContext, resource, validate_only: bool) -> N
         if c.config_operation not in OP_NAMES:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     props = ctx.broker.dynamic_configs.current(node)
-    for c in resource.configs:
-        op = c.config_operation
-        if op == SET:
-            props[c.name] = c.value
-        elif op == DELETE:
-            props.pop(c.name, None)
-        else:
-            if not is_dynamic_list_config(c.name):
-                raise AdminError(ErrorCode.invalid_config, f"Config value {OP_NAMES[op].lower()} is not allowed for "
-                                 f"config key: {c.name}")
-            props[c.name] = _list_op(props.get(c.name), op, c.value)
+    _apply_operations(props, resource.configs, is_dynamic_list_config, lambda name: None,
+                      lambda name, op: f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {name}")
     _replace_broker_configs(ctx, node, props, validate_only)
 
 
