@@ -97,21 +97,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("-c", "--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker setting by its Kafka name, e.g. -c num.partitions=3")
     p.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default INFO) [KAFKALITE_LOG_LEVEL]")
-    p.add_argument("--metrics-port", default=None, metavar="[HOST:]PORT",
-                   help="serve Prometheus metrics on http://HOST:PORT/metrics (host defaults to the first "
-                        "listener's; 0 picks a free port) [KAFKALITE_METRICS_PORT]")
-    p.add_argument("--console", default=None, metavar="[HOST:]PORT",
-                   help="serve the read-only web console (partitions, transactions, groups) on "
-                        "http://HOST:PORT/ (host defaults to the first listener's; 0 picks a free port; "
-                        "needs the console extra: pip install '.[console]' in a kafkalite checkout) [KAFKALITE_CONSOLE]")
-    p.add_argument("--controls", default=None, metavar="[HOST:]PORT",
-                   help="serve the test controls (faults, the clock, ...) over HTTP/JSON on http://HOST:PORT/ "
-                        "(host defaults to the first listener's; 0 picks a free port; needs the console extra) "
-                        "[KAFKALITE_CONTROLS]")
-    p.add_argument("--schema-registry", default=None, metavar="[HOST:]PORT",
-                   help="serve Confluent Schema Registry's REST API on http://HOST:PORT/, kept in the topic "
-                        "_schemas (host defaults to the first listener's; 0 picks a free port; needs the "
-                        "schema-registry extra) [KAFKALITE_SCHEMA_REGISTRY]")
+    # the HTTP endpoints beside the broker: flag, what it serves on http://HOST:PORT/..., what it needs
+    for flag, serves, needs in (
+            ("--metrics-port", "Prometheus metrics on http://HOST:PORT/metrics", ""),
+            ("--console", "the read-only web console (partitions, transactions, groups) on http://HOST:PORT/",
+             "; needs the console extra: pip install '.[console]' in a kafkalite checkout"),
+            ("--controls", "the test controls (faults, the clock, ...) over HTTP/JSON on http://HOST:PORT/",
+             "; needs the console extra"),
+            ("--schema-registry", "Confluent Schema Registry's REST API on http://HOST:PORT/, kept in the topic "
+             "_schemas", "; needs the schema-registry extra")):
+        env = "KAFKALITE_" + flag[2:].upper().replace("-", "_")
+        p.add_argument(flag, default=None, metavar="[HOST:]PORT",
+                       help=f"serve {serves} (host defaults to the first listener's; 0 picks a free port{needs}) [{env}]")
     p.add_argument("--clock", default=None, metavar="MODE",
                    help="system (default): wall-clock time, moved on by the advance-clock control; manual: "
                         "time stands still and moves only when advanced [KAFKALITE_CLOCK]")

@@ -17,6 +17,8 @@ from compat_tests.differ.core import request
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import Record, build_batch
 
+from .test_admin import create_one
+
 
 @pytest.fixture(scope="module")
 def broker(controls_broker):
@@ -33,9 +35,7 @@ def controls(broker):
 def topic(broker):
     name = f"faults-{uuid.uuid4().hex[:8]}"
     with WireClient(broker.bootstrap) as wire:
-        resp = wire.request(request(19, 7, timeout=5000, validate_only=False, topics=[
-            {"name": name, "num_partitions": 2, "replication_factor": 1, "configs": []}]))
-        assert resp.topics[0].error_code == ErrorCode.none
+        assert create_one(wire, name, partitions=2, rf=1).error_code == ErrorCode.none
     return name
 
 

@@ -15,6 +15,8 @@ import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.protocol.client import WireClient
 
+from .test_admin import create_one
+
 
 @pytest.fixture(scope="module")
 def broker():
@@ -26,9 +28,7 @@ def broker():
 def topic(broker):
     name = f"replicas-{uuid.uuid4().hex[:6]}"
     with WireClient(broker.bootstrap) as wire:
-        resp = wire.request(request(19, 7, timeout=5000, validate_only=False, topics=[
-            {"name": name, "num_partitions": 1, "replication_factor": 2, "configs": []}]))
-        assert resp.topics[0].error_code == ErrorCode.none
+        assert create_one(wire, name, partitions=1, rf=2).error_code == ErrorCode.none
     return name
 
 
