@@ -165,20 +165,40 @@ def _java_cmd(*args: str) -> list[str]:
     return [*cmd, "-cp", b.classpath, "KafkaDriver", *args]
 
 
-class _Server:
+class JvmProcess:
+    """A long-lived JVM spoken to over its stdin and stdout; the last lines of its stderr are kept
+    for the errors that name it."""
+
+    def __init__(self, cmd: list[str], stderr_lines: int) -> None:
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.stderr: collections.deque[str] = collections.deque(maxlen=stderr_lines)
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.stderr.append(raw.decode(errors="replace").rstrip())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class _Server(JvmProcess):
     """One long-lived driver JVM ("serve" mode) that runs requests concurrently, so a test pays
     neither JVM start-up nor class loading again. A request that times out takes the JVM down
     (it cannot be cancelled alone); the next request starts a new one."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(_java_cmd("serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        super().__init__(_java_cmd("serve"), stderr_lines=200)
         self.lock = threading.Lock()
         self.queues: dict[int, queue.Queue] = {}
         self.next_id = 0
-        self.stderr: collections.deque[str] = collections.deque(maxlen=200)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -192,14 +212,6 @@ class _Server:
                 q.put(line)
         for q in list(self.queues.values()):
             q.put(None)  # the JVM is gone
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self.stderr.append(raw.decode(errors="replace").rstrip())
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
 
     def call(self, request: dict[str, Any], timeout: float) -> tuple[list[dict[str, Any]], int, str]:
         q: queue.Queue = queue.Queue()
@@ -230,11 +242,6 @@ class _Server:
 
     def stderr_text(self) -> str:
         return "\n".join(l for l in self.stderr if not l.startswith("SLF4J"))[-4000:]
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 _server: _Server | None = None

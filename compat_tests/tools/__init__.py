@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import atexit
 import base64
-import collections
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat_tests.clients.java import JVM_FLAGS, build, jar_set
+from compat_tests.clients.java import JVM_FLAGS, JvmProcess, build, jar_set
 
 HERE = Path(__file__).resolve().parent
 
@@ -91,7 +89,7 @@ class ToolError(AssertionError):
     """A tool ended with a status other than the one expected."""
 
 
-class _Harness:
+class _Harness(JvmProcess):
     """The JVM running ToolHarness; one run at a time."""
 
     def __init__(self) -> None:
@@ -102,18 +100,8 @@ class _Harness:
         cmd = ["java", *JVM_FLAGS, "-Djava.security.manager=allow",
                "--add-opens", "java.base/java.lang=ALL-UNNAMED", f"-Dlog4j2.configurationFile={log4j}",
                "-cp", b.classpath, "ToolHarness"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.stderr: collections.deque[str] = collections.deque(maxlen=100)
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        super().__init__(cmd, stderr_lines=100)
         self.next_id = 0
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self.stderr.append(raw.decode(errors="replace").rstrip())
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
 
     def run(self, main: str, args: tuple[str, ...], stdin: bytes, timeout: float) -> tuple[str, str, str]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -136,11 +124,6 @@ class _Harness:
 
     def stderr_text(self) -> str:
         return "\n".join(self.stderr)[-4000:]
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 _harness: _Harness | None = None
