@@ -9,10 +9,10 @@
 # selection).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CACHE="${KAFKALITE_CACHE_DIR:-$PWD/.cache}"
 VENV="${KAFKALITE_VENV:-$PWD/.venv}"
 LOWEST="${KAFKALITE_LOWEST_VENV:-$PWD/.venv-lowest}"
-export UV_CACHE_DIR="$CACHE/uv"
+# uv's cache stays the user's unless KAFKALITE_CACHE_DIR moves it (as in install-test-deps.sh)
+if [ -n "${KAFKALITE_CACHE_DIR:-}" ]; then export UV_CACHE_DIR="$KAFKALITE_CACHE_DIR/uv"; fi
 rm -rf "$LOWEST"
 python3 -m venv "$LOWEST"
 "$VENV/bin/uv" pip install --quiet --python "$LOWEST/bin/python" --resolution lowest-direct \
@@ -24,7 +24,7 @@ print("lowest versions:", ", ".join(f"{n} {version(n)}" for n in (
     "testcontainers", "confluent-kafka", "pytest", "playwright")))
 PY
 if [ $# -eq 0 ]; then
-    set -- -n 2 --dist loadfile -m "not slow" kafkalite/protocol/tests kafkalite/storage/tests \
+    set -- -n "${TEST_WORKERS:-3}" --dist loadfile -m "not slow" kafkalite/protocol/tests kafkalite/storage/tests \
         kafkalite/broker/tests kafkalite/tests \
         --ignore=kafkalite/tests/test_wheel.py --ignore=kafkalite/tests/test_java_example.py
 fi
