@@ -249,7 +249,8 @@ def test_transaction_history_newest_first(broker, topic):
 
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
 def test_records_of_a_compressed_batch(broker, topic, codec):
-    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 50})
+    # one batch: the five records are produced well within linger.ms, and flush() sends them at once
+    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 5000})
     for i in range(5):
         p.produce(topic, key=b"k%d" % i, value=b"value %d " % i * 20, headers=[("h", None)])
     assert p.flush(10) == 0
