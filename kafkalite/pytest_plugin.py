@@ -157,6 +157,15 @@ def _controls(config: pytest.Config) -> str | None:
     return "127.0.0.1:0" if _http_available() else None
 
 
+def _registry_available() -> bool:
+    """Whether the session broker can serve a schema registry: the HTTP endpoints' libraries and
+    the schema libraries (the schema-registry extra) are installed. A user with only the console
+    extra gets a broker without a registry, not a broker that cannot start."""
+    from kafkalite.broker.schema_registry import missing_libraries
+
+    return _http_available() and not missing_libraries()
+
+
 def _http_available() -> bool:
     """Whether the libraries of the broker's HTTP endpoints (controls, schema registry) are
     installed: found, not imported."""
@@ -181,7 +190,7 @@ def _start_broker(config: pytest.Config):
                              listeners=config.getini("kafkalite_listeners"), tls_self_signed=tls,
                              nodes=int(nodes) if nodes else None,
                              controls=_controls(config),
-                             schema_registry="127.0.0.1:0" if _http_available() else None,
+                             schema_registry="127.0.0.1:0" if _registry_available() else None,
                              seed=_seed(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
@@ -274,7 +283,8 @@ def schema_registry_url(pytestconfig: pytest.Config, kafkalite_broker) -> str:
             pytest.fail("schema_registry_url with an external broker needs --schema-registry-url or SCHEMA_REGISTRY_URL")
         return url
     if kafkalite_broker.schema_registry_url is None:
-        pytest.fail("schema_registry_url needs Starlette and hypercorn: pip install '.[schema-registry]' in a kafkalite checkout")
+        pytest.fail("schema_registry_url needs the schema-registry extra (Starlette, hypercorn and the schema "
+                    "libraries): pip install '.[schema-registry]' in a kafkalite checkout")
     return kafkalite_broker.schema_registry_url
 
 

@@ -63,8 +63,11 @@ console's Schemas page and decoded records)."""
 
     missing = missing_libraries()
     if missing:
-        log.error("the schema registry needs %s (pip install '.[schema-registry]' in a kafkalite checkout)", ", ".join(missing))
-        raise SystemExit(2)
+        # one line and exit status 2, as every startup mistake (broker.startup_checks)
+        from ..startup_checks import StartupError
+
+        raise StartupError(f"--schema-registry needs {', '.join(missing)}: "
+                           "pip install '.[schema-registry]' in a kafkalite checkout")
     registry = open_registry(broker)
     from .decoding import RegistryView
 

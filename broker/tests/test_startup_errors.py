@@ -91,3 +91,13 @@ def test_a_failed_start_removes_the_log_and_data_dir_it_made(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match=r"(?s)did not become ready \(exit code 2\).*unknown broker config .no.such.key."):
         kafkalite.start(config={"no.such.key": 1})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_schema_registry_without_its_libraries_is_one_line(tmp_path):
+    from .test_console import start_without
+
+    out = start_without("avro", ["--schema-registry", "0"], tmp_path)
+    line = one_line(out)
+    assert line == ("kafkalite: --schema-registry needs avro: pip install '.[schema-registry]' in a kafkalite "
+                    "checkout"), line
+    assert "kafkalite ready" not in out.stdout
