@@ -24,19 +24,18 @@ TOPIC_ALREADY_EXISTS = 36
 
 
 def _import_kio() -> None:
-    """Import kio without hypothesis: kio registers hypothesis strategies for its types when
-    hypothesis is importable, which costs up to a second inside pytest. When neither is imported
-    yet, hypothesis is made to look absent while kio loads (the user's own later `import
-    hypothesis` is unaffected)."""
-    if "kio" in sys.modules or "hypothesis" in sys.modules:
-        return
-    sys.modules["hypothesis"] = None  # type: ignore[assignment]
+    """Import kio without hypothesis, as the broker does (broker.fast_start.hide_hypothesis: kio
+    registers hypothesis strategies when hypothesis is importable, up to a second inside pytest);
+    the user's own later `import hypothesis` is unaffected."""
+    from kafkalite.broker.fast_start import hide_hypothesis
+
+    hidden = hide_hypothesis()
     try:
         import kio.index  # noqa: F401
         import kio.serial  # noqa: F401
     finally:
-        if sys.modules.get("hypothesis", 0) is None:
-            del sys.modules["hypothesis"]
+        if hidden:
+            sys.modules.pop("hypothesis", None)
 
 
 class KafkaError(RuntimeError):
