@@ -32,11 +32,20 @@ def topic(broker):
     return name
 
 
-def replicas(wire, topic):
-    resp = wire.request(request(3, 12, topics=[{"name": topic, "topic_id": None}], allow_auto_topic_creation=False,
+def metadata(wire, topic):
+    return wire.request(request(3, 12, topics=[{"name": topic, "topic_id": None}], allow_auto_topic_creation=False,
                                 include_topic_authorized_operations=False))
-    p = resp.topics[0].partitions[0]
+
+
+def replicas(wire, topic):
+    p = metadata(wire, topic).topics[0].partitions[0]
     return list(p.replica_nodes), list(p.isr_nodes), p.leader_id
+
+
+def address_of_another_node(wire, topic, node):
+    """host:port of a node other than `node`: taking a node down closes the connections it holds."""
+    other = next(b for b in metadata(wire, topic).brokers if b.node_id != node)
+    return f"{other.host}:{other.port}"
 
 
 def reassign(wire, topic, target, allow_rf_change=True):
@@ -85,8 +94,10 @@ def elect(wire, topic, election_type, version=2):
 
 
 def test_preferred_and_unclean_elections(broker, topic):
-    with WireClient(broker.bootstrap) as wire:
-        reps, _isr, leader = replicas(wire, topic)
+    with WireClient(broker.bootstrap) as bootstrap:
+        reps, _isr, _leader = replicas(bootstrap, topic)
+        address = address_of_another_node(bootstrap, topic, reps[0])
+    with WireClient(address) as wire:
         assert elect(wire, topic, 0, version=0) == (ErrorCode.election_not_needed,
                                                     "Leader election not needed for topic partition.")
         broker.controls.call("move-leader", topic=topic, partition=0, node=reps[1])
