@@ -2,7 +2,10 @@
 and through librdkafka's consumer: a member may (re-)join with an empty subscription (Kafka's
 throwIfConsumerGroupHeartbeatRequestIsInvalid refuses only a first heartbeat that sets neither
 names nor regex), which a consumer that subscribes, unsubscribes and subscribes again over many
-topics does; kafkalite answered INVALID_REQUEST, a fatal error for the client.
+topics does; kafkalite answered INVALID_REQUEST, a fatal error for the client. A member whose
+epoch-bumping response was lost comes back with its previous epoch: accepted only with owned
+partitions that fit its assignment; kafkalite accepted it without them, and let a static member
+rejoin over its own unreleased instance id.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
+from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest, TopicPartitions
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta
 
@@ -23,9 +26,9 @@ pytestmark = [pytest.mark.groups, pytest.mark.timeout(180)]
 
 
 def heartbeat(c: WireClient, group: str, member: str, epoch: int, *, names=None, regex=None, owned=None,
-              rebalance_ms: int = 30000):
+              rebalance_ms: int = 30000, instance: str | None = None):
     return c.request(ConsumerGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=i32(epoch), instance_id=None, rack_id=None,
+        group_id=group, member_id=member, member_epoch=i32(epoch), instance_id=instance, rack_id=None,
         rebalance_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=rebalance_ms)),
         subscribed_topic_names=names, subscribed_topic_regex=regex, server_assignor=None,
         topic_partitions=owned))
@@ -94,3 +97,75 @@ def test_subscribe_unsubscribe_resubscribe_over_many_topics(bootstrap, admin_cli
         assert not [e for e in errors if e.fatal() or e.code() == KafkaError.INVALID_REQUEST], errors
     finally:
         consumer.close()
+
+
+def owned_of(assignment) -> tuple[TopicPartitions, ...]:
+    """The owned-partitions field that acknowledges a response's assignment."""
+    return tuple(TopicPartitions(topic_id=tp.topic_id, partitions=tuple(tp.partitions))
+                 for tp in assignment.topic_partitions)
+
+
+def bumped_epoch_then_lost(c: WireClient, group: str, member: str, first: str, second: str, instance=None):
+    """A member that owns `first`'s partitions at epoch E subscribes to `second` as well: the
+    coordinator answers epoch E+1 with both topics' partitions, an answer the test treats as
+    lost. Returns (E, what the member owns at E, the E+1 answer)."""
+    joined = first_heartbeat(c, group, member, names=(first,), owned=(), instance=instance)
+    assert joined.error_code == ErrorCode.none and joined.assignment is not None, joined
+    owned = owned_of(joined.assignment)
+    ack = heartbeat(c, group, member, joined.member_epoch, owned=owned, instance=instance)
+    assert ack.error_code == ErrorCode.none and ack.member_epoch == joined.member_epoch, ack
+    bumped = heartbeat(c, group, member, joined.member_epoch, names=(first, second), owned=owned,
+                       instance=instance)
+    deadline = time.monotonic() + 30
+    # Kafka may compute the new target assignment a heartbeat or two later
+    while bumped.error_code == ErrorCode.none and bumped.member_epoch == joined.member_epoch:
+        assert time.monotonic() < deadline, bumped
+        time.sleep(0.2)
+        bumped = heartbeat(c, group, member, joined.member_epoch, owned=owned, instance=instance)
+    assert bumped.error_code == ErrorCode.none and bumped.member_epoch > joined.member_epoch, bumped
+    return joined.member_epoch, owned, bumped
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_previous_epoch_after_a_lost_response(bootstrap, create_topic, static):
+    """The response that bumped a member's epoch is lost and the member heartbeats again with
+    its previous epoch: Kafka accepts it when the member sends the partitions it owns and they
+    are a subset of its assignment (throwIfConsumerGroupMemberEpochIsInvalid), and fences it
+    (FENCED_MEMBER_EPOCH) when the owned partitions are left out (null: isSubset is false) or
+    name a partition it is not assigned."""
+    first = create_topic(f"lost-a-{uuid.uuid4().hex[:6]}", 2)
+    second = create_topic(f"lost-b-{uuid.uuid4().hex[:6]}", 2)
+    group = f"lost-{uuid.uuid4().hex[:8]}"
+    instance = f"i-{uuid.uuid4().hex[:6]}" if static else None
+    with WireClient(bootstrap) as c:
+        wait_coordinator(c, group)
+        member = str(uuid.uuid4())
+        previous, owned, bumped = bumped_epoch_then_lost(c, group, member, first, second, instance)
+        again = heartbeat(c, group, member, previous, owned=owned, instance=instance)
+        assert (again.error_code, again.member_epoch) == (ErrorCode.none, bumped.member_epoch), again
+        unknown_owned = heartbeat(c, group, member, previous, instance=instance)
+        assert unknown_owned.error_code == ErrorCode.fenced_member_epoch, unknown_owned
+        foreign = TopicPartitions(topic_id=uuid.uuid4(), partitions=(i32(0),))
+        not_assigned = heartbeat(c, group, member, previous, owned=owned + (foreign,), instance=instance)
+        assert not_assigned.error_code == ErrorCode.fenced_member_epoch, not_assigned
+        # the member is still the group's: its current epoch is answered
+        current = heartbeat(c, group, member, bumped.member_epoch, owned=owned_of(bumped.assignment),
+                            instance=instance)
+        assert (current.error_code, current.member_epoch) == (ErrorCode.none, bumped.member_epoch), current
+        # rejoining with epoch 0 and its own member id while still in the group: a dynamic member
+        # gets its assignment back; a static member's instance id is not released (only a leave
+        # with epoch -2 releases it), so Kafka refuses it
+        rejoin = heartbeat(c, group, member, 0, names=(first, second), owned=(), instance=instance)
+        if static:
+            assert (rejoin.error_code, rejoin.error_message) == (
+                ErrorCode.unreleased_instance_id,
+                f"Static member {member} with instance id {instance} cannot join the group because the instance "
+                f"id is owned by {member} member."), rejoin
+            left = heartbeat(c, group, member, -2, instance=instance)
+            assert (left.error_code, left.member_epoch) == (ErrorCode.none, -2), left
+            back = heartbeat(c, group, member, 0, names=(first, second), owned=(), instance=instance)
+            assert back.error_code == ErrorCode.none and back.assignment is not None, back
+            assert sorted(len(tp.partitions) for tp in back.assignment.topic_partitions) == [2, 2], back
+        else:
+            assert (rejoin.error_code, rejoin.member_epoch) == (ErrorCode.none, bumped.member_epoch), rejoin
+        heartbeat(c, group, member, -1, instance=instance)

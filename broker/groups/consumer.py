@@ -339,10 +339,12 @@ class ConsumerGroup(MemberEpochGroup):
 
 
 def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:
+    """Kafka's isSubset: unknown ownership (null) is not a subset, nor is a topic the member
+    is not assigned, even with no partitions listed."""
     if owned is None:
-        return True
+        return False
     for tid, ps in owned.items():
-        if not set(ps) <= assigned.get(tid, set()):
+        if tid not in assigned or not set(ps) <= assigned[tid]:
             return False
     return True
 

@@ -145,13 +145,19 @@ class MemberEpochGroup:
         if joining:
             if existing is None:
                 return self.member_type(member_id, instance_id=instance_id)
-            if existing.member_id == member_id:
-                self._check_epoch(existing, member_epoch, owned)
-                return existing
+            # Kafka's throwIfInstanceIdIsUnreleased: only a static member that left with epoch -2
+            # may be replaced, even by a join that carries its own member id (a static member
+            # fenced by FENCED_MEMBER_EPOCH rejoins into UNRELEASED_INSTANCE_ID on Kafka 4.4 too)
             if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise GroupError(ErrorCode.unreleased_instance_id,
-                                 f"Static member {existing.member_id} with instance id {instance_id} is "
-                                 f"present in the {self.protocol_type} group.")
+                                 f"Static member {member_id} with instance id {instance_id} cannot join the group "
+                                 f"because the instance id is owned by {existing.member_id} member.")
+            if existing.member_id == member_id:
+                existing.member_epoch = 0
+                existing.previous_member_epoch = 0
+                existing.rebalance_deadline = None
+                self._member_changed(member_id)
+                return existing
             # the new incarnation takes over the old one's assignment
             old_id = existing.member_id
             del self.members[old_id]

@@ -408,7 +408,8 @@ class StreamsGroup(MemberEpochGroup):
         return out
 
     def _owns_only_assigned(self, member: StreamsMember, active: set | None) -> bool:
-        return active is None or active <= Tasks.flat(member.assigned.active)
+        # Kafka's areOwnedTasksContainedInAssignedTasks: unknown ownership (null) does not fit
+        return active is not None and active <= Tasks.flat(member.assigned.active)
 
     def _member_removed(self, member_id: str) -> None:
         if not self.members:

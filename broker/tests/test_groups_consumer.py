@@ -121,6 +121,9 @@ def test_epoch_fencing():
     hb(g, a.member_id, 1, owned=ra.assignment, now=3)  # now epoch 2, previous 1
     # the response with epoch 2 was lost: the previous epoch with a subset is accepted
     assert hb(g, a.member_id, 1, owned=ra.assignment, now=4).error == ErrorCode.none
+    # ...but not without the owned partitions (unknown ownership), nor with a topic not assigned
+    assert hb(g, a.member_id, 1, owned=None, now=4).error == ErrorCode.fenced_member_epoch
+    assert hb(g, a.member_id, 1, owned={uuid.uuid4(): set()}, now=4).error == ErrorCode.fenced_member_epoch
     # a fenced member rejoins with epoch 0 and its own id: it gets its assignment back
     r = hb(g, a.member_id, 0, owned={}, now=5)
     assert r.error == ErrorCode.none and r.member_epoch == 2 and r.assignment == ra.assignment
@@ -143,6 +146,8 @@ def test_static_member_temporary_leave_and_rejoin_keeps_assignment():
     assert g.group_epoch == epoch
     # a second instance with the same id while the first is active: UNRELEASED_INSTANCE_ID
     assert hb(g, str(uuid.uuid4()), 0, instance="i-2", now=7).error == ErrorCode.unreleased_instance_id
+    # and so is the active member itself joining again with epoch 0 (as after FENCED_MEMBER_EPOCH)
+    assert hb(g, b2.member_id, 0, instance="i-2", now=8).error == ErrorCode.unreleased_instance_id
 
 
 def test_metadata_change_bumps_epoch():
