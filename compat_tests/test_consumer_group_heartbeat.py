@@ -169,3 +169,28 @@ def test_previous_epoch_after_a_lost_response(bootstrap, create_topic, static):
         else:
             assert (rejoin.error_code, rejoin.member_epoch) == (ErrorCode.none, bumped.member_epoch), rejoin
         heartbeat(c, group, member, -1, instance=instance)
+
+
+def test_regex_subscription_changes_get_every_partition(bootstrap, create_topic):
+    """librdkafka's KIP-848 consumer moving its regex from one topic to another and then to both
+    is assigned every partition the regex matches each time (2, 2, then 4): the report of a
+    regex change that was assigned 1 of its 2 partitions did not reproduce on either broker."""
+    from confluent_kafka import Consumer
+
+    base = f"rx{uuid.uuid4().hex[:6]}"
+    first = create_topic(f"{base}-a", 2)
+    second = create_topic(f"{base}-b", 2)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{base}", "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000})
+    try:
+        for regex, topics in ((f"^{base}-a$", {first}), (f"^{base}-b$", {second}),
+                              (f"^{base}-(a|b)$", {first, second})):
+            consumer.subscribe([regex])
+            want = {(t, p) for t in topics for p in (0, 1)}
+            deadline = time.monotonic() + 45
+            while {(tp.topic, tp.partition) for tp in consumer.assignment()} != want:
+                assert time.monotonic() < deadline, (regex, consumer.assignment())
+                msg = consumer.poll(0.2)
+                assert msg is None or msg.error() is None or not msg.error().fatal(), msg.error()
+    finally:
+        consumer.close()
