@@ -27,6 +27,7 @@ import hmac
 import json
 import uuid
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 from pathlib import Path
 
 from kafkalite.storage.files import write_atomic
@@ -128,15 +129,17 @@ class DelegationTokens:
         self._save()
         return token.expiry_ms
 
-    def visible(self, principal: str, owners: list[str] | None, now: int) -> list[Token]:
-        """The live tokens `principal` may describe (owner, requester or renewer), of `owners`."""
-        out = []
-        for t in self.tokens.values():
-            if t.expiry_ms < now or (owners is not None and t.owner not in owners):
-                continue
-            if principal in (t.owner, t.requester) or principal in t.renewers:
-                out.append(t)
-        return out
+    def visible(self, principal: str, owners: list[str] | None, now: int,
+                granted: Callable[[Token], bool]) -> list[Token]:
+        """The live tokens of `owners` (all with None) that `principal` may describe: Kafka's
+        DelegationTokenManager.filterToken. A token belongs to an owner it names as owner,
+        requester or renewer; the principal may describe the ones it is one of those for, and
+        the others that `granted` allows (the authorizer's part)."""
+        def names(t: Token, who: str) -> bool:
+            return who in (t.owner, t.requester) or who in t.renewers
+        return [t for t in self.tokens.values()
+                if t.expiry_ms >= now and (owners is None or any(names(t, o) for o in owners))
+                and (names(t, principal) or granted(t))]
 
     def scram_credential(self, token_id: str, mechanism: str, now: int) -> tuple[ScramCredential, str] | None:
         """The SCRAM credential and owner of a live token, for authentication."""

@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.security, pytest.mark.timeout(240)]
 
 LISTENERS = {"SASL_PLAINTEXT": "SASL_PLAINTEXT"}
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-SCRAM_USERS = "SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-256=[name=bob,password=bob-secret]"
-PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret"}
+SCRAM_USERS = ("SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-256=[name=bob,password=bob-secret],"
+               "SCRAM-SHA-256=[name=carol,password=carol-secret]")
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 
 
 def scram(user: str, password: str | None = None, token: bool = False) -> dict[str, str]:
@@ -50,6 +51,19 @@ def test_token_lifecycle_and_authentication(address):
         (tokens,) = alice.admin({"op": "describeDelegationToken"})
         return [t for t in tokens if t["token_id"] == token["token_id"]]
     assert wait_until(described, timeout=20, what="the token to be described")[0]["hmac"] == token["hmac"]
+
+    # With no authorizer every principal may describe every token (Kafka's DESCRIBE on the token
+    # and DESCRIBE_TOKENS on its owner are granted); an owners filter matches the owner, the
+    # requester or a renewer (TokenInformation.ownerOrRenewer)
+    carol = JavaClient(address, config=scram("carol"))
+
+    def ids(client: JavaClient, owners=None) -> set[str]:
+        (tokens,) = client.admin({"op": "describeDelegationToken", "owners": owners})
+        return {t["token_id"] for t in tokens}
+    assert token["token_id"] in ids(carol)
+    assert token["token_id"] in ids(carol, ["User:bob"])
+    assert token["token_id"] not in ids(carol, ["User:carol"])
+    assert ids(carol, []) == set()
     (renewed,) = bob.admin({"op": "renewDelegationToken", "hmac": token["hmac"], "period_ms": 3_600_000})
     assert renewed > token["issue"]
 

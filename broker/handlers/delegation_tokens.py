@@ -11,7 +11,9 @@ v1-v2, DescribeDelegationToken (41) v1-v3: KIP-48's tokens, which broker.delegat
 - Renew and Expire find the token by its HMAC and need its owner or a renewer; answers carry the
   new expiry timestamp (-1 with an error).
 - Describe lists the live tokens of the owners asked for (all with a null list, none with an empty
-  one) that the requester owns, requested or renews.
+  one; a token is an owner's when it is its owner, requester or renewer) that the requester owns,
+  requested or renews, or may DESCRIBE (the token) or DESCRIBE_TOKENS (its owner, a USER
+  resource); with no authorizer, every token.
 """
 
 from __future__ import annotations
@@ -135,7 +137,13 @@ async def describe_delegation_token(ctx: RequestContext, request: Any) -> Any:
         return make(mod.DescribeDelegationTokenResponse, error_code=ErrorCode.delegation_token_auth_disabled,
                     tokens=(), throttle_time=0)
     owners = None if request.owners is None else [f"{o.principal_type}:{o.principal_name}" for o in request.owners]
-    found = [] if owners == [] else tokens.visible(ctx.principal, owners, now_ms())
+    from ..authorizer import AclOperation, ResourceType, allowed
+
+    def granted(t) -> bool:
+        # DESCRIBE on the token, or DESCRIBE_TOKENS on its owner (KIP-373); with no authorizer, both
+        return (allowed(ctx, AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, t.token_id)
+                or allowed(ctx, AclOperation.DESCRIBE_TOKENS, ResourceType.USER, t.owner))
+    found = [] if owners == [] else tokens.visible(ctx.principal, owners, now_ms(), granted)
     described = []
     for t in found:
         renewers = tuple(make(mod.DescribedDelegationTokenRenewer, principal_type=_split(r)[0],

@@ -46,13 +46,20 @@ def test_refusals(tokens):
 
 def test_describe_expire_persist_and_scram(tokens, tmp_path):
     t = tokens.create("User:alice", "User:alice", ["User:bob"], -1, now=0)
-    assert [x.token_id for x in tokens.visible("User:bob", None, now=1)] == [t.token_id]
-    assert tokens.visible("User:carol", None, now=1) == []
-    assert tokens.visible("User:alice", ["User:bob"], now=1) == []
+    def denied(token):
+        return False
+
+    assert [x.token_id for x in tokens.visible("User:bob", None, now=1, granted=denied)] == [t.token_id]
+    assert tokens.visible("User:carol", None, now=1, granted=denied) == []
+    # carol may describe it when the authorizer grants it (or there is none)
+    assert [x.token_id for x in tokens.visible("User:carol", None, now=1, granted=lambda x: True)] == [t.token_id]
+    # an owners filter matches the owner, the requester or a renewer
+    assert [x.token_id for x in tokens.visible("User:alice", ["User:bob"], now=1, granted=denied)] == [t.token_id]
+    assert tokens.visible("User:alice", ["User:carol"], now=1, granted=denied) == []
     again = DelegationTokens(tmp_path, "secret", 7 * DAY, DAY)
     cred, owner = again.scram_credential(t.token_id, "SCRAM-SHA-256", now=1)
     assert owner == "User:alice" and set(t.scram) == set(HASHES)
     assert base64.b64decode(base64.b64encode(t.hmac)) == again.tokens[t.token_id].hmac
     assert again.scram_credential(t.token_id, "SCRAM-SHA-256", now=DAY + 1) is None  # expired
     assert tokens.expire(t.hmac, "User:alice", -1, now=5) == 5
-    assert tokens.visible("User:alice", None, now=6) == [] and tokens.scram_credential(t.token_id, "SCRAM-SHA-256", 6) is None
+    assert tokens.visible("User:alice", None, now=6, granted=denied) == [] and tokens.scram_credential(t.token_id, "SCRAM-SHA-256", 6) is None

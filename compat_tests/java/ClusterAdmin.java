@@ -132,20 +132,26 @@ final class ClusterAdmin {
 
     /** createDelegationToken(renewers: ["User:x"], max_lifetime_ms) */
     static Object createDelegationToken(Admin admin, Map<String, Object> args) throws Exception {
-        List<KafkaPrincipal> renewers = new ArrayList<>();
-        for (Object o : Json.list(args.get("renewers"))) {
-            String[] typeAndName = ((String) o).split(":", 2);
-            renewers.add(new KafkaPrincipal(typeAndName[0], typeAndName[1]));
-        }
-        CreateDelegationTokenOptions options = new CreateDelegationTokenOptions().renewers(renewers);
+        CreateDelegationTokenOptions options = new CreateDelegationTokenOptions().renewers(principals(args.get("renewers")));
         if (args.get("max_lifetime_ms") != null) options.maxlifeTimeMs(((Number) args.get("max_lifetime_ms")).longValue());
         return token(admin.createDelegationToken(options).delegationToken().get());
     }
 
-    /** describeDelegationToken: [token] */
+    /** describeDelegationToken(owners: ["User:x"], optional): [token] */
     static Object describeDelegationToken(Admin admin, Map<String, Object> args) throws Exception {
+        DescribeDelegationTokenOptions options = new DescribeDelegationTokenOptions();
+        if (args.get("owners") != null) options.owners(principals(args.get("owners")));
         List<Object> out = new ArrayList<>();
-        for (DelegationToken t : admin.describeDelegationToken(new DescribeDelegationTokenOptions()).delegationTokens().get()) out.add(token(t));
+        for (DelegationToken t : admin.describeDelegationToken(options).delegationTokens().get()) out.add(token(t));
+        return out;
+    }
+
+    private static List<KafkaPrincipal> principals(Object names) {
+        List<KafkaPrincipal> out = new ArrayList<>();
+        for (Object o : Json.list(names)) {
+            String[] typeAndName = ((String) o).split(":", 2);
+            out.add(new KafkaPrincipal(typeAndName[0], typeAndName[1]));
+        }
         return out;
     }
 
