@@ -8,6 +8,10 @@
   ``maven_jars kafka-broker``): one KRaft node, broker and controller, on a temporary data dir.
   Its log dir is formatted before the process is started and timed (a one-time step).
 * ``external``: any running broker given as ``NAME=HOST:PORT``, never started or stopped here.
+* ``kafkalite@PATH``: the kafkalite of another checkout at PATH (``git worktree add /tmp/before
+  COMMIT``), run from its own source with this Python, so that a change is measured against the
+  code before it in the same run. A checkout from before the single ``kafkalite`` package (its
+  broker was the top-level package ``broker``) runs as ``python -P -m broker``.
 
 :func:`launch_command` gives the raw command line for benchmarks that time process start
 themselves (``bench/startup.py``).
@@ -110,6 +114,41 @@ def _kafkalite_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
+
+
+def checkout_of(name: str) -> Path | None:
+    """PATH for "kafkalite@PATH" (another checkout's kafkalite), else None."""
+    return Path(name.split("@", 1)[1]).resolve() if name.startswith("kafkalite@") else None
+
+
+def _checkout_command(root: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Command line and environment that run the broker of the checkout at `root`."""
+    if not root.is_dir():
+        raise PeerUnavailable(f"no checkout at {root}")
+    module = "kafkalite" if (root / "kafkalite" / "__main__.py").exists() else "broker"
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONUNBUFFERED": "1"}
+    return [sys.executable, "-P", "-m", module, *args], env
+
+
+def start_checkout(root: Path, name: str, timeout: float = 30.0) -> Peer:
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-checkout-"))
+    cmd, env = _checkout_command(root, ["--host", HOST, "--port", str(port), "--data-dir", str(workdir),
+                                        *_config_args()])
+    log = workdir.parent / (workdir.name + ".log")
+    with open(log, "ab") as logf:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=logf, stdin=subprocess.DEVNULL)
+
+    def stop() -> None:
+        terminate(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    try:
+        wire.wait_for_metadata(HOST, port, timeout, alive=lambda: proc.poll() is None)
+    except wire.WireError as exc:
+        stop()
+        raise PeerUnavailable(f"{name} did not answer: {exc}\n{log.read_text(errors='replace')[-1500:]}") from exc
+    return Peer(name, f"{HOST}:{port}", proc.pid, stop, log)
 
 
 def _config_args() -> list[str]:
@@ -238,6 +277,10 @@ def launch_command(name: str, port: int, workdir: Path) -> tuple[list[str], dict
         if name == "kafkalite+controls":  # as the pytest plugin starts it
             args += ["--controls", "0"]
         return kafkalite.broker_command(args), _kafkalite_env()
+    checkout = checkout_of(name)
+    if checkout is not None:
+        return _checkout_command(checkout, ["--host", HOST, "--port", str(port), "--data-dir", str(workdir),
+                                            *_config_args()])
     if name == "tansu":
         return _tansu_args(port), None
     if name == "kafka":
@@ -253,11 +296,14 @@ def start_peer(name: str, timeout: float = 30.0) -> Peer:
         return Peer(label, bootstrap)
     if name == "kafkalite":
         return start_kafkalite(timeout=timeout)
+    checkout = checkout_of(name)
+    if checkout is not None:
+        return start_checkout(checkout, name, timeout=timeout)
     if name == "tansu":
         return start_tansu(timeout=timeout)
     if name == "kafka":
         return start_kafka(timeout=max(timeout, 120.0))
-    raise ValueError(f"unknown broker {name!r} (known: {', '.join(KNOWN)}, or NAME=HOST:PORT)")
+    raise ValueError(f"unknown broker {name!r} (known: {', '.join(KNOWN)}, kafkalite@PATH, or NAME=HOST:PORT)")
 
 
 def label(name: str) -> str:

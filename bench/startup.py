@@ -63,7 +63,7 @@ def measure_once(name: str, timeout: float | None = None, importtime: bool = Fal
     if timeout is None:
         timeout = KAFKA_TIMEOUT if name == "kafka" else TIMEOUT
     port = peers.free_port()
-    workdir = Path(tempfile.mkdtemp(prefix=f"bench-startup-{name}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-startup-{name.replace('/', '_')}-"))
     cmd, env = peers.launch_command(name, port, workdir)
     if env is not None:
         # An installed kafkalite has its bytecode compiled (pip does it); in a checkout the
@@ -117,6 +117,8 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
                 reason = peers.kafkalite_available()
                 if reason:
                     raise peers.PeerUnavailable(reason)
+            elif peers.checkout_of(b) is not None:
+                peers.launch_command(b, peers.free_port(), Path(tempfile.gettempdir()))  # the checkout is there
             elif b == "tansu":
                 peers.tansu_binary()
             elif b == "kafka":
