@@ -34,12 +34,14 @@ if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ];
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
-python -m pytest -n "$workers" --dist loadfile || status=$?
+# --durations: the slowest tests of each pass at the end of its output, to keep the whole command
+# within its time budget (25 minutes from an empty clone)
+python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
 # The rest of the compatibility suite (the slow-marked tests, clients, admin, groups...) runs on
 # Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
 # took 5 min on two workers (198 tests), the whole command about 18 min from an empty clone.
-COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile compat_tests bench/tests \
+COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile --durations=15 compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools or cluster_admin) and not slow" \
     || status=$?
 # Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
