@@ -9,6 +9,8 @@ Rules:
   connection after its answer (a failed authentication) sets `close_after_response`.
 - `regions` are the file regions a response carries (Fetch); the connection loop sends them
   from the files and releases them after sending, whatever happens.
+- `controller_mutation` is the controller mutation quota a CreateTopics, CreatePartitions or
+  DeleteTopics handler recorded against; broker.throttling reads its throttle time.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kafkalite.protocol.messages import RequestHeader
 from kafkalite.protocol.regions import FileRegion
 
 from .cluster import Cluster
+from .quotas import ControllerMutationQuota
 from .settings.listeners import Listener
 from .sasl import SaslSession
 from .security import ANONYMOUS, ListenerSecurity
@@ -41,7 +44,8 @@ class Connection:
 class RequestContext:
     """One request: its header, where it came from, and the broker it is handled by."""
 
-    __slots__ = ("broker", "header", "listener", "peer", "node_id", "conn", "principal", "regions")
+    __slots__ = ("broker", "header", "listener", "peer", "node_id", "conn", "principal", "regions",
+                 "controller_mutation")
 
     def __init__(self, broker: Broker, header: RequestHeader, listener: Listener, peer: str,
                  node_id: int | None = None, conn: Connection | None = None):
@@ -56,6 +60,8 @@ class RequestContext:
         self.principal: str = conn.principal if conn is not None else ANONYMOUS
         # file regions the response carries (Fetch): sent from the file, released after sending
         self.regions: list[FileRegion] = []
+        # the quota the request's partition creations and deletions were recorded against
+        self.controller_mutation: ControllerMutationQuota | None = None
 
     @property
     def api_version(self) -> int:

@@ -19,6 +19,16 @@ Enforcement (ClientQuotaManager with its DefaultQuotaCallback)
   recording a value that takes the rate above the bound gives the throttle time
   `(rate - bound) / bound * window` ms (QuotaUtils.throttleTime); the request quota caps it at
   one window (ClientRequestQuotaManager). broker.throttling applies it to requests.
+- `controller_mutation_rate` (ControllerMutationQuotaManager) counts partitions created by
+  CreateTopics and CreatePartitions and deleted by DeleteTopics, one record per topic, in a
+  TokenBucket: it holds at most a burst of rate x controller.quota.window.num (11) x
+  controller.quota.window.size.seconds (1 s) tokens, refills at the rate, starts full and may go
+  into debt. A strict quota (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) refuses a
+  topic only when the bucket is already in debt before it (THROTTLING_QUOTA_EXCEEDED, the time
+  until the debt is paid, `-tokens / rate` s, as the throttle time), so the topic that takes it
+  into debt passes unthrottled; a permissive one (older versions) takes every topic and
+  throttles once the bucket is in debt. broker.handlers.admin_topics records; the throttle goes
+  out the way of the other quotas (broker.throttling).
 - `throttle-client` (broker.controls.quotas) arms forced throttles, matched by client id and/or
   user, that set a throttle time on the next responses regardless of any quota.
 """
@@ -31,7 +41,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kio.schema.errors import ErrorCode
 
@@ -61,9 +71,21 @@ _INTEGRAL_LIMITS = {"SHORT": (32767.0, "a"), "INT": (2147483647.0, "an"), "LONG"
 
 WINDOW_MS = 1000   # quota.window.size.seconds
 SAMPLES = 11       # quota.window.num
+CONTROLLER_WINDOW_MS = 1000   # controller.quota.window.size.seconds
+CONTROLLER_SAMPLES = 11       # controller.quota.window.num
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 Entity = tuple[tuple[str, "str | None"], ...]  # sorted (type, name) pairs; name None: the default
+
+
+def user_of(principal: str) -> str:
+    """The quota's user of a principal (`User:alice` -> `alice`)."""
+    return principal.split(":", 1)[1] if ":" in principal else principal
+
+
+def java_round(value: float) -> int:
+    """Math.round: halves up."""
+    return math.floor(value + 0.5)
 
 
 class QuotaError(Exception):
@@ -150,6 +172,81 @@ class Rate:
         return sum(s.value for s in self.samples) / (window / 1000.0)
 
 
+class TokenBucket:
+    """org.apache.kafka.common.metrics.stats.TokenBucket, in seconds: `tokens` refill at the
+    quota's rate up to the burst; a record takes them, into debt if need be. Like Kafka's, it
+    starts empty at time 0, so the first look fills it."""
+
+    __slots__ = ("tokens", "last_update_ms")
+
+    def __init__(self) -> None:
+        self.tokens = 0.0
+        self.last_update_ms = 0
+
+    @staticmethod
+    def burst(bound: float) -> float:
+        return CONTROLLER_SAMPLES * (CONTROLLER_WINDOW_MS / 1000) * bound
+
+    def _refill(self, bound: float, now: int) -> None:
+        self.tokens = min(self.burst(bound), self.tokens + bound * (now - self.last_update_ms) / 1000)
+        self.last_update_ms = now
+
+    def measure(self, bound: float, now: int) -> float:
+        self._refill(bound, now)
+        return self.tokens
+
+    def record(self, value: float, bound: float, now: int) -> None:
+        self._refill(bound, now)
+        self.tokens = min(self.burst(bound), self.tokens - value)
+
+
+class ThrottlingQuotaExceeded(Exception):
+    """A strict controller mutation quota refused a topic (THROTTLING_QUOTA_EXCEEDED)."""
+
+    def __init__(self, throttle_ms: int):
+        super().__init__("The throttling quota has been exceeded.")
+        self.throttle_ms = throttle_ms
+
+
+class ControllerMutationQuota:
+    """Kafka's Strict/PermissiveControllerMutationQuota: one request's view of its client's
+    bucket. `record` counts one topic's partitions; `throttle_time` is the throttle its answer
+    carries, less the time since it was computed (AbstractControllerMutationQuota)."""
+
+    def __init__(self, bucket: TokenBucket, bound: float, strict: bool, clock: Callable[[], int]):
+        self.bucket = bucket
+        self.bound = bound
+        self.strict = strict
+        self.clock = clock
+        self.last_throttle_ms = 0
+        self.last_recorded_ms = 0
+
+    def _debt_throttle(self, tokens: float, now: int) -> None:
+        """ControllerMutationQuotaManager.throttleTimeMs: the time until the debt is paid."""
+        self.last_throttle_ms = java_round(-tokens / self.bound * 1000)
+        self.last_recorded_ms = now
+
+    def record(self, permits: int) -> None:
+        """Raises ThrottlingQuotaExceeded when a strict quota refuses the permits."""
+        now = self.clock()
+        if self.strict:
+            tokens = self.bucket.measure(self.bound, now)
+            if tokens < 0:  # Sensor.checkQuotas before the record
+                self._debt_throttle(tokens, now)
+                raise ThrottlingQuotaExceeded(self.last_throttle_ms)
+            self.bucket.record(permits, self.bound, now)
+        else:
+            self.bucket.record(permits, self.bound, now)
+            tokens = self.bucket.measure(self.bound, now)
+            if tokens < 0:  # Sensor.checkQuotas after the record
+                self._debt_throttle(tokens, now)
+
+    def throttle_time(self) -> int:
+        if self.last_throttle_ms == 0:
+            return 0
+        return max(0, min(self.last_throttle_ms - (self.clock() - self.last_recorded_ms), 2**31 - 1))
+
+
 # --- the store and the enforcement ----------------------------------------------------------
 
 
@@ -174,6 +271,7 @@ class ClientQuotas:
             for row in json.loads(self.path.read_text()):
                 self.values[_key(dict(row["entity"]))] = dict(row["values"])
         self._sensors: dict[tuple[str, str, str], Rate] = {}
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         self.forced: list[ForcedThrottle] = []
         self._forced_ids = 0
 
@@ -398,6 +496,20 @@ class ClientQuotas:
             return None
         bound = self.quota_limit(quota_type, self.metric_tags(quota_type, user, client_id))
         return None if bound is None else bound * (SAMPLES - 1) * WINDOW_MS / 1000
+
+    def controller_mutation_quota(self, principal: str, client_id: str, strict: bool,
+                                  clock: Callable[[], int]) -> ControllerMutationQuota | None:
+        """ControllerMutationQuotaManager.newQuotaFor: the quota of one CreateTopics,
+        CreatePartitions or DeleteTopics, or None while the client has no controller_mutation_rate."""
+        if not self._has_type(CONTROLLER_MUTATION):
+            return None
+        user = user_of(principal)
+        tags = self.metric_tags(CONTROLLER_MUTATION, user, client_id)
+        bound = self.quota_limit(CONTROLLER_MUTATION, tags)
+        if bound is None:
+            return None
+        bucket = self._buckets.setdefault(tags, TokenBucket())
+        return ControllerMutationQuota(bucket, bound, strict, clock)
 
     # --- forced throttles (the throttle-client control) -----------------------------------
 

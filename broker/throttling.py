@@ -4,7 +4,10 @@ After a request is handled the broker records what it cost against the client's 
 (broker.quotas): a Produce its request size against `producer_byte_rate` (acks=0 too), a Fetch
 its response size against `consumer_byte_rate`, and every request its handling time against
 `request_percentage` (100 = one request thread's whole time; acks=0 Produce is exempt, as in
-Kafka, and so are the SASL exchanges). The answer carries the largest throttle time in
+Kafka, and so are the SASL exchanges). CreateTopics, CreatePartitions and DeleteTopics have
+recorded their partitions against `controller_mutation_rate` as they were handled
+(broker.handlers.admin_topics); their quota's throttle time counts with the request quota's, as
+Kafka's sendResponseMaybeThrottleWithControllerQuota takes the larger. The answer carries the largest throttle time in
 `throttle_time_ms`; a throttled Fetch is answered without records (Kafka's getThrottledResponse:
 error NONE, no partitions, the session of an incremental fetch or none), and its bytes are taken
 back from the fetch rate. Then the connection is muted for the throttle time: nothing more is read
@@ -27,16 +30,12 @@ from kafkalite.protocol.messages import EncodedBody, encode_response, make, resp
 
 from .clock import now_ms
 from .handlers.produce import encoded_with_throttle_time
-from .quotas import FETCH, PRODUCE, REQUEST
+from .quotas import FETCH, PRODUCE, REQUEST, user_of
 
 API_PRODUCE, API_FETCH, API_SASL_HANDSHAKE, API_VERSIONS, API_SASL_AUTHENTICATE = 0, 1, 17, 18, 36
 UNTHROTTLED = frozenset({API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE})
 # a forced throttle leaves the connection's set-up alone, as the faults do
 NOT_FORCED = UNTHROTTLED | {API_VERSIONS}
-
-
-def _user(principal: str) -> str:
-    return principal.split(":", 1)[1] if ":" in principal else principal
 
 
 def throttle_time(ctx, request, response_size: int, started: float, request_size: int) -> tuple[int, bool]:
@@ -45,7 +44,7 @@ def throttle_time(ctx, request, response_size: int, started: float, request_size
     api_key = ctx.header.api_key
     if api_key in UNTHROTTLED:
         return 0, False
-    user, client_id = _user(ctx.principal), ctx.client_id or ""
+    user, client_id = user_of(ctx.principal), ctx.client_id or ""
     now = now_ms()
     percentage = (time.monotonic() - started) * 100.0
     empty_fetch = False
@@ -62,6 +61,8 @@ def throttle_time(ctx, request, response_size: int, started: float, request_size
             empty_fetch = True
     else:
         throttle = quotas.record(REQUEST, user, client_id, percentage, now)
+        if ctx.controller_mutation is not None:
+            throttle = max(throttle, ctx.controller_mutation.throttle_time())
     if quotas.forced and api_key not in NOT_FORCED:
         forced = quotas.take_forced(user, ctx.client_id)
         if forced > throttle:

@@ -5,7 +5,11 @@
 - a Java producer and consumer over their byte rates see the throttle in their metrics
   (produce-throttle-time-max, fetch-throttle-time-max), as on Kafka;
 - a librdkafka (confluent-kafka) producer and consumer over theirs get throttle callbacks
-  (throttle_cb) naming the broker and a throttle time.
+  (throttle_cb) naming the broker and a throttle time;
+- a client id with a `controller_mutation_rate` (KIP-599) creates topics over its burst: the
+  CreateTopics that takes the token bucket into debt is accepted, the next strict one (v6+) is
+  refused with THROTTLING_QUOTA_EXCEEDED and the time until the debt is paid, a permissive one
+  (v5) is accepted and throttled, and once the debt is paid topics are created again.
 
 A quota of 1000 B/s and one record of 12 kB: Kafka's rate is measured over at least ten one-second
 windows, so the record takes the rate to 1200 B/s and the answer carries about 2 s of throttle.
@@ -39,10 +43,10 @@ def _alter(bootstrap: str, client_id: str, values: dict[str, float | None]) -> N
     assert [e.error_code for e in resp.entries] == [ErrorCode.none]
 
 
-def _set(bootstrap: str, client_id: str) -> None:
-    """Both byte rates for `client_id`, waited for until the broker describes them (Kafka's
-    brokers apply quotas from their metadata image a moment after the controller commits)."""
-    _alter(bootstrap, client_id, {"producer_byte_rate": RATE, "consumer_byte_rate": RATE})
+def _set(bootstrap: str, client_id: str, values: dict[str, float | None]) -> None:
+    """`values` for `client_id`, waited for until the broker describes them (Kafka's brokers
+    apply quotas from their metadata image a moment after the controller commits)."""
+    _alter(bootstrap, client_id, values)
 
     def described() -> bool:
         with WireClient(bootstrap) as wire:
@@ -57,7 +61,7 @@ def _set(bootstrap: str, client_id: str) -> None:
 @pytest.fixture
 def throttled_client(bootstrap):
     client_id = f"throttled-{uuid.uuid4().hex[:8]}"
-    _set(bootstrap, client_id)
+    _set(bootstrap, client_id, {"producer_byte_rate": RATE, "consumer_byte_rate": RATE})
     yield client_id
     _alter(bootstrap, client_id, {"producer_byte_rate": None, "consumer_byte_rate": None})
 
@@ -126,3 +130,37 @@ def test_librdkafka_producer_and_consumer_get_throttle_callbacks(bootstrap, crea
         consumer.close()
     assert fetch_events, "the consumer got no throttle callback"
     assert fetch_events[0].throttle_time >= 1.5
+
+
+def _create(bootstrap: str, client_id: str, version: int, topic: str, partitions: int):
+    """One CreateTopics on a connection of its own (a throttled connection is muted for the
+    throttle time); returns (the topic's error code and message, the throttle time in ms)."""
+    with WireClient(bootstrap, client_id=client_id) as wire:
+        resp = wire.request(request(19, version, timeout=10_000, validate_only=False, topics=[
+            {"name": topic, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+             "configs": []}]))
+    (result,) = resp.topics
+    return (result.error_code, result.error_message), resp.throttle_time.total_seconds() * 1000
+
+
+def test_controller_mutation_rate_refuses_creations_in_debt(bootstrap):
+    """Rate 1 partition/s: the bucket holds 11 (controller.quota.window.num 11 x 1 s windows)."""
+    client_id = f"mutations-{uuid.uuid4().hex[:8]}"
+    name = f"mutation-{uuid.uuid4().hex[:6]}"
+    _set(bootstrap, client_id, {"controller_mutation_rate": 1.0})
+    try:
+        # the bucket is full: 13 partitions take it to -2, and the request is accepted unthrottled
+        assert _create(bootstrap, client_id, 7, f"{name}-a", 13) == ((ErrorCode.none, None), 0)
+        # in debt: a strict CreateTopics is refused, with the time until the debt is paid (< 2 s)
+        refused, throttle_ms = _create(bootstrap, client_id, 7, f"{name}-b", 1)
+        assert refused == (ErrorCode.throttling_quota_exceeded, None)
+        assert 0 < throttle_ms <= 2_000
+        # a permissive one (v5) is accepted and throttled: one more partition of debt
+        accepted, throttle_ms = _create(bootstrap, client_id, 5, f"{name}-c", 1)
+        assert accepted == (ErrorCode.none, None)
+        assert 1_000 <= throttle_ms <= 3_000
+        time.sleep(throttle_ms / 1000 + 0.3)
+        # the debt paid, the refused topic is created
+        assert _create(bootstrap, client_id, 7, f"{name}-b", 1) == ((ErrorCode.none, None), 0)
+    finally:
+        _alter(bootstrap, client_id, {"controller_mutation_rate": None})

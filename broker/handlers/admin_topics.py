@@ -49,6 +49,14 @@ DescribeTopicPartitions
   UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a bad name). A cursor outside the
   requested topics or with a negative partition fails the request with INVALID_REQUEST.
 
+Controller mutation quota (KIP-599, broker.quotas): with a `controller_mutation_rate` for the
+client, each topic that passes every check above is recorded against it, validate_only too (as
+Kafka's controller records before it drops a validate-only request's records): a new topic's
+partitions, the partitions CreatePartitions adds (before their assignments are checked) and a
+deleted topic's partitions. A strict quota (CreateTopics v6+, CreatePartitions v3+, DeleteTopics
+v5+) already in debt answers the topic THROTTLING_QUOTA_EXCEEDED (no message, as Kafka's
+ApiError leaves out the generic one); the throttle time goes out through broker.throttling.
+
 With an authorizer (Kafka's ControllerApis): CreateTopics needs CREATE on the cluster or the
 topic, DeleteTopics DELETE on the cluster or DESCRIBE and DELETE on the topic (a topic given by
 id and not describable is answered without its name), CreatePartitions ALTER on the topic,
@@ -67,8 +75,10 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..clock import now_ms
 from ..cluster import Topic
 from ..context import RequestContext
+from ..quotas import ControllerMutationQuota, ThrottlingQuotaExceeded
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
 from ..settings.describe import describe_topic_configs
@@ -94,6 +104,28 @@ class AdminError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+# ControllerApis: the first version whose controller mutation quota is strict
+STRICT_SINCE = {19: 6, 20: 5, 37: 3}
+
+
+def mutation_quota(ctx: RequestContext) -> ControllerMutationQuota | None:
+    """ControllerMutationQuotaManager.newQuotaFor this request, kept on ctx for broker.throttling."""
+    strict = ctx.api_version >= STRICT_SINCE[ctx.header.api_key]
+    quota = ctx.broker.quotas.controller_mutation_quota(ctx.principal, ctx.client_id or "", strict, now_ms)
+    ctx.controller_mutation = quota
+    return quota
+
+
+def record_mutations(quota: ControllerMutationQuota | None, partitions: int) -> None:
+    """ReplicationControlManager's applyPartitionChangeQuota: raises THROTTLING_QUOTA_EXCEEDED."""
+    if quota is None:
+        return
+    try:
+        quota.record(partitions)
+    except ThrottlingQuotaExceeded:
+        raise AdminError(ErrorCode.throttling_quota_exceeded) from None
 
 
 def topic_name_error(name: str | None) -> str | None:
@@ -260,6 +292,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                                          "Excessively large number of partitions per request."))
         return make(mod.CreateTopicsResponse, throttle_time=0, topics=tuple(results))
     unauthorized = []
+    quota = mutation_quota(ctx)
     creatable = None if allowed_cluster(ctx, AclOperation.CREATE) else allowed_names(
         ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
     for t in request.topics:
@@ -270,6 +303,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
             continue
         try:
             partitions, replication, configs, assignment = _plan_topic(ctx, t)
+            record_mutations(quota, partitions)
         except AdminError as exc:
             results.append(_error_result(mod, t.name, exc.code, exc.message))
             continue
@@ -323,6 +357,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 result(name, topic_id, ErrorCode.topic_deletion_disabled)
         return make(mod.DeleteTopicsResponse, throttle_time=0, responses=tuple(results))
 
+    quota = mutation_quota(ctx)
     names: list[str] = []
     ids: list[uuid.UUID] = []
     for name, topic_id in requested:
@@ -383,6 +418,11 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                    f"Topic {topic.name} is a kafka internal topic and is not allowed to be marked for deletion.")
             continue
         try:
+            record_mutations(quota, len(topic.partitions))
+        except AdminError as exc:
+            result(topic.name, topic_id, exc.code, exc.message)
+            continue
+        try:
             cluster.delete_topic(topic)
         except OSError as exc:
             log.error("deleting topic %s failed: %s", topic.name, exc)
@@ -395,8 +435,9 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
 # --- CreatePartitions -----------------------------------------------------------------------
 
 
-def _check_new_partitions(ctx: RequestContext, t) -> int:
-    """ReplicationControlManager.createPartitions checks; returns the partitions to add."""
+def _check_new_partitions(ctx: RequestContext, t, quota: ControllerMutationQuota | None) -> int:
+    """ReplicationControlManager.createPartitions checks, the quota recorded where Kafka records
+    it; returns the partitions to add."""
     topic = ctx.cluster.topics.get(t.name)
     if topic is None:
         raise AdminError(ErrorCode.unknown_topic_or_partition)
@@ -412,6 +453,8 @@ def _check_new_partitions(ctx: RequestContext, t) -> int:
             raise AdminError(ErrorCode.invalid_replica_assignment,
                              f"Attempted to add {additional} additional partition(s), but only "
                              f"{len(t.assignments)} assignment(s) were specified.")
+    record_mutations(quota, additional)
+    if t.assignments is not None:
         for a in t.assignments:
             check_manual_assignment(ctx.cluster.node_ids, a.broker_ids, len(topic.partitions[0].replicas))
     return additional
@@ -428,6 +471,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
         results.append(make(mod.CreatePartitionsTopicResult, name=name, error_code=code, error_message=message))
 
     budget = MAX_PARTITIONS_PER_REQUEST
+    quota = mutation_quota(ctx)
     alterable = allowed_names(ctx, AclOperation.ALTER, ResourceType.TOPIC, counts)
     for t in request.topics:
         if counts[t.name] > 1:
@@ -436,7 +480,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
             result(t.name, ErrorCode.topic_authorization_failed)
             continue
         try:
-            additional = _check_new_partitions(ctx, t)
+            additional = _check_new_partitions(ctx, t, quota)
         except AdminError as exc:
             result(t.name, exc.code, exc.message)
             continue
