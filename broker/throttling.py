@@ -7,10 +7,10 @@ its response size against `consumer_byte_rate`, and every request its handling t
 Kafka, and so are the SASL exchanges). CreateTopics, CreatePartitions and DeleteTopics have
 recorded their partitions against `controller_mutation_rate` as they were handled
 (broker.handlers.admin_topics); their quota's throttle time counts with the request quota's, as
-Kafka's sendResponseMaybeThrottleWithControllerQuota takes the larger. The answer carries the largest throttle time in
-`throttle_time_ms`; a throttled Fetch is answered without records (Kafka's getThrottledResponse:
-error NONE, no partitions, the session of an incremental fetch or none), and its bytes are taken
-back from the fetch rate. Then the connection is muted for the throttle time: nothing more is read
+Kafka's sendResponseMaybeThrottleWithControllerQuota takes the larger. The answer carries the
+largest throttle time in `throttle_time_ms`; a throttled Fetch is answered without records
+(Kafka's getThrottledResponse: error NONE, no partitions, the session of an incremental fetch or
+none), and its bytes are taken back from the fetch rate. Then the connection is muted for the throttle time: nothing more is read
 from it, as Kafka mutes a throttled channel, while a client that honours KIP-219 waits on its
 own. Kafka delays, instead of muting after, the answer to the old request versions whose clients
 do not back off; here every version is answered at once and then muted.

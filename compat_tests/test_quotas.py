@@ -6,10 +6,11 @@
   (produce-throttle-time-max, fetch-throttle-time-max), as on Kafka;
 - a librdkafka (confluent-kafka) producer and consumer over theirs get throttle callbacks
   (throttle_cb) naming the broker and a throttle time;
-- a client id with a `controller_mutation_rate` (KIP-599) creates topics over its burst: the
-  CreateTopics that takes the token bucket into debt is accepted, the next strict one (v6+) is
-  refused with THROTTLING_QUOTA_EXCEEDED and the time until the debt is paid, a permissive one
-  (v5) is accepted and throttled, and once the debt is paid topics are created again.
+- a client id with a `controller_mutation_rate` (KIP-599) creates topics over its burst
+  (validate_only counts): the CreateTopics that takes the token bucket into debt is accepted,
+  the next strict one (v6+) is refused with THROTTLING_QUOTA_EXCEEDED and the time until the
+  debt is paid, and its connection muted that long; a permissive one (v5) is accepted and
+  throttled, and once the debt is paid topics are created again.
 
 A quota of 1000 B/s and one record of 12 kB: Kafka's rate is measured over at least ten one-second
 windows, so the record takes the rate to 1200 B/s and the answer carries about 2 s of throttle.
@@ -132,9 +133,9 @@ def test_librdkafka_producer_and_consumer_get_throttle_callbacks(bootstrap, crea
     assert fetch_events[0].throttle_time >= 1.5
 
 
-def _create(wire: WireClient, version: int, topic: str, partitions: int):
+def _create(wire: WireClient, version: int, topic: str, partitions: int, validate_only: bool = False):
     """One CreateTopics; returns (the topic's error code and message, the throttle time in ms)."""
-    resp = wire.request(request(19, version, timeout=10_000, validate_only=False, topics=[
+    resp = wire.request(request(19, version, timeout=10_000, validate_only=validate_only, topics=[
         {"name": topic, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}]))
     (result,) = resp.topics
     return (result.error_code, result.error_message), resp.throttle_time.total_seconds() * 1000
@@ -147,8 +148,10 @@ def test_controller_mutation_rate_refuses_creations_in_debt(bootstrap):
     _set(bootstrap, client_id, {"controller_mutation_rate": 1.0})
     try:
         with WireClient(bootstrap, client_id=client_id) as wire:
-            # the bucket is full: 13 partitions take it to -2, and the request is accepted unthrottled
-            assert _create(wire, 7, f"{name}-a", 13) == ((ErrorCode.none, None), 0)
+            # the bucket is full; a validate_only request counts too: 2 of 11
+            assert _create(wire, 7, f"{name}-a", 2, validate_only=True) == ((ErrorCode.none, None), 0)
+            # 11 partitions take it to -2, and the request is accepted unthrottled
+            assert _create(wire, 7, f"{name}-a", 11) == ((ErrorCode.none, None), 0)
             # in debt: a strict CreateTopics is refused, with the time until the debt is paid (< 2 s)
             refused, refused_ms = _create(wire, 7, f"{name}-b", 1)
             assert refused == (ErrorCode.throttling_quota_exceeded, None)
