@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import pytest
 
 import kafkalite
+from compat_tests.reference import free_port
 from kafkalite.broker.credentials import parse_scram_users
 
 KINDS = ("kafkalite", "kafka")
@@ -85,13 +86,19 @@ class KafkaliteBroker(_Broker):
 
     def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
                  module: str | None = None, extra_args: tuple[str, ...] = (),
-                 listeners: Mapping[str, str] | None = None):
+                 listeners: Mapping[str, str] | None = None, advertised: Mapping[str, str] | None = None):
         self._config, self._timeout = dict(config or {}), timeout
         start_args: dict[str, Any] = {"module": module} if module else {}
         self._listeners = {k.upper(): v.upper() for k, v in (listeners or {}).items()}
+        self._advertised = {k.upper(): v for k, v in (advertised or {}).items()}
+        # a listener advertised elsewhere binds a port chosen here: the ready line names only
+        # the advertised address
+        self._bound = {n: f"127.0.0.1:{free_port()}" for n in self._advertised}
         if self._listeners:
             # PLAINTEXT first: bootstrap stays the plain listener, as on the reference broker
-            start_args["listeners"] = ["PLAINTEXT://127.0.0.1:0", *(f"{n}://127.0.0.1:0" for n in self._listeners)]
+            start_args["listeners"] = ["PLAINTEXT://127.0.0.1:0",
+                                       *(f"{n}://{self._bound.get(n, '127.0.0.1:0')}" for n in self._listeners)]
+            start_args["advertised_listeners"] = [f"{n}://{a}" for n, a in self._advertised.items()]
             mapping = {n: p for n, p in self._listeners.items() if n != p}
             if mapping:
                 self._config.setdefault("listener.security.protocol.map", ",".join(
@@ -101,7 +108,7 @@ class KafkaliteBroker(_Broker):
         self.data_dir = self._b.data_dir
 
     def listener(self, name: str) -> str:
-        return self._b.listeners[name.upper()]
+        return self._bound.get(name.upper()) or self._b.listeners[name.upper()]
 
     def restart(self) -> str:
         """Stop if running, start again on the same data dir and port, as the plain broker: a
@@ -109,7 +116,8 @@ class KafkaliteBroker(_Broker):
         self._b.stop()
         start_args: dict[str, Any] = {"port": self.port}
         if self._listeners:
-            start_args = {"listeners": [f"{n}://{a}" for n, a in self._b.listeners.items()]}
+            start_args = {"listeners": [f"{n}://{self.listener(n)}" for n in self._b.listeners],
+                          "advertised_listeners": [f"{n}://{a}" for n, a in self._advertised.items()]}
         self._b = kafkalite.start(data_dir=self.data_dir, config=self._config, timeout=self._timeout,
                                   **start_args)
         return self.bootstrap
@@ -119,7 +127,7 @@ class KafkaBroker(_Broker):
     """compat_tests.reference.ReferenceBroker with the same face as KafkaliteBroker."""
 
     def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
-                 listeners: Mapping[str, str] | None = None):
+                 listeners: Mapping[str, str] | None = None, advertised: Mapping[str, str] | None = None):
         from compat_tests.reference import ReferenceBroker
 
         config = dict(config or {})
@@ -130,7 +138,8 @@ class KafkaBroker(_Broker):
         scram = [f"{m}=[name={u},password={p},iterations={i}]"
                  for m, u, p, i in parse_scram_users(str(config.pop("scram.users", "")))]
         self._timeout = timeout
-        self._b = ReferenceBroker(data_dir, config, features=features, listeners=listeners, scram=scram)
+        self._b = ReferenceBroker(data_dir, config, features=features, listeners=listeners, scram=scram,
+                                  advertised=advertised)
         try:
             self._b.start(timeout)
         except BaseException:
@@ -147,7 +156,8 @@ class KafkaBroker(_Broker):
 
 def start(data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
           timeout: float | None = None, *, kafkalite_module: str | None = None,
-          kafkalite_args: tuple[str, ...] = (), listeners: Mapping[str, str] | None = None):
+          kafkalite_args: tuple[str, ...] = (), listeners: Mapping[str, str] | None = None,
+          advertised: Mapping[str, str] | None = None):
     """A broker of the kind the suite runs on. ``kafkalite_module`` runs kafkalite through a
     program that wires a part of it differently (e.g. broker.tests.slow_markers) with
     ``kafkalite_args``; that only exists in kafkalite: a test that needs it says so with
@@ -155,13 +165,15 @@ def start(data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] |
     security protocol, each on a free port: ``broker.listener(name)``), configured by ``config``
     with Kafka's keys (``sasl.enabled.mechanisms``, ``listener.name.X.plain.sasl.jaas.config``,
     ``ssl.keystore.location``...); ``scram.users`` (kafkalite's setting) becomes kafka-storage's
-    ``--add-scram`` on Kafka."""
+    ``--add-scram`` on Kafka. ``advertised`` names the address Metadata and FindCoordinator give
+    for some of those listeners (name -> ``host:port``, say a proxy in front of it);
+    ``broker.listener(name)`` stays the address the listener is bound to."""
     path = Path(data_dir) if data_dir is not None else None
     if on_kafka():
         if kafkalite_module:
             raise ValueError(f"Apache Kafka cannot run {kafkalite_module}; mark the test requires_kafkalite")
-        return KafkaBroker(path, config, timeout or 120.0, listeners)
-    return KafkaliteBroker(path, config, timeout or 20.0, kafkalite_module, kafkalite_args, listeners)
+        return KafkaBroker(path, config, timeout or 120.0, listeners, advertised)
+    return KafkaliteBroker(path, config, timeout or 20.0, kafkalite_module, kafkalite_args, listeners, advertised)
 
 
 def requires_kafkalite(reason: str) -> None:

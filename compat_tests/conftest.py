@@ -59,13 +59,14 @@ def bootstrap(broker) -> str:
 
 @pytest.fixture
 def start_broker(tmp_path):
-    """start_broker(config=None, data_dir=None): a broker of the suite's kind of this
-    test's own (kill(), stop(), restart() on the same data dir and port), closed after the test."""
+    """start_broker(config=None, data_dir=None, **kw): a broker of the suite's kind of this
+    test's own (kill(), stop(), restart() on the same data dir and port), closed after the test;
+    ``kw`` goes to brokers.start (``listeners``, ``advertised``)."""
     brokers.requires_own_broker("brokers of a test's own")
     started = []
 
-    def start(config=None, data_dir=None):
-        b = brokers.start(data_dir or tmp_path / f"data-{len(started)}", config)
+    def start(config=None, data_dir=None, **kw):
+        b = brokers.start(data_dir or tmp_path / f"data-{len(started)}", config, **kw)
         started.append(b)
         return b
 

@@ -104,7 +104,7 @@ def _java() -> str:
     return found
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
@@ -128,15 +128,18 @@ class ReferenceBroker:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
                  features: Mapping[str, Any] | None = None, listeners: Mapping[str, str] | None = None,
-                 scram: list[str] | None = None):
+                 scram: list[str] | None = None, advertised: Mapping[str, str] | None = None):
         """``config``: broker settings by Kafka's names, over DEFAULT_CONFIG. ``features``: feature
         levels finalized when the log dir is formatted (``{"transaction.version": 1}``).
         ``listeners``: more client listeners beside PLAINTEXT, name -> security protocol
         (``{"SASL_SSL": "SASL_SSL"}``), each on a free port (``listener_address(name)``); their
         security settings come in ``config`` (``listener.name.sasl_ssl.plain.sasl.jaas.config``,
         ``ssl.keystore.location``, ...). ``scram``: SCRAM users made at format time, each in
-        kafka-storage's ``--add-scram`` syntax (``SCRAM-SHA-256=[name=alice,password=secret]``)."""
+        kafka-storage's ``--add-scram`` syntax (``SCRAM-SHA-256=[name=alice,password=secret]``).
+        ``advertised``: the ``host:port`` clients are told for some of those listeners (a proxy
+        in front of it), name -> address; the others advertise their own."""
         self.listeners = {k.upper(): v.upper() for k, v in (listeners or {}).items()}
+        self.advertised = {k.upper(): v for k, v in (advertised or {}).items()}
         self.listener_ports: dict[str, int] = {}
         self.scram = list(scram or [])
         self._owned = data_dir is None
@@ -183,9 +186,11 @@ class ReferenceBroker:
     def _properties(self) -> dict[str, str]:
         props = dict(DEFAULT_CONFIG)
         extra = "".join(f",{name}://{HOST}:{self.listener_ports[name]}" for name in self.listeners)
+        advertised = "".join(f",{name}://{self.advertised.get(name, f'{HOST}:{self.listener_ports[name]}')}"
+                             for name in self.listeners)
         props.update({
             "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}{extra}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}{extra}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}{advertised}",
             "listener.security.protocol.map": props["listener.security.protocol.map"]
             + "".join(f",{name}:{proto}" for name, proto in self.listeners.items()),
             "controller.quorum.voters": f"{props['node.id']}@{HOST}:{self.controller_port}",
@@ -226,12 +231,12 @@ class ReferenceBroker:
         restarts), write the configuration, format the log dir once; return the command that
         runs the node. Used by start(), and by benchmarks that time the process themselves."""
         if self.port is None:
-            self.port = port or _free_port()
+            self.port = port or free_port()
         if self.controller_port is None:
-            self.controller_port = _free_port()
+            self.controller_port = free_port()
         for name in self.listeners:
             if name not in self.listener_ports:
-                self.listener_ports[name] = _free_port()
+                self.listener_ports[name] = free_port()
         props = self._write_config()
         self._format(props)
         return self._command("kafka.Kafka", str(props))

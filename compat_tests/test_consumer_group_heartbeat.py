@@ -194,3 +194,35 @@ def test_regex_subscription_changes_get_every_partition(bootstrap, create_topic)
                 assert msg is None or msg.error() is None or not msg.error().fatal(), msg.error()
     finally:
         consumer.close()
+
+
+def test_commit_with_the_previous_epoch_after_a_lost_response(bootstrap, create_topic):
+    """KIP-1251 (Kafka 4.4): a member whose epoch-bumping answer was lost commits with its
+    previous epoch; the commit is accepted for partitions it held at that epoch, and refused
+    (STALE_MEMBER_EPOCH) for a partition given with the new epoch, for an epoch before the
+    assignment, and for an epoch newer than the member's."""
+    from kio.schema.offset_commit.v9.request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                     OffsetCommitRequestTopic)
+
+    first = create_topic(f"commit-a-{uuid.uuid4().hex[:6]}", 2)
+    second = create_topic(f"commit-b-{uuid.uuid4().hex[:6]}", 2)
+    group = f"commit-{uuid.uuid4().hex[:8]}"
+    with WireClient(bootstrap) as c:
+        wait_coordinator(c, group)
+        member = str(uuid.uuid4())
+        previous, _owned, bumped = bumped_epoch_then_lost(c, group, member, first, second)
+
+        def commit(topic: str, epoch: int) -> ErrorCode:
+            r = c.request(OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=i32(epoch), member_id=member, group_instance_id=None,
+                topics=(OffsetCommitRequestTopic(name=topic, partitions=(OffsetCommitRequestPartition(
+                    partition_index=i32(0), committed_offset=1, committed_leader_epoch=i32(-1),
+                    committed_metadata=None),)),)))
+            return r.topics[0].partitions[0].error_code
+
+        assert commit(first, previous) == ErrorCode.none
+        assert commit(second, previous) == ErrorCode.stale_member_epoch
+        assert commit(first, bumped.member_epoch) == ErrorCode.none
+        assert commit(first, previous - 1) == ErrorCode.stale_member_epoch
+        assert commit(first, bumped.member_epoch + 1) == ErrorCode.stale_member_epoch
+        heartbeat(c, group, member, -1)

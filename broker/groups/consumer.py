@@ -19,6 +19,13 @@ rejoining after it was fenced (KAFKA-19233) and gets its current assignment agai
 leave (it keeps its assignment until its session times out or the same instance id rejoins).
 Group states: Empty, Assigning, Reconciling, Stable.
 
+Assignment epochs (KIP-1251): each partition a member holds keeps the member epoch it was given
+at (`assignment_epochs`; a partition kept across a bump keeps its own). A commit with an epoch
+older than the member's is accepted for a partition the member holds (assigned or pending
+revocation) since that epoch or earlier, and is STALE_MEMBER_EPOCH for the others, so a member
+whose epoch-bumping answer was lost still commits what it consumed. The epochs live in memory:
+a member loaded from __consumer_offsets holds its partitions since its current epoch.
+
 Heartbeat interval: group.consumer.heartbeat.interval.ms (5 s, as Kafka) once the group is
 Stable and unchanged for a few seconds; while it assigns or reconciles, or just changed, the
 response asks for `busy_heartbeat_interval_ms` instead (the interval is the coordinator's to
@@ -36,7 +43,7 @@ from kio.schema.errors import ErrorCode
 
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .states import GroupError
-from .member_epochs import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberEpochGroup
+from .member_epochs import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberEpochGroup, PartitionCheck
 from .states import ConsumerGroupState, MemberState
 
 M = MemberState
@@ -60,6 +67,9 @@ class ConsumerMember:
     state: MemberState = M.STABLE
     assigned: TopicPartitions = field(default_factory=dict)
     pending_revocation: TopicPartitions = field(default_factory=dict)
+    # (topic id, partition) -> the member epoch the partition was given at (KIP-1251); a
+    # partition without one is held since the current epoch
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict, compare=False)
     session_deadline: int = 0
     rebalance_deadline: int | None = None
     # the assignment_key() last written to __consumer_offsets (set by the coordinator)
@@ -314,6 +324,7 @@ class ConsumerGroup(MemberEpochGroup):
             if todo:
                 pending[tid] = todo
         prev_epoch = member.member_epoch
+        before = {(tid, p) for tps in (member.assigned, member.pending_revocation) for tid, ps in tps.items() for p in ps}
         if revoke and _owns_any(owned, revoke):
             member.state = M.UNREVOKED_PARTITIONS
             new_epoch = epoch
@@ -329,6 +340,16 @@ class ConsumerGroup(MemberEpochGroup):
         if new_epoch != prev_epoch:
             member.previous_member_epoch = prev_epoch
             member.member_epoch = new_epoch
+        held = {(tid, p) for tps in (member.assigned, member.pending_revocation) for tid, ps in tps.items() for p in ps}
+        member.assignment_epochs = {tp: (member.assignment_epochs.get(tp, prev_epoch) if tp in before else new_epoch)
+                                    for tp in held}
+
+    def _older_epoch_commit(self, member: ConsumerMember, epoch: int) -> PartitionCheck:
+        """KIP-1251: a partition the member holds since `epoch` or earlier may be committed."""
+        def check(topic_id: uuid.UUID, partition: int) -> bool:
+            held = partition in member.assigned.get(topic_id, ()) or partition in member.pending_revocation.get(topic_id, ())
+            return held and member.assignment_epochs.get((topic_id, partition), member.member_epoch) <= epoch
+        return check
 
     # --- loading ---------------------------------------------------------------------------
     def load_member(self, member: ConsumerMember, now: int) -> None:

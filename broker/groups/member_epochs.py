@@ -10,11 +10,15 @@ persist them)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
 from .states import GroupError
+
+# (topic id, partition) -> may it be committed
+PartitionCheck = Callable[[uuid.UUID, int], bool]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -78,10 +82,25 @@ class MemberEpochGroup:
         raise NotImplementedError
 
     # --- OffsetCommit / TxnOffsetCommit / OffsetFetch ------------------------------------------
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int) -> None:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int) -> PartitionCheck | None:
+        """Raises GroupError for the whole commit; returns None when every partition may be
+        committed, or the check of each partition when the member's epoch is older than its
+        current one (KIP-1251: `_older_epoch_commit`)."""
         if epoch < 0 and not self.members:
-            return
-        self._check_offset_member(member_id, epoch)
+            return None
+        member = self.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if epoch == member.member_epoch:
+            return None
+        if epoch > member.member_epoch:
+            raise GroupError(ErrorCode.stale_member_epoch)
+        return self._older_epoch_commit(member, epoch)
+
+    def _older_epoch_commit(self, member, epoch: int) -> PartitionCheck | None:
+        """A commit with an epoch older than the member's: refused, unless a subclass checks it
+        partition by partition."""
+        raise GroupError(ErrorCode.stale_member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, epoch: int) -> None:
         if member_id is None and epoch < 0:

@@ -4,7 +4,10 @@ stages them, the partition's COMMIT/ABORT marker completes them).
 
 Rules:
 - A commit is checked as Kafka's OffsetMetadataManager.validateOffsetCommit /
-  validateTransactionalOffsetCommit checks it (`validate_commit`); metadata longer than
+  validateTransactionalOffsetCommit checks it (`validate_commit`), then partition by partition
+  when a KIP-848 member commits with an older epoch (`commit_partition_check`, KIP-1251: every
+  partition must be one it has held since then, else the whole commit is STALE_MEMBER_EPOCH,
+  ILLEGAL_GENERATION when transactional, as Kafka's validator throws); metadata longer than
   offset.metadata.max.bytes answers OFFSET_METADATA_TOO_LARGE for its partition.
 - Offsets are appended before they are applied; a failed append applies none of them and
   answers NOT_COORDINATOR for the partitions it carried. A plain commit to an unknown group
@@ -27,7 +30,7 @@ from kio.schema.errors import ErrorCode
 from ..internal_store import CoordinatorWriteError
 from . import records as rec
 from .classic import ClassicGroup
-from .member_epochs import MemberEpochGroup
+from .member_epochs import MemberEpochGroup, PartitionCheck
 from .persistence import GroupPersistence
 from .states import ClassicGroupState, GroupError
 
@@ -60,6 +63,18 @@ class OffsetRequests(GroupPersistence):
                 return exc.code
             return ErrorCode.none
         return group.validate_offset_commit(member_id, instance_id, generation_id, transactional=transactional)
+
+    def commit_partition_check(self, group_id: str, generation_id: int, member_id: str,
+                               instance_id: str | None) -> PartitionCheck | None:
+        """After validate_commit passed: None when every partition may be committed, else the
+        check of each (topic id, partition) (KIP-1251, a member committing with an older epoch)."""
+        group = self.groups.get(group_id)
+        if not isinstance(group, MemberEpochGroup):
+            return None
+        try:
+            return group.validate_offset_commit(member_id, instance_id, generation_id)
+        except GroupError:
+            return None  # answered by validate_commit
 
     def commit_offsets(self, group_id: str, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
                        *, retention_ms: int = -1) -> dict[tuple[str, int], ErrorCode]:
@@ -192,12 +207,16 @@ class OffsetRequests(GroupPersistence):
                                    transactional=True)
         if err != ErrorCode.none:
             return {tp: err for tp in offsets}
+        check = self.commit_partition_check(group_id, generation_id, member_id or "", group_instance_id)
         now = self.clock() if now_ms is None else now_ms
         errors: dict[tuple[str, int], ErrorCode] = {}
         values: dict[tuple[str, int], rec.OffsetValue] = {}
         for tp, (offset, leader_epoch, metadata) in offsets.items():
-            if self.cluster.partition(tp[0], tp[1]) is None:
+            topic = self.cluster.topics.get(tp[0])
+            if self.cluster.partition(tp[0], tp[1]) is None or topic is None:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif check is not None and not check(topic.topic_id, tp[1]):
+                return {tp: ErrorCode.illegal_generation for tp in offsets}
             elif metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
                 errors[tp] = ErrorCode.offset_metadata_too_large
             else:

@@ -4,7 +4,9 @@
   a client outside group management commits into an empty (or new, "simple") group; a member
   must match the group's generation (ILLEGAL_GENERATION), be known (UNKNOWN_MEMBER_ID), not be
   fenced (FENCED_INSTANCE_ID); REBALANCE_IN_PROGRESS while the group completes a rebalance.
-  KIP-848 members commit with their member epoch (STALE_MEMBER_EPOCH, v9+). A group that does
+  KIP-848 members commit with their member epoch (STALE_MEMBER_EPOCH, v9+), or an older one when
+  they have held every partition of the commit since it (KIP-1251; else STALE_MEMBER_EPOCH for
+  all the partitions of known topics). A group that does
   not exist with a generation >= 0 gets ILLEGAL_GENERATION (< v9) or GROUP_ID_NOT_FOUND (v9+).
   Unknown topics/partitions get UNKNOWN_TOPIC_OR_PARTITION (v10 names topics by id:
   UNKNOWN_TOPIC_ID); metadata over 4096 bytes gets OFFSET_METADATA_TOO_LARGE. The leader epoch
@@ -69,6 +71,10 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
             request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
             getattr(request, "group_instance_id", None), ctx.api_version)
+    check = None if group_err != ErrorCode.none else coord.commit_partition_check(
+        request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
+        getattr(request, "group_instance_id", None))
+    held: list[bool] = []  # per partition to commit: does the member hold it since its epoch
     results: list[tuple[object, str | None, list[tuple[int, ErrorCode | None]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
@@ -88,12 +94,16 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
             elif not 0 <= p.partition_index < len(topic.partitions):
                 parts.append((p.partition_index, ErrorCode.unknown_topic_or_partition))
             else:
+                held.append(check is None or check(topic.topic_id, p.partition_index))
                 to_commit[(name, p.partition_index)] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                                          p.committed_metadata)
                 parts.append((p.partition_index, None))
         results.append((t, name, parts))
-    errors = {}
-    if to_commit:
+    errors: dict[Any, ErrorCode] = {}  # (name, partition) of to_commit -> its error
+    if not all(held):
+        # Kafka's validator throws for the request: every partition it reached is refused
+        errors = dict.fromkeys(to_commit, ErrorCode.stale_member_epoch)
+    elif to_commit:
         retention = getattr(request, "retention_time", None)
         retention_ms = -1
         if retention is not None:

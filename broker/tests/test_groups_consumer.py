@@ -225,3 +225,32 @@ def test_heartbeat_interval_is_short_while_the_group_changes():
     hb(g, b.member_id, 2, owned={}, now=8002)
     assert g.state == "Stable"
     assert hb(g, b.member_id, 2, owned=None, now=8003).heartbeat_interval_ms == 5000
+
+
+def test_an_older_epoch_commits_the_partitions_held_since_then():
+    """KIP-1251: a member whose epoch-bumping answer was lost commits with its previous epoch;
+    Kafka 4.4 accepts the partitions it held at that epoch and refuses the others."""
+    import pytest
+    from kafkalite.broker.groups.states import GroupError
+
+    g = ConsumerGroup("g", session_timeout_ms=5000)
+    a, b, ra = a_then_b(g)
+    member = g.members[a.member_id]
+    kept, given = ra.assignment[T1], set(range(6)) - ra.assignment[T1]
+    assert member.member_epoch == 2
+    assert g.validate_offset_commit(a.member_id, None, 2) is None
+    held_since_1 = g.validate_offset_commit(a.member_id, None, 1)
+    assert held_since_1 is not None
+    assert all(held_since_1(T1, p) for p in kept) and not any(held_since_1(T1, p) for p in given)
+    with pytest.raises(GroupError) as newer:
+        g.validate_offset_commit(a.member_id, None, 3)
+    assert newer.value.code == ErrorCode.stale_member_epoch
+    # b leaves: a gets the other half back with a new epoch
+    hb(g, b.member_id, -1, now=4)
+    back = hb(g, a.member_id, 2, owned={T1: kept}, now=5)
+    assert back.member_epoch == 3 and back.assignment == {T1: set(range(6))}
+    held_since_2 = g.validate_offset_commit(a.member_id, None, 2)
+    assert held_since_2 is not None
+    assert all(held_since_2(T1, p) for p in kept) and not any(held_since_2(T1, p) for p in given)
+    held_since_0 = g.validate_offset_commit(a.member_id, None, 0)
+    assert held_since_0 is not None and not any(held_since_0(T1, p) for p in range(6))

@@ -9,6 +9,7 @@ import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.LinkedBlockingQueue;
 
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -20,7 +21,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * One consumer-group member for the group tests (compat_tests/groups/members.py).
  *
  * Arguments are key=value: bootstrap, group, topic, protocol (classic|consumer), instance_id,
- * session_timeout_ms, heartbeat_interval_ms, assignor, client_id. Prints JSON lines
+ * session_timeout_ms, heartbeat_interval_ms, assignor, client_id, request_timeout_ms,
+ * report_commit_failures (a failed commitSync is an event, {"event": "commit_failed"}, not the end). Prints JSON lines
  * ({"event": "assigned", "partitions": [...]}, {"event": "record", ...}, {"event": "committed"},
  * {"event": "closed"}, {"event": "error", "message": ...}); reads "commit" / "close" on stdin.
  */
@@ -84,7 +86,9 @@ public class GroupMember {
             if (cfg.containsKey("assignor")) p.put("partition.assignment.strategy", cfg.get("assignor"));
         }
         if (cfg.containsKey("instance_id")) p.put("group.instance.id", cfg.get("instance_id"));
+        if (cfg.containsKey("request_timeout_ms")) p.put("request.timeout.ms", cfg.get("request_timeout_ms"));
 
+        boolean reportCommitFailures = cfg.containsKey("report_commit_failures");
         LinkedBlockingQueue<String> commands = stdinCommands();
 
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
@@ -116,7 +120,14 @@ public class GroupMember {
                 String cmd = commands.poll();
                 if (cmd == null) continue;
                 if (cmd.equals("commit")) {
-                    consumer.commitSync(Duration.ofSeconds(20));
+                    try {
+                        consumer.commitSync(Duration.ofSeconds(20));
+                    } catch (CommitFailedException e) {
+                        if (!reportCommitFailures) throw e;
+                        // an application that goes on after a failed commit (a stale member epoch)
+                        emit("{\"event\": \"commit_failed\", \"message\": " + quote(e.toString()) + "}");
+                        continue;
+                    }
                     emit("{\"event\": \"committed\"}");
                 } else if (cmd.equals("close")) {
                     break;
