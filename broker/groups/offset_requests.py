@@ -4,8 +4,8 @@ stages them, the partition's COMMIT/ABORT marker completes them).
 
 Rules:
 - A commit is checked as Kafka's OffsetMetadataManager.validateOffsetCommit /
-  validateTransactionalOffsetCommit checks it (`validate_commit`), then partition by partition
-  when a KIP-848 member commits with an older epoch (`commit_partition_check`, KIP-1251: every
+  validateTransactionalOffsetCommit checks it (`validate_commit`, `check_commit`), then partition by
+  partition when a KIP-848 member commits with an older epoch (the check `check_commit` returns, KIP-1251: every
   partition must be one it has held since then, else the whole commit is STALE_MEMBER_EPOCH,
   ILLEGAL_GENERATION when transactional, as Kafka's validator throws); metadata longer than
   offset.metadata.max.bytes answers OFFSET_METADATA_TOO_LARGE for its partition.
@@ -43,6 +43,14 @@ class OffsetRequests(GroupPersistence):
     def validate_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                         api_version: int, *, transactional: bool = False) -> ErrorCode:
         """Kafka's OffsetMetadataManager.validateOffsetCommit / validateTransactionalOffsetCommit."""
+        return self.check_commit(group_id, generation_id, member_id, instance_id, api_version,
+                                 transactional=transactional)[0]
+
+    def check_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                     api_version: int, *, transactional: bool = False) -> tuple[ErrorCode, PartitionCheck | None]:
+        """validate_commit's answer and, when it is NONE, the check of each (topic id, partition)
+        of a KIP-848 member committing with an older epoch (KIP-1251), or None when every
+        partition may be committed."""
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:
@@ -50,31 +58,18 @@ class OffsetRequests(GroupPersistence):
                     self._new_classic(group_id)  # a "simple" group, as Kafka creates
                 # a plain commit creates the simple group only with the first offset it writes
                 # (commit_offsets): a commit whose every partition fails leaves no group, as in Kafka
-                return ErrorCode.none
+                return ErrorCode.none, None
             if transactional or api_version < 9:
-                return ErrorCode.illegal_generation
-            return ErrorCode.group_id_not_found
+                return ErrorCode.illegal_generation, None
+            return ErrorCode.group_id_not_found, None
         if isinstance(group, MemberEpochGroup):
             try:
-                group.validate_offset_commit(member_id, instance_id, generation_id)
+                return ErrorCode.none, group.validate_offset_commit(member_id, instance_id, generation_id)
             except GroupError as exc:
                 if exc.code == ErrorCode.stale_member_epoch and (transactional or api_version < 9):
-                    return ErrorCode.illegal_generation
-                return exc.code
-            return ErrorCode.none
-        return group.validate_offset_commit(member_id, instance_id, generation_id, transactional=transactional)
-
-    def commit_partition_check(self, group_id: str, generation_id: int, member_id: str,
-                               instance_id: str | None) -> PartitionCheck | None:
-        """After validate_commit passed: None when every partition may be committed, else the
-        check of each (topic id, partition) (KIP-1251, a member committing with an older epoch)."""
-        group = self.groups.get(group_id)
-        if not isinstance(group, MemberEpochGroup):
-            return None
-        try:
-            return group.validate_offset_commit(member_id, instance_id, generation_id)
-        except GroupError:
-            return None  # answered by validate_commit
+                    return ErrorCode.illegal_generation, None
+                return exc.code, None
+        return group.validate_offset_commit(member_id, instance_id, generation_id, transactional=transactional), None
 
     def commit_offsets(self, group_id: str, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
                        *, retention_ms: int = -1) -> dict[tuple[str, int], ErrorCode]:
@@ -203,11 +198,10 @@ class OffsetRequests(GroupPersistence):
         validateTransactionalOffsetCommit), append the offsets as a transactional batch of the
         producer to the group's __consumer_offsets partition and keep them pending until
         complete_txn_offsets. Returns an error per partition."""
-        err = self.validate_commit(group_id, generation_id, member_id or "", group_instance_id, 99,
-                                   transactional=True)
+        err, check = self.check_commit(group_id, generation_id, member_id or "", group_instance_id, 99,
+                                       transactional=True)
         if err != ErrorCode.none:
             return {tp: err for tp in offsets}
-        check = self.commit_partition_check(group_id, generation_id, member_id or "", group_instance_id)
         now = self.clock() if now_ms is None else now_ms
         errors: dict[tuple[str, int], ErrorCode] = {}
         values: dict[tuple[str, int], rec.OffsetValue] = {}

@@ -63,18 +63,20 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     coord = _coordinator(ctx)
     by_id = ctx.api_version >= 10
     readable = None
+    check = None  # KIP-1251: which partitions a member committing with an older epoch may commit
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         group_err = ErrorCode.group_authorization_failed
     else:
         readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
                                  (n for t in request.topics if (n := _topic_name(ctx, t, by_id)) is not None))
-        group_err = group_coordinator_error(ctx, request.group_id) or coord.validate_commit(
-            request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
-            getattr(request, "group_instance_id", None), ctx.api_version)
-    check = None if group_err != ErrorCode.none else coord.commit_partition_check(
-        request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
-        getattr(request, "group_instance_id", None))
-    held: list[bool] = []  # per partition to commit: does the member hold it since its epoch
+        not_coordinator = group_coordinator_error(ctx, request.group_id)
+        if not_coordinator is not None:
+            group_err = not_coordinator
+        else:
+            group_err, check = coord.check_commit(
+                request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
+                getattr(request, "group_instance_id", None), ctx.api_version)
+    stale = False  # a partition to commit the member has not held since its (older) epoch
     results: list[tuple[object, str | None, list[tuple[int, ErrorCode | None]]]] = []
     to_commit: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in request.topics:
@@ -94,13 +96,13 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
             elif not 0 <= p.partition_index < len(topic.partitions):
                 parts.append((p.partition_index, ErrorCode.unknown_topic_or_partition))
             else:
-                held.append(check is None or check(topic.topic_id, p.partition_index))
+                stale = stale or (check is not None and not check(topic.topic_id, p.partition_index))
                 to_commit[(name, p.partition_index)] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                                          p.committed_metadata)
                 parts.append((p.partition_index, None))
         results.append((t, name, parts))
     errors: dict[Any, ErrorCode] = {}  # (name, partition) of to_commit -> its error
-    if not all(held):
+    if stale:
         # Kafka's validator throws for the request: every partition it reached is refused
         errors = dict.fromkeys(to_commit, ErrorCode.stale_member_epoch)
     elif to_commit:
