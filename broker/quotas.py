@@ -476,7 +476,8 @@ class ClientQuotas:
         measured = rate.measure(now)
         if measured <= bound:
             return 0
-        throttle = round((measured - bound) / bound * rate.window_ms(now)) if bound > 0 else 2**31 - 1
+        # QuotaUtils.throttleTime: Math.round, as the controller mutation quota's
+        throttle = java_round((measured - bound) / bound * rate.window_ms(now)) if bound > 0 else 2**31 - 1
         if quota_type == REQUEST:
             throttle = min(throttle, WINDOW_MS)
         return int(min(throttle, 2**31 - 1))
