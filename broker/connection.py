@@ -241,17 +241,16 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                         await _send_pending(out_stream, pending)
                     sent = await send_chunks(out_stream, out)
                     metrics.record(header.api_key, t0, len(frame) + 4, sent)
-                elif throttle_ms:
-                    await out_stream.send_all(b"".join(pending) + out)
-                    pending.clear()
-                    metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 elif pending or (coalesce and header.api_key == API_PRODUCE and not broker.hooks):
                     pending.append(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 else:
                     await out_stream.send_all(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
-                if pending and (len(pending) >= COALESCE_MAX or reader.buffered_api_key() != API_PRODUCE):
+                # held answers go out before the connection is muted for a throttle (an acks=0
+                # Produce's throttle included), when enough are held, or before a non-Produce
+                if pending and (throttle_ms or len(pending) >= COALESCE_MAX
+                                or reader.buffered_api_key() != API_PRODUCE):
                     await _send_pending(out_stream, pending)
             finally:
                 for region in ctx.regions:

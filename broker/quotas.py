@@ -491,13 +491,6 @@ class ClientQuotas:
         if rate is not None:
             rate.record(-value, now)
 
-    def max_value_in_window(self, quota_type: str, user: str, client_id: str) -> float | None:
-        """maxValueInQuotaWindow: the most one request may take without certain throttling."""
-        if not self._has_type(quota_type):
-            return None
-        bound = self.quota_limit(quota_type, self.metric_tags(quota_type, user, client_id))
-        return None if bound is None else bound * (SAMPLES - 1) * WINDOW_MS / 1000
-
     def controller_mutation_quota(self, principal: str, client_id: str, strict: bool,
                                   clock: Callable[[], int]) -> ControllerMutationQuota | None:
         """ControllerMutationQuotaManager.newQuotaFor: the quota of one CreateTopics,

@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.messages import EncodedBody, encode_response, make, response_type
+from kafkalite.protocol.messages import EncodedBody, encode_response, has_field, make, response_type
 
 from .clock import now_ms
 from .handlers.produce import encoded_with_throttle_time
 from .quotas import FETCH, PRODUCE, REQUEST, user_of
+from .sasl import API_SASL_AUTHENTICATE, API_SASL_HANDSHAKE, API_VERSIONS
 
-API_PRODUCE, API_FETCH, API_SASL_HANDSHAKE, API_VERSIONS, API_SASL_AUTHENTICATE = 0, 1, 17, 18, 36
+API_PRODUCE, API_FETCH = 0, 1
 UNTHROTTLED = frozenset({API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE})
 # a forced throttle leaves the connection's set-up alone, as the faults do
 NOT_FORCED = UNTHROTTLED | {API_VERSIONS}
@@ -84,12 +86,9 @@ def with_throttle_time(ctx, response: Any, throttle_ms: int) -> Any:
     """The response with `throttle_time_ms` set (responses without the field are returned as they are)."""
     if type(response) is EncodedBody:
         return encoded_with_throttle_time(response, ctx.api_version, throttle_ms)
-    entity = type(response)
-    if not any(f.name == "throttle_time" for f in dataclasses.fields(entity)):
+    if not has_field(type(response), "throttle_time"):
         return response
-    values = {f.name: getattr(response, f.name) for f in dataclasses.fields(entity)}
-    values["throttle_time"] = throttle_ms
-    return make(entity, **values)
+    return dataclasses.replace(response, throttle_time=timedelta(milliseconds=throttle_ms))
 
 
 def apply(ctx, request, response: Any, out: Any, request_size: int, started: float) -> tuple[Any, int]:

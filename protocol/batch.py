@@ -92,7 +92,6 @@ NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 
-# every header field in one unpack (BatchHeader.fields, produce validation)
 # every header field in one unpack (BatchHeader.fields, broker.produce_validation)
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 assert HEADER_STRUCT.size == BATCH_HEADER_SIZE
