@@ -389,6 +389,7 @@ def test_describe_log_dirs(bootstrap, admin_client, create_topic, topic_name):
 NAMES_THE_DEFAULT = ("java",)
 
 
+@pytest.mark.on_kafka_too
 def test_dynamic_broker_configs(admin):
     """Per-broker and cluster-default dynamic broker configs (kafka-configs.sh --entity-type brokers
     [--entity-default]): set, described with their dynamic sources, deleted."""

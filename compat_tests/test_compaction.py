@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from compat_tests import brokers
 from compat_tests.waiting import wait_until
 
-pytestmark = [pytest.mark.produce_fetch, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.produce_fetch, pytest.mark.on_kafka_too, pytest.mark.timeout(300)]
 
 KEYS = 40
 VALUE_BYTES = 6000  # about 170 records to a 1 MiB segment

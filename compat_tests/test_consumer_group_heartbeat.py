@@ -22,7 +22,7 @@ from kio.static.primitive import i32, i32Timedelta
 from compat_tests.test_streams_groups import wait_coordinator
 from kafkalite.protocol.client import WireClient
 
-pytestmark = [pytest.mark.groups, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.groups, pytest.mark.on_kafka_too, pytest.mark.timeout(180)]
 
 
 def heartbeat(c: WireClient, group: str, member: str, epoch: int, *, names=None, regex=None, owned=None,

@@ -5,7 +5,9 @@
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
 # then the transaction, idempotence, offsets, security, share group, streams group, Kafka tools
-# (compat_tests/tools) and cluster admin tests of the compatibility suite (and bench/tests: rdkperf's idempotent and transactional runs) once more on
+# (compat_tests/tools) and cluster admin tests of the compatibility suite, the ones marked
+# on_kafka_too (KIP-848 heartbeats and lost heartbeat answers, compaction against Kafka's cleaner,
+# dynamic broker configs, Connect and MirrorMaker 2), and bench/tests (rdkperf's idempotent and transactional runs) once more on
 # Apache Kafka (compat_tests/reference.py), the judge of what they assert.
 # Both runs spread their test files over TEST_WORKERS processes (pytest-xdist, default 3 and 2):
 # a file's tests stay together on one worker (--dist loadfile), so module fixtures are set up once,
@@ -42,7 +44,7 @@ python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
 # took 5 min on two workers (198 tests), the whole command about 18 min from an empty clone.
 COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile --durations=15 compat_tests bench/tests \
-    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or tools or cluster_admin) and not slow" \
+    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
     || status=$?
 # Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
 # SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,

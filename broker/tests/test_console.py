@@ -80,7 +80,7 @@ def test_views_of_a_partition_with_plain_and_idempotent_batches(broker, topic):
     assert entry["partitions"][0]["size_bytes"] > 0
 
 
-def test_stream_sends_a_new_snapshot_within_a_second_of_an_append(broker, topic):
+def test_stream_sends_a_new_snapshot_soon_after_an_append(broker, topic):
     events: list[dict] = []
     got_first = threading.Event()
 

@@ -196,6 +196,7 @@ def _file_pipeline(worker: Worker, workdir: Path, bootstrap: str, topic: str, so
     return lines, elapsed
 
 
+@pytest.mark.on_kafka_too
 def test_distributed_worker_file_source_and_sink(bootstrap, workdir, record_property):
     worker = Worker(workdir / "worker", bootstrap)
     try:
@@ -238,6 +239,7 @@ def test_exactly_once_source(bootstrap, workdir, record_property):
         worker.close()
 
 
+@pytest.mark.on_kafka_too
 def test_mirror_maker_2_between_two_brokers(bootstrap, start_broker, workdir, record_property):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
