@@ -61,11 +61,7 @@ def produce(c: Conversation, v: int, label: str, data: bytes, *, partition: int 
 
 
 def fetch(c: Conversation, v: int, parts: list[tuple[str, int, int]], *, isolation: int = 0,
-          max_wait: int = 0, step: str = "", session_id: int = 0, session_epoch: int = -1, forgotten=(),
-          settled: bool = False):
-    """One Fetch; with `settled`, repeated (unrecorded) while a partition answers
-    OFFSET_OUT_OF_RANGE, which Kafka does for a moment after it aborts a timed-out transaction
-    (more than 20 s on a loaded machine)."""
+          max_wait: int = 0, step: str = "", session_id: int = 0, session_epoch: int = -1, forgotten=()):
     by_topic: dict[str, list] = {}
     for label, p, off in parts:
         by_topic.setdefault(label, []).append({"partition": p, "fetch_offset": off, "partition_max_bytes": 1 << 20,
@@ -76,10 +72,6 @@ def fetch(c: Conversation, v: int, parts: list[tuple[str, int, int]], *, isolati
                   forgotten_topics_data=[{"topic": c[lb], "topic_id": c.topic_id(lb), "partitions": ps}
                                          for lb, ps in forgotten],
                   rack_id="")
-    if settled:
-        return c.until(1, v, lambda r: all(p.error_code != ErrorCode.offset_out_of_range
-                                           for t in r.responses for p in t.partitions),
-                       label=step or f"Fetch v{v}", timeout=90, **fields)
     return c.send(1, v, label=step or f"Fetch v{v}", **fields)
 
 
@@ -753,7 +745,7 @@ def txn_timeout(c: Conversation) -> None:
     _settle(c, "x")  # the coordinator aborts it after transaction.timeout.ms (checked every 10 s at most)
     c.send(26, 3, label="commit after the timeout", transactional_id=c["x"], producer_id=pid,
            producer_epoch=epoch, committed=True)
-    fetch(c, c.ver(1), [("t", 0, 0)], isolation=1, step="read_committed after the timeout", settled=True)
+    fetch(c, c.ver(1), [("t", 0, 0)], isolation=1, step="read_committed after the timeout")
 
 
 @conversation("incremental fetch session", 1)
