@@ -244,7 +244,9 @@ def _reference_broker(data_dir: Path | None = None):
     kafka_version()
     from compat_tests.reference import ReferenceBroker
 
-    return ReferenceBroker(data_dir)
+    from compat_tests.reference import KAFKA_JVM_OPTS
+
+    return ReferenceBroker(data_dir, jvm_opts=KAFKA_JVM_OPTS)
 
 
 def start_kafka(timeout: float = 120.0) -> Peer:

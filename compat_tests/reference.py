@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import os
 import shutil
 import signal
@@ -42,9 +43,16 @@ KAFKA_VERSION = "4.4.0"  # scripts/maven/kafka-broker/pom.xml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 JAR_SET = "kafka-broker"
-# A small heap: the broker of a test run holds little; Kafka's own default is 1 GiB.
-JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            "-Djava.awt.headless=true")
+# Kafka's own JVM settings (kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS) with a smaller heap
+# (a broker of a test run holds little; Kafka's default is 1 GiB): what a benchmark runs Kafka with.
+KAFKA_JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                  "-Djava.awt.headless=true")
+# What a test runs Kafka with: the tests start brokers by the dozen and send them little, so the JIT
+# stops at C1 and the collector is the serial one, and Kafka's classes come from a class-data-sharing
+# archive (class_archive()). A start then costs a third of the CPU and half the time to the first
+# answered Metadata (python -m bench.reference_start).
+TEST_JVM_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 "-Djava.awt.headless=true")
 
 # Single-node settings; the listener, controller and log-dir keys are added by start().
 DEFAULT_CONFIG: dict[str, str] = {
@@ -94,6 +102,18 @@ def _classpath() -> str:
     return str(jars / "*")
 
 
+def class_archive() -> Path:
+    """The class-data-sharing archive of Kafka's classes, beside its jars: one per Java binary and
+    set of jars (their names, sizes and times), since an archive serves only the JVM and the
+    class path that wrote it. The first test broker that stops cleanly writes it
+    (-XX:ArchiveClassesAtExit); a JVM that cannot use it starts without it."""
+    key = hashlib.sha1(os.path.realpath(_java()).encode())
+    for jar in sorted(jar_dir().glob("*.jar")):
+        st = jar.stat()
+        key.update(f"{jar.name} {st.st_size} {st.st_mtime_ns}".encode())
+    return jar_dir() / f"kafka-{key.hexdigest()[:12]}.jsa"
+
+
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").is_file():
@@ -128,7 +148,8 @@ class ReferenceBroker:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
                  features: Mapping[str, Any] | None = None, listeners: Mapping[str, str] | None = None,
-                 scram: list[str] | None = None, advertised: Mapping[str, str] | None = None):
+                 scram: list[str] | None = None, advertised: Mapping[str, str] | None = None,
+                 jvm_opts: tuple[str, ...] | None = None):
         """``config``: broker settings by Kafka's names, over DEFAULT_CONFIG. ``features``: feature
         levels finalized when the log dir is formatted (``{"transaction.version": 1}``).
         ``listeners``: more client listeners beside PLAINTEXT, name -> security protocol
@@ -137,7 +158,9 @@ class ReferenceBroker:
         ``ssl.keystore.location``, ...). ``scram``: SCRAM users made at format time, each in
         kafka-storage's ``--add-scram`` syntax (``SCRAM-SHA-256=[name=alice,password=secret]``).
         ``advertised``: the ``host:port`` clients are told for some of those listeners (a proxy
-        in front of it), name -> address; the others advertise their own."""
+        in front of it), name -> address; the others advertise their own. ``jvm_opts``: the JVM's
+        settings; by default TEST_JVM_OPTS with Kafka's class archive (KAFKA_JVM_OPTS for a
+        benchmark)."""
         self.listeners = {k.upper(): v.upper() for k, v in (listeners or {}).items()}
         self.advertised = {k.upper(): v for k, v in (advertised or {}).items()}
         self.listener_ports: dict[str, int] = {}
@@ -150,6 +173,8 @@ class ReferenceBroker:
         self.controller_port: int | None = None
         self.process: subprocess.Popen | None = None
         self.start_seconds: float | None = None  # Popen to first answered Metadata, last start
+        self.jvm_opts = jvm_opts
+        self._archive_being_written: Path | None = None
 
     # --- paths ---
     @property
@@ -207,8 +232,32 @@ class ReferenceBroker:
         return path
 
     def _command(self, main: str, *args: str) -> list[str]:
-        return [_java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+        return [_java(), *self._jvm_opts(main), f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", _classpath(), main, *args]
+
+    def _jvm_opts(self, main: str) -> tuple[str, ...]:
+        if self.jvm_opts is not None:
+            return self.jvm_opts
+        archive = class_archive()
+        if archive.exists():
+            return (*TEST_JVM_OPTS, f"-XX:SharedArchiveFile={archive}")
+        if main != "kafka.Kafka":
+            return TEST_JVM_OPTS
+        # written at the JVM's exit under a name of this broker's own (brokers start side by side
+        # in other test processes), then renamed into place by stop()
+        self._archive_being_written = archive.with_name(f"{archive.name}.{os.getpid()}.{id(self)}")
+        return (*TEST_JVM_OPTS, f"-XX:ArchiveClassesAtExit={self._archive_being_written}")
+
+    def _keep_class_archive(self) -> None:
+        """After stop(): the archive the JVM wrote at its exit goes into place; one cut short by
+        SIGKILL (a shutdown past its time) is dropped."""
+        written, self._archive_being_written = self._archive_being_written, None
+        if written is None or not written.exists():
+            return
+        if self.process is not None and self.process.returncode == -signal.SIGKILL:
+            written.unlink(missing_ok=True)
+        else:
+            os.replace(written, class_archive())
 
     def _format(self, props: Path) -> None:
         """Format the KRaft log dir once (a restart finds meta.properties and keeps the data)."""
@@ -265,6 +314,7 @@ class ReferenceBroker:
         """SIGTERM (Kafka's controlled shutdown) and wait; SIGKILL if it takes longer than timeout."""
         if self.process is not None:
             terminate(self.process, timeout)
+            self._keep_class_archive()
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
@@ -272,6 +322,7 @@ class ReferenceBroker:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
+            self._keep_class_archive()  # drops what the killed JVM had begun
 
     def restart(self, timeout: float = 90.0) -> str:
         """Stop if running, then start again on the same data dir and the same ports."""

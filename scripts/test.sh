@@ -25,12 +25,21 @@ cd "$(dirname "$0")/.."
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     export KAFKALITE_REUSE_VENV="${KAFKALITE_REUSE_VENV:-1}"
 fi
+# Each part's wall time is printed when it ends (the whole command's budget: 25 minutes from an
+# empty clone).
+part_start=$SECONDS
+part_done() {
+    echo "== $1: $(( SECONDS - part_start )) s; the command so far: $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s"
+    part_start=$SECONDS
+}
 bash scripts/install-test-deps.sh
+part_done "installing the test dependencies"
 VENV="${KAFKALITE_VENV:-$PWD/.venv}"
 # the venv's python first on PATH: `python3` in a test's subprocess is the venv's too
 export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PWD/.deps/bin:$PATH"
 python -m ruff check .
 python -m mypy
+part_done "ruff and mypy"
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     exec python -m pytest "$@"
 fi
@@ -39,6 +48,7 @@ workers="${TEST_WORKERS:-3}"
 # --durations: the slowest tests of each pass at the end of its output, to keep the whole command
 # within its time budget (25 minutes from an empty clone)
 python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
+part_done "the tests on kafkalite"
 # The rest of the compatibility suite (the slow-marked tests, clients, admin, groups...) runs on
 # Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
 # compat_tests.report puts both brokers side by side); it is left out here for time: this pass
@@ -46,10 +56,13 @@ python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
 COMPAT_BROKER=kafka python -m pytest -n "$(( workers < 2 ? workers : 2 ))" --dist loadfile --durations=15 compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
     || status=$?
+part_done "the tests on Apache Kafka"
 # Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
 # SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,
 # for time.
 PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
     -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" || status=$?
+part_done "the Spark tests on PySpark 4.0.0"
 bash scripts/test-lowest.sh || status=$?
+part_done "the lowest-versions job"
 exit "$status"
