@@ -25,12 +25,23 @@ cd "$(dirname "$0")/.."
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     export KAFKALITE_REUSE_VENV="${KAFKALITE_REUSE_VENV:-1}"
 fi
-# Each part's wall time is printed when it ends (the whole command's budget: 25 minutes from an
-# empty clone).
-part_start=$SECONDS
+# Each part's wall time, and how busy the machine's cores were meanwhile (/proc/stat), are printed
+# when it ends: the whole command's budget is 25 minutes from an empty clone, on two cores.
+read_cpu_ticks() {
+    # the machine's busy and total clock ticks so far, from /proc/stat's first line
+    # (user nice system idle iowait irq softirq steal)
+    read -r _ user nice system idle iowait irq softirq steal _ < /proc/stat
+    busy_ticks=$(( user + nice + system + irq + softirq + steal ))
+    total_ticks=$(( busy_ticks + idle + iowait ))
+}
+read_cpu_ticks
+part_start=$SECONDS part_busy=$busy_ticks part_total=$total_ticks
 part_done() {
-    echo "== $1: $(( SECONDS - part_start )) s; the command so far: $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s"
-    part_start=$SECONDS
+    read_cpu_ticks
+    local total=$(( total_ticks - part_total ))
+    echo "== $1: $(( SECONDS - part_start )) s, the cores $(( total > 0 ? (busy_ticks - part_busy) * 100 / total : 0 )) % busy;" \
+        "the command so far: $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s"
+    part_start=$SECONDS part_busy=$busy_ticks part_total=$total_ticks
 }
 bash scripts/install-test-deps.sh
 part_done "installing the test dependencies"
