@@ -15,13 +15,12 @@ unmeasured warm-up of each.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import time
 
 from bench import peers, wire
 from bench.startup import measure_once as measure_process
-from bench.stats import Report, alternate, emit
+from bench.stats import Report, alternate, main_with_runs
 from container_tests import podman
 
 TIMEOUT = 60.0
@@ -71,13 +70,7 @@ def run(runs: int) -> Report:
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="measured runs of each (default 5)")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
-    args = parser.parse_args(argv)
-    report = run(args.runs)
-    emit(report, args.json)
-    return report
+    return main_with_runs(__doc__, run, argv, runs=5)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,11 @@ a start takes from the other tests on a two-core machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import time
 
-from bench.stats import Report, alternate, emit
+from bench.stats import Report, alternate, main_with_runs
 
 
 def _children_cpu() -> float:
@@ -70,13 +69,7 @@ def run(runs: int) -> Report:
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="measured starts per setting (default 5)")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
-    args = parser.parse_args(argv)
-    report = run(args.runs)
-    emit(report, args.json)
-    return report
+    return main_with_runs(__doc__, run, argv, runs=5)
 
 
 if __name__ == "__main__":

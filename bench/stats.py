@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 OURS = "kafkalite"
 
@@ -329,6 +329,17 @@ def apply_common_arguments(args) -> None:
         if not sep:
             raise SystemExit(f"--kafkalite-config expects KEY=VALUE, got {kv!r}")
         peers.KAFKALITE_CONFIG[key.strip()] = value.strip()
+
+
+def main_with_runs(doc: str, run: Callable[[int], Report], argv: list[str] | None, runs: int) -> Report:
+    """The main() of a bench whose only options are --runs and --json: parse, run(runs), print."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=runs, help=f"measured runs of each (default {runs})")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+    args = parser.parse_args(argv)
+    report = run(args.runs)
+    emit(report, args.json)
+    return report
 
 
 def emit(report: Report, json_path: str | None) -> None:
