@@ -154,6 +154,14 @@ class KafkaBroker(_Broker):
         return self._b.restart(self._timeout)
 
 
+# Settings every broker of the suite starts with, under a test's own. Tests produce records with
+# fixed timestamps years in the past, so that offsets by time come out exact; a retention check (every
+# 5 minutes by default) deleted such a segment from a session broker in the middle of a test, on
+# Kafka (fetchTopicOffsetsByTimestamp then answered the end offset) as on kafkalite. Here retention is
+# checked once a day; a test of retention or compaction sets its own interval.
+SUITE_CONFIG: dict[str, Any] = {"log.retention.check.interval.ms": "86400000"}
+
+
 def start(data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
           timeout: float | None = None, *, kafkalite_module: str | None = None,
           kafkalite_args: tuple[str, ...] = (), listeners: Mapping[str, str] | None = None,
@@ -169,6 +177,7 @@ def start(data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] |
     for some of those listeners (name -> ``host:port``, say a proxy in front of it);
     ``broker.listener(name)`` stays the address the listener is bound to."""
     path = Path(data_dir) if data_dir is not None else None
+    config = {**SUITE_CONFIG, **(config or {})}
     if on_kafka():
         if kafkalite_module:
             raise ValueError(f"Apache Kafka cannot run {kafkalite_module}; mark the test requires_kafkalite")
