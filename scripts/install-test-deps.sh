@@ -40,12 +40,10 @@ PY
 # this one (scripts/test.sh), installed beside the venv into a folder put first on PYTHONPATH.
 SPARK_OLDEST=4.0.0
 SPARK_OLDEST_DIR="$CACHE/pyspark-$SPARK_OLDEST"
-install_oldest_pyspark() {
-    if [ ! -f "$SPARK_OLDEST_DIR/pyspark/version.py" ]; then
-        rm -rf "$SPARK_OLDEST_DIR"
-        "$VENV/bin/python" -m pip install --quiet --target "$SPARK_OLDEST_DIR" "pyspark==$SPARK_OLDEST"
-    fi
-}
+if [ ! -f "$SPARK_OLDEST_DIR/pyspark/version.py" ]; then
+    rm -rf "$SPARK_OLDEST_DIR"
+    "$VENV/bin/python" -m pip install --quiet --target "$SPARK_OLDEST_DIR" "pyspark==$SPARK_OLDEST"
+fi
 
 # --- Debian: kcat (librdkafka) ---
 if ! command -v kcat >/dev/null 2>&1; then
@@ -97,29 +95,23 @@ if ! command -v mvn >/dev/null 2>&1; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
 fi
-# one after another: the sets share Maven's local repository
-install_jar_sets() {
-    maven_jars java-clients
-    maven_jars java-example  # docs/java.md: kafka-clients and JUnit 5 for examples/java (kafkalite/tests/test_java_example.py)
-    maven_jars testcontainers-java
-    maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
-    maven_jars kafka-streams
-    maven_jars spring-kafka
-    maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
-    maven_jars kafka-tools  # Kafka 4.4's command-line tools for compat_tests/tools
-    maven_jars kafka-connect  # a Connect worker, the FileStream connectors and MirrorMaker 2 for compat_tests/connect
-    # Spark's Kafka connector for each PySpark the tests run on, at the version kafkalite.spark
-    # picks for it (PySpark's own when Maven Central serves it, else the newest served of its major
-    # version)
-    install_oldest_pyspark
-    local spark_python connector
-    for spark_python in "$VENV/bin/python" "env PYTHONPATH=$SPARK_OLDEST_DIR $VENV/bin/python"; do
-        connector="$($spark_python -m kafkalite.spark --connector-version)"
-        maven_jars spark-kafka "$connector"
-    done
-    # spark-avro (from_avro) for the schema registry's Spark example, at the newest PySpark's connector
-    maven_jars spark-avro "$("$VENV/bin/python" -m kafkalite.spark --connector-version)"
-}
+maven_jars java-clients
+maven_jars java-example  # docs/java.md: kafka-clients and JUnit 5 for examples/java (kafkalite/tests/test_java_example.py)
+maven_jars testcontainers-java
+maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
+# Spark's Kafka connector for each PySpark the tests run on, at the version kafkalite.spark picks
+# for it (PySpark's own when Maven Central serves it, else the newest served of its major version)
+for spark_python in "$VENV/bin/python" "env PYTHONPATH=$SPARK_OLDEST_DIR $VENV/bin/python"; do
+    connector="$($spark_python -m kafkalite.spark --connector-version)"
+    maven_jars spark-kafka "$connector"
+done
+# spark-avro (from_avro) for the schema registry's Spark example, at the newest PySpark's connector
+maven_jars spark-avro "$("$VENV/bin/python" -m kafkalite.spark --connector-version)"
+maven_jars kafka-streams
+maven_jars spring-kafka
+maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
+maven_jars kafka-tools  # Kafka 4.4's command-line tools for compat_tests/tools
+maven_jars kafka-connect  # a Connect worker, the FileStream connectors and MirrorMaker 2 for compat_tests/connect
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with
@@ -132,40 +124,24 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
 fi
 NODE_DIR="$PWD/compat_tests/node"
-install_kafkajs() {
-    local node_stamp="$NODE_DIR/node_modules/.kafkalite-lock.sha256" node_lock_sha
-    node_lock_sha="$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)"
-    if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_lock_sha" ] || [ ! -f "$NODE_DIR/node_modules/kafkajs/package.json" ]; then
-        (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
-        echo "$node_lock_sha" > "$node_stamp"
-    fi
-    node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modules/@mongodb-js/zstd')" \
-        || { echo "kafkajs or its zstd codec does not load from $NODE_DIR/node_modules" >&2; return 1; }
-}
+node_stamp="$NODE_DIR/node_modules/.kafkalite-lock.sha256"
+node_lock_sha="$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_lock_sha" ] || [ ! -f "$NODE_DIR/node_modules/kafkajs/package.json" ]; then
+    (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$node_lock_sha" > "$node_stamp"
+fi
+node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modules/@mongodb-js/zstd')" \
+    || { echo "kafkajs or its zstd codec does not load from $NODE_DIR/node_modules" >&2; exit 1; }
 
 # --- Containers: podman, runc, debootstrap and the local base image for container_tests/ ---
-# (scripts/container-base.sh; its apt-get waits for dpkg's lock)
+bash scripts/container-base.sh
 
 # --- Go: franz-go and sarama (compat_tests/go) ---
 # Modules pinned by compat_tests/go/go.sum, from the Go module proxy into .cache/go/mod; the
 # driver binary is built once per source hash into $DEPS/bin (compat_tests/clients/golang.py owns
 # the build; a second run finds the binary and does nothing).
 command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
-build_go_driver() {
-    "$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
-        || { echo "could not build the Go client driver (compat_tests/go)" >&2; return 1; }
-}
-
-# The four installs above share nothing, so they run side by side (from an empty clone this script
-# took 198 s with them one after another); the first that fails fails the script.
-pids=() names=()
-start_job() { local name="$1"; shift; "$@" & pids+=($!); names+=("$name"); }
-start_job "the Maven jar sets" install_jar_sets
-start_job "kafkajs" install_kafkajs
-start_job "the container base image" bash scripts/container-base.sh
-start_job "the Go client driver" build_go_driver
-for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || { echo "could not install ${names[$i]}" >&2; kill "${pids[@]}" 2>/dev/null; exit 1; }
-done
+"$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
+    || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
 
 echo "test dependencies ready in $DEPS"
