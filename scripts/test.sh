@@ -14,8 +14,8 @@
 # and every worker has its own session broker, Spark session and Java driver. The suite mostly
 # waits on brokers, JVMs and clients, so this divides its wall time even on two cores.
 # TEST_WORKERS=0 runs each pass in one process, as before.
-# Then the Spark tests' smallest part once more on the oldest PySpark 4 whose Kafka connector Maven
-# Central serves, and the lowest-versions job (scripts/test-lowest.sh): the lowest versions
+# Beside that Kafka pass, the Spark tests' smallest part once more on the oldest PySpark 4 whose
+# Kafka connector Maven Central serves; then the lowest-versions job (scripts/test-lowest.sh): the lowest versions
 # pyproject.toml allows, in a second venv, under the unit tests and the console's browser test.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
 # with arguments, only that one run happens (in the existing .venv when there is one).
@@ -66,16 +66,22 @@ part_done "the tests on kafkalite"
 # (282 tests) took 4 min 32 s to 5 min 1 s on three workers, 5 min 49 s on two; the tests' Kafka
 # starts with the JIT at C1 and a class archive (compat_tests/reference.py), without which three
 # workers' brokers starved kafka-verifiable-consumer of its 120 s.
+# Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
+# SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,
+# for time. It runs beside the Kafka pass, which leaves the cores about half idle (54-60 % busy);
+# one after the other they took 52-67 s more. Its output comes after the Kafka pass's.
+spark_log="$(mktemp)"
+PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
+    -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" \
+    > "$spark_log" 2>&1 &
+spark_pid=$!
 COMPAT_BROKER=kafka python -m pytest -n "$workers" --dist loadfile --durations=15 compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
     || status=$?
-part_done "the tests on Apache Kafka"
-# Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
-# SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,
-# for time.
-PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
-    -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" || status=$?
-part_done "the Spark tests on PySpark 4.0.0"
+wait "$spark_pid" || status=$?
+cat "$spark_log"
+rm -f "$spark_log"
+part_done "the tests on Apache Kafka, and beside them the Spark tests on PySpark 4.0.0"
 bash scripts/test-lowest.sh || status=$?
 part_done "the lowest-versions job"
 exit "$status"
