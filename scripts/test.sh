@@ -15,8 +15,9 @@
 # waits on brokers, JVMs and clients, so this divides its wall time even on two cores.
 # TEST_WORKERS=0 runs each pass in one process, as before.
 # Beside that Kafka pass, the Spark tests' smallest part once more on the oldest PySpark 4 whose
-# Kafka connector Maven Central serves; then the lowest-versions job (scripts/test-lowest.sh): the lowest versions
-# pyproject.toml allows, in a second venv, under the unit tests and the console's browser test.
+# Kafka connector Maven Central serves, then the lowest-versions job (scripts/test-lowest.sh, on two
+# workers): the lowest versions pyproject.toml allows, in a second venv, under the unit tests and
+# the console's browser test.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
 # with arguments, only that one run happens (in the existing .venv when there is one).
 # COMPAT_BROKER=kafka runs it on Apache Kafka.
@@ -66,22 +67,27 @@ part_done "the tests on kafkalite"
 # (282 tests) took 4 min 32 s to 5 min 1 s on three workers, 5 min 49 s on two; the tests' Kafka
 # starts with the JIT at C1 and a class archive (compat_tests/reference.py), without which three
 # workers' brokers starved kafka-verifiable-consumer of its 120 s.
-# Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it, its
-# SPARK_OLDEST, into this folder, put first on PYTHONPATH): the example pipeline and one batch test,
-# for time. It runs beside the Kafka pass, which leaves the cores about half idle (54-60 % busy);
-# one after the other they took 52-67 s more. Its output comes after the Kafka pass's.
-spark_log="$(mktemp)"
-PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
-    -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" \
-    > "$spark_log" 2>&1 &
-spark_pid=$!
+# Beside the Kafka pass, which leaves the cores about half idle (54-63 % busy), run one after the
+# other: Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it,
+# its SPARK_OLDEST, into this folder, put first on PYTHONPATH; the example pipeline and one batch
+# test, for time), then the lowest-versions job on two workers. After the Kafka pass they took
+# 52-67 s and 175-193 s more. Their output comes after the Kafka pass's.
+beside_log="$(mktemp)"
+(
+    beside_status=0
+    PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
+        -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" \
+        || beside_status=1
+    TEST_WORKERS="$(( workers < 2 ? workers : 2 ))" bash scripts/test-lowest.sh || beside_status=1
+    exit "$beside_status"
+) > "$beside_log" 2>&1 &
+beside_pid=$!
 COMPAT_BROKER=kafka python -m pytest -n "$workers" --dist loadfile --durations=15 compat_tests bench/tests \
     -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
     || status=$?
-wait "$spark_pid" || status=$?
-cat "$spark_log"
-rm -f "$spark_log"
-part_done "the tests on Apache Kafka, and beside them the Spark tests on PySpark 4.0.0"
-bash scripts/test-lowest.sh || status=$?
-part_done "the lowest-versions job"
+part_done "the tests on Apache Kafka"
+wait "$beside_pid" || status=$?
+cat "$beside_log"
+rm -f "$beside_log"
+part_done "beside them, the Spark tests on PySpark 4.0.0 and the lowest-versions job"
 exit "$status"
