@@ -242,9 +242,7 @@ def kafka_version() -> str:
 
 def _reference_broker(data_dir: Path | None = None):
     kafka_version()
-    from compat_tests.reference import ReferenceBroker
-
-    from compat_tests.reference import KAFKA_JVM_OPTS
+    from compat_tests.reference import KAFKA_JVM_OPTS, ReferenceBroker
 
     return ReferenceBroker(data_dir, jvm_opts=KAFKA_JVM_OPTS)
 

@@ -9,16 +9,16 @@ import os
 import pytest
 
 import kafkalite
+from compat_tests.brokers import SUITE_CONFIG
 
 # Settings both brokers run with, so that timing-driven answers can be compared: the timed-out
 # transaction scan runs every second instead of every ten, and the internal topics have one
-# partition (Kafka's 50 would only slow its first coordinator lookup). The conversations' records
-# carry fixed timestamps from 1970 (conversations.TS, compared exactly), far past the 7-day
-# log.retention.ms: a retention check (every 5 minutes by default) between a Produce and a Fetch
-# deleted the segment and the Fetch answered OFFSET_OUT_OF_RANGE on whichever broker ran it, so
-# retention is checked once a day here, never within a run.
+# partition (Kafka's 50 would only slow its first coordinator lookup). Over the suite's own
+# settings (brokers.SUITE_CONFIG: retention checked once a day, since the conversations' records carry
+# fixed 1970 timestamps, conversations.TS, that a retention check would delete between a Produce
+# and a Fetch).
 SHARED_CONFIG = {
-    "log.retention.check.interval.ms": "86400000",
+    **SUITE_CONFIG,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
