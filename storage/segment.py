@@ -83,6 +83,7 @@ class Segment:
         self.txn_index_path = directory / f"{stem}.txnindex"
         self._fd = -1                           # open descriptor, owned by OPEN_FILES
         self._pins = 0                          # borrowers of _fd right now
+        self._leases = 0                        # reads under way that must find the file open
         self._closed = False
         self._held = False                      # kept open until close (file deleted or replaced)
         self.size = 0
