@@ -172,3 +172,27 @@ def test_consumers_see_no_error_but_a_reset_offset_while_retention_and_the_clean
         assert r.records > 0, (r.topic, produced, r.errors[:5])
     assert not java_failures, java_failures[:3]
     assert java_records[0] > 0
+
+
+def test_retention_empties_a_topic_nobody_writes_to(busy_broker, topic_name):
+    # Kafka's retention deletes the active segment too once it is past retention.ms (it rolls an
+    # empty one first): the log start reaches the log end, and the next record is read from there
+    bs = busy_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic_name, 1, 1, config={"retention.ms": "500"})])[topic_name].result(30)
+    producer = Producer({"bootstrap.servers": bs})
+    for i in range(10):
+        producer.produce(topic_name, b"%d" % i)
+    assert producer.flush(30) == 0
+    tp = TopicPartition(topic_name, 0)
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": f"{topic_name}-probe", "auto.offset.reset": "earliest"})
+    try:
+        assert wait_until(lambda: consumer.get_watermark_offsets(tp, timeout=5) == (10, 10), timeout=30,
+                          what="retention to empty the log")
+        producer.produce(topic_name, b"after")
+        assert producer.flush(30) == 0
+        consumer.assign([TopicPartition(topic_name, 0, OFFSET_BEGINNING)])
+        msg = wait_until(lambda: consumer.poll(1), timeout=30, what="the record after retention")
+        assert msg.error() is None and (msg.offset(), msg.value()) == (10, b"after")
+    finally:
+        consumer.close()

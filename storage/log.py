@@ -480,15 +480,17 @@ class PartitionLog:
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole old segments by retention.ms and retention.bytes (cleanup.policy
-        must include delete), and segments wholly below log_start_offset. Never the active
-        segment, never one holding offsets at or after retention_floor. Returns how many
-        segments were deleted."""
+        must include delete), and segments wholly below log_start_offset. The active segment
+        too when it is past retention (after rolling an empty one, as Kafka does); never one
+        holding offsets at or after retention_floor. Returns how many segments were deleted."""
         with self._lock:
             deleted = self._delete_segments_below_start()
             cfg = self.config
             if not cfg.delete_enabled:
                 return deleted
             k = segments_past_retention(self.segments, cfg, now_ms, self.retention_floor)
+            if k == len(self.segments):
+                self.roll(now_ms)   # the active segment goes too: a new, empty one takes its place
             if k:
                 self._drop_segments(k)
             return deleted + k
