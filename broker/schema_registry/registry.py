@@ -17,7 +17,9 @@ the HTTP layer (api.py) only translates requests and answers. Rules, in Confluen
   unless `deleted=true`.
 - A compatibility check against a named version checks that version only, whatever the level
   (Confluent's `CompatibilityResource`; Karapace checks every version under a _TRANSITIVE level):
-  we follow Confluent. `GET /config/{s}?defaultToGlobal=true` answers the global level also for
+  we follow Confluent. Against "latest" of a subject without live versions (unknown, or all
+  soft-deleted) it is compatible; a numbered version that is not live is 40402, whether or not
+  the subject exists (`CompatibilityResource.testCompatibilityBySubjectName`). `GET /config/{s}?defaultToGlobal=true` answers the global level also for
   a subject without schemas (Confluent; Karapace answers 40401).
 
 Parsed schemas are cached by id (a stored schema never changes under its id)."""
@@ -201,7 +203,15 @@ class Registry:
         the versions the level names; empty when it passes."""
         level = self.level(subject)
         if version_text is not None:
-            olds = [self.version(subject, version_text)]
+            number = parse_version(version_text)
+            live = self.store.versions(subject)
+            if number is None:
+                # "latest" of a subject without live versions: nothing to be compatible with
+                olds = live[-1:]
+            else:
+                olds = [v for v in live if v.version == number]
+                if not olds:
+                    raise errors.version_not_found(number)
         else:
             olds = self.store.versions(subject)
             if not level.endswith("_TRANSITIVE"):

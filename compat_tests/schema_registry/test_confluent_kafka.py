@@ -207,3 +207,26 @@ def test_protobuf_with_a_referenced_file(registry_broker, client):
     with pytest.raises(SchemaRegistryError) as err:
         client.delete_version(common.name, 1)
     assert err.value.error_code == 42206
+
+
+def test_client_checks_a_subject_without_versions_and_ids_after_a_permanent_delete(registry_broker, client):
+    """SchemaRegistryClient.test_compatibility against "latest" of a subject that does not exist is
+    True (Confluent's CompatibilityResource); re-registering a schema after the subject's permanent
+    delete gives a new id (Confluent's register: the tombstoned schema is no longer found by hash)."""
+    nope = f"nope-{uuid.uuid4().hex[:8]}"
+    assert client.test_compatibility(nope, Schema(USER, "AVRO")) is True
+    with pytest.raises(SchemaRegistryError) as err:
+        client.test_compatibility(nope, Schema(USER, "AVRO"), version=1)
+    assert err.value.error_code == 40402
+    assert nope not in client.get_subjects(deleted=True)
+    subject = f"gone-{uuid.uuid4().hex[:8]}"
+    schema = Schema(USER.replace('"User"', f'"User{uuid.uuid4().hex[:8]}"'), "AVRO")
+    first = client.register_schema(subject, schema)
+    assert client.delete_subject(subject) == [1]
+    assert client.delete_subject(subject, permanent=True) == [1]
+    fresh = SchemaRegistryClient({"url": registry_broker.schema_registry_url.rstrip("/")})  # no cached ids
+    with pytest.raises(SchemaRegistryError) as err:
+        fresh.get_schema(first)
+    assert err.value.error_code == 40403
+    again = fresh.register_schema(subject, schema)
+    assert again > first
