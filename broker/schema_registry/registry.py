@@ -12,7 +12,9 @@ the HTTP layer (api.py) only translates requests and answers. Rules, in Confluen
   already holds another schema. An explicit id outside IMPORT mode is refused (42205).
 - Deletes: a soft delete hides a version (or all of a subject's versions) from reads without
   `deleted=true`; a permanent delete (`permanent=true`) needs the soft delete first (40405/40407) and
-  removes the records. A version that another live schema references cannot be deleted (42206).
+  removes the records (a subject's, also its compatibility level and mode). A schema registered
+  again afterwards gets a new id, as in Confluent, whose register finds a schema's id by hash only
+  while a subject-version holds it. A version that another live schema references cannot be deleted (42206).
 - Reads of a version: "latest" and -1 mean the newest live version; a soft-deleted one is 40402
   unless `deleted=true`.
 - A compatibility check against a named version checks that version only, whatever the level
@@ -298,7 +300,13 @@ class Registry:
         if permanent:
             if live:
                 raise errors.subject_not_soft_deleted(subject)
-            self.store.write([(rec.schema_key(subject, v.version), None) for v in every])
+            tombstones: list[tuple[Any, Any]] = [(rec.schema_key(subject, v.version), None) for v in every]
+            # the subject's own level and mode go with it (Confluent's KafkaSchemaRegistry.deleteSubject)
+            if subject in self.store.index.configs:
+                tombstones.append((rec.config_key(subject), None))
+            if subject in self.store.index.modes:
+                tombstones.append((rec.mode_key(subject), None))
+            self.store.write(tombstones)
             return [v.version for v in every]
         if not live:
             raise errors.subject_soft_deleted(subject)

@@ -120,11 +120,15 @@ def test_ids_after_a_permanent_delete(registry):
     schema = {"type": "record", "name": f"Gone{uuid.uuid4().hex[:8]}", "fields": [{"name": "a", "type": "int"}]}
     status, first = registry.register(s, schema)
     assert status == 200
+    assert registry.put(f"/config/{s}", {"compatibility": "FULL"})[0] == 200
+    assert registry.put(f"/mode/{s}", {"mode": "READWRITE"})[0] == 200
     assert registry.delete(f"/subjects/{s}") == (200, [1])
     assert registry.get(f"/schemas/ids/{first['id']}")[0] == 200  # a soft-deleted version's id is still served
     assert registry.delete(f"/subjects/{s}?permanent=true") == (200, [1])
     status, body = registry.get(f"/schemas/ids/{first['id']}")
     assert status == 404 and body["error_code"] == 40403
+    assert registry.get(f"/config/{s}")[1]["error_code"] == 40408  # the subject's level and mode went with it
+    assert registry.get(f"/mode/{s}?defaultToGlobal=false")[1]["error_code"] == 40409
     highest = registry.register(subject(), {"type": "fixed", "name": f"F{uuid.uuid4().hex[:8]}", "size": 1})[1]["id"]
     status, again = registry.register(s, schema)
     assert status == 200 and again["id"] == highest + 1
