@@ -5,7 +5,8 @@ the data was written with (original) to the schema that reads it (update); the n
 `COMPATIBLE` refuse. BACKWARD compares (old, new), FORWARD (new, old).
 
 - PACKAGE_CHANGED: the file's package differs. MESSAGE_REMOVED (refused) / MESSAGE_ADDED: by
-  name, nested ones too; map entries are no messages. Enums added, removed or changed are fine.
+  name, nested ones too; map entries are no messages. ENUM_ADDED / ENUM_REMOVED and changed
+  constants are fine (constants are not compared).
 - Fields are matched by number across the whole message, whichever oneof holds them:
   FIELD_ADDED / FIELD_REMOVED (fine), REQUIRED_FIELD_ADDED / REQUIRED_FIELD_REMOVED (proto2,
   refused); FIELD_NAME_CHANGED (fine).
@@ -21,8 +22,9 @@ the data was written with (original) to the schema that reads it (update); the n
 - A message field naming another type (by its name within the package) is
   FIELD_NAMED_TYPE_CHANGED, and so is one naming a message of the same name that compares
   incompatibly. Maps compare their key and value types.
-- Oneofs (the rules of Confluent's 2026 `MessageSchemaDiff`, DGS-24604; releases before it
-  matched fields within each oneof and refused a oneof's field missing from the update's oneof):
+- Oneofs (the rules of Confluent's June 2026 `MessageSchemaDiff`, DGS-24604; releases before it
+  compared a oneof's fields only with those of the oneof of the same name, so renaming or deleting
+  a oneof hid a member's type change or removal):
   ONEOF_ADDED / ONEOF_REMOVED (fine); a member of an original oneof gone from the message is
   ONEOF_FIELD_REMOVED (refused) unless no member of that oneof survives anywhere (a whole oneof
   deleted); ONEOF_FIELD_ADDED and ONEOF_FIELD_MOVED_TO_TOP_LEVEL are fine; an update oneof whose
