@@ -232,11 +232,7 @@ def make_app(registry: Registry, auth: BasicAuth | None = None):
 
     async def compatibility(r, p, q):
         _body, parsed = await candidate(r, p["subject"])
-        version_text = p.get("version")
-        if version_text is None and not registry.store.versions(p["subject"]):
-            problems: list[str] = []
-        else:
-            problems = registry.check(p["subject"], parsed, version_text)
+        problems = registry.check(p["subject"], parsed, p.get("version"))
         out: dict[str, Any] = {"is_compatible": not problems}
         if _flag(q, "verbose"):
             out["messages"] = problems
