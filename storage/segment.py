@@ -485,12 +485,6 @@ class Segment:
             return
         write_atomic(self.txn_index_path, b"".join(_TXN_ENTRY.pack(0, *t) for t in self.txns), fsync=False)
 
-    def drop_txns_from(self, offset: int) -> None:
-        kept = [t for t in self.txns if t.last_offset < offset]
-        if len(kept) != len(self.txns):
-            self.txns = kept
-            self._rewrite_txn_index()
-
     def __repr__(self) -> str:
         return (f"Segment(base={self.base_offset}, next={self.next_offset}, size={self.size}, "
                 f"max_ts={self.max_timestamp})")
