@@ -14,12 +14,16 @@ Every broker listens on loopback; every request has a timeout.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import json
 import os
 import select
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -296,3 +300,102 @@ def test_large_seed_is_read_while_metadata_is_answered(broker, tmp_path):
           f"{len(latencies)} Metadata answers meanwhile, slowest {max(latencies) * 1000:.0f} ms")
     assert len(latencies) > 3
     assert max(latencies) < 2, max(latencies)
+
+
+TOKEN = "s3cret-" + uuid.uuid4().hex
+
+
+@pytest.fixture(scope="module")
+def guarded_broker():
+    with kafkalite.running(controls=0, console=0, controls_token=TOKEN) as b:
+        yield b
+
+
+def test_controls_token_is_asked_and_every_client_sends_it(guarded_broker, tmp_path):
+    b = guarded_broker
+    before = clock_offset(b)  # the Python API: broker.controls sends the token it was started with
+    body = b'{"ms": 3600000}'
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Bearer {TOKEN}x"},
+                    {"Authorization": f"Basic {base64.b64encode(b'u:wrong').decode()}"}):
+        for url, path in ((b.controls_url, "/controls/advance-clock"), (b.console_url, "/api/controls/advance-clock"),
+                          (b.controls_url, "/controls")):
+            status, text = call(url, "POST" if path.endswith("clock") else "GET", path,
+                                body if path.endswith("clock") else None,
+                                {"Content-Type": "application/json", **headers})
+            assert status == 401, (path, headers, status, text)
+    assert clock_offset(b) == before
+    # Bearer on both; the console also takes it as a basic-auth password (a browser's own prompt)
+    basic = base64.b64encode(f"anyone:{TOKEN}".encode()).decode()
+    for url, path, auth in ((b.controls_url, "/controls/advance-clock", f"Bearer {TOKEN}"),
+                            (b.console_url, "/api/controls/advance-clock", f"Bearer {TOKEN}"),
+                            (b.console_url, "/api/controls/advance-clock", f"Basic {basic}")):
+        status, text = call(url, "POST", path, b'{"ms": 1}', {"Content-Type": "application/json", "Authorization": auth})
+        assert status == 200, (path, auth, text)
+    assert clock_offset(b) == before + 3
+    # the console's read-only views need no token
+    assert call(b.console_url, "GET", "/api/overview")[0] == 200
+    # Controls(url) reads $KAFKALITE_CONTROLS_TOKEN; kafkalite control takes --token or the variable
+    from kafkalite.controls import ControlFailed, Controls
+
+    with pytest.raises(ControlFailed) as err:
+        Controls(b.controls_url, token="wrong").call("clock")
+    assert err.value.status == 401
+    assert Controls(b.controls_url, token=TOKEN).call("clock")["offset_ms"] == before + 3
+    env = {k: v for k, v in os.environ.items() if k != "KAFKALITE_CONTROLS_TOKEN"}
+    cli = [sys.executable, "-m", "kafkalite", "control", "--url", b.controls_url]
+    refused = subprocess.run([*cli, "clock"], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "Unauthorized" in refused.stderr, refused
+    for extra_args, extra_env in ((["--token", TOKEN], {}), ([], {"KAFKALITE_CONTROLS_TOKEN": TOKEN})):
+        done = subprocess.run([*cli, *extra_args, "advance-clock", "ms=1"], env={**env, **extra_env},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    assert clock_offset(b) == before + 5
+
+
+def test_pytest_plugin_sends_the_token_and_allows_the_hosts(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pytest.ini").write_text(f"[pytest]\nkafkalite_controls_token = {TOKEN}\n"
+                                        "kafkalite_http_allowed_hosts =\n    kafka.test\n")
+    (project / "test_uses_controls.py").write_text(textwrap.dedent(f'''
+        import http.client
+
+        def get(url, host, token=None):
+            address = url.split("//")[1].rstrip("/")
+            conn = http.client.HTTPConnection(*address.rsplit(":", 1), timeout=10)
+            conn.request("GET", "/controls", headers={{"Host": host, **({{"Authorization": "Bearer " + token}} if token else {{}})}})
+            return conn.getresponse().status
+
+        def test_session_broker(kafkalite_broker, kafkalite_controls):
+            assert kafkalite_controls.call("advance-clock", ms=5)["offset_ms"] >= 5
+            assert get(kafkalite_broker.controls_url, "kafka.test", "{TOKEN}") == 200
+            assert get(kafkalite_broker.controls_url, "kafka.test") == 401
+            assert get(kafkalite_broker.controls_url, "other.test", "{TOKEN}") == 421
+
+        def test_fresh_broker(kafkalite_fresh):
+            assert kafkalite_fresh.controls.call("clock")["offset_ms"] == 0
+            assert get(kafkalite_fresh.controls_url, "kafka.test") == 401
+        '''))
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKALITE_CONTROLS_TOKEN", "KAFKA_BOOTSTRAP")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(kafkalite.__file__).parents[1]),
+                                                    env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+SASL_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-pw";'
+
+
+def test_console_asks_for_the_brokers_users_when_listeners_require_sasl():
+    config = {"listener.name.sasl_plaintext.plain.sasl.jaas.config": SASL_JAAS,
+              "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN"}
+    with kafkalite.running(listeners=["PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"], config=config,
+                           console=0) as b:
+        for path in ("/api/overview", "/api/topics", "/"):
+            status, _ = call(b.console_url, "GET", path)
+            assert status == 401, path
+            wrong = base64.b64encode(b"alice:nope").decode()
+            assert call(b.console_url, "GET", path, headers={"Authorization": f"Basic {wrong}"})[0] == 401
+            good = base64.b64encode(b"alice:alice-pw").decode()
+            assert call(b.console_url, "GET", path, headers={"Authorization": f"Basic {good}"})[0] == 200, path
