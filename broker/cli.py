@@ -22,7 +22,7 @@ KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNE
 KAFKALITE_HTTP_ALLOWED_HOSTS, KAFKALITE_CONTROLS_TOKEN; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
-`kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
+`kafkalite control [--url URL] [--token TOKEN] NAME key=value ...` runs one control of a running broker (see
 kafkalite.controls) instead of starting one.
 
 A mistake in how the broker was started (an unknown key, a busy address, a data dir it cannot
@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="kafkalite",
         description="A Kafka-compatible broker for tests and CI.",
-        usage="kafkalite [options]\n       kafkalite control [--url URL] NAME [key=value ...]",
+        usage="kafkalite [options]\n       kafkalite control [--url URL] [--token TOKEN] NAME [key=value ...]",
         epilog="commands:\n"
                "  control NAME [key=value ...]\n"
                "                        run one test control (faults, the clock, ...) of a running broker\n"
