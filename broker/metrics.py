@@ -27,7 +27,7 @@ from typing import Any
 
 import trio
 
-from .http_endpoint import AsgiApp, lifespan, send_text, serve_app
+from .http_endpoint import AsgiApp, Guard, lifespan, send_text, serve_app
 
 log = logging.getLogger("kafkalite.metrics")
 
@@ -144,5 +144,6 @@ def make_app(broker: Any) -> AsgiApp:
 
 async def serve_metrics(broker: Any, host: str, port: int, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Serve GET /metrics until cancelled; reports (host, bound port) through task_status."""
-    await serve_app(lambda: make_app(broker), host or "0.0.0.0", port, "kafkalite.metrics.http",
-                    task_status=task_status)
+    host = host or "0.0.0.0"
+    await serve_app(lambda: make_app(broker), host, port, "kafkalite.metrics.http",
+                    Guard(broker.http_access, host, json_bodies=False), task_status=task_status)

@@ -36,6 +36,7 @@ from .dynamic_configs import DynamicBrokerConfigs
 from .features import Features
 from .fetch_sessions import FetchSessionCache
 from .hooks import DispatchHooks
+from .http_endpoint import HttpAccess
 from .kafka_versions import KafkaRelease
 from .kafka_versions import release as kafka_release
 from .metrics import Metrics
@@ -85,6 +86,8 @@ class Broker:
     fetch_sessions: FetchSessionCache = field(init=False)
     # the controls endpoint's URL once it serves (--controls), else None
     controls_url: str | None = None
+    # who may talk to the HTTP endpoints (broker.http_endpoint); set by broker.supervisor
+    http_access: HttpAccess = field(default_factory=HttpAccess)
     # what test controls intercept before dispatch (broker.hooks); empty unless a test arms one
     hooks: DispatchHooks = field(default_factory=DispatchHooks)
     # what the broker received (broker.controls.request_log); None until the record-requests control

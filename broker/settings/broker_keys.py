@@ -102,6 +102,10 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.STRING, None),
     "log.segment.open.files.max": K(int, -1, "segment files kept open at once by all partitions together, "
              "least recently used closed first (-1: half the soft RLIMIT_NOFILE)", T.INT, None),
+    "seed.max.bytes": K(int, 256 * 1024 * 1024, "largest seed file or records file a seed reads "
+             "(--seed, the seed control); a larger one is refused", T.LONG, None),
+    "http.request.max.bytes": K(int, 32 * 1024 * 1024, "largest request body the HTTP endpoints (controls, "
+             "console, schema registry) read; a larger one is answered 413", T.INT, None),
     "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",
              T.INT, "50"),
     "offsets.retention.minutes": K(int, 7 * 24 * 60, "committed offsets of empty groups expire after this",
