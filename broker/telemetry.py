@@ -117,12 +117,15 @@ class ClientTelemetry:
         validate(props)
         if validate_only:
             return
+        subscriptions = dict(self.subscriptions)
         if props:
-            self.subscriptions[name] = dict(props)
+            subscriptions[name] = dict(props)
         else:
-            self.subscriptions.pop(name, None)
+            subscriptions.pop(name, None)
+        # saved before memory changes: a write that fails raises OSError and changes nothing
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(self.subscriptions, sort_keys=True).encode(), fsync=True)
+        write_atomic(self.path, json.dumps(subscriptions, sort_keys=True).encode(), fsync=True)
+        self.subscriptions = subscriptions
 
     # --- GetTelemetrySubscriptions ---------------------------------------------------------
 
