@@ -23,7 +23,9 @@ an operation on at least one resource of a type (the idempotent producer's WRITE
 topic), with denials by literal name or dominating prefix taken into account.
 
 ACLs persist in `__cluster_metadata/acls.json` of the data directory, written atomically on
-every change, and are read back when the broker starts.
+every change, and are read back when the broker starts. All or nothing: the ACLs are saved as
+they will be before memory changes; a save that fails (a full disk) raises OSError with the ACLs
+as they were, and the handler answers KAFKA_STORAGE_ERROR (broker.all_or_nothing).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ and mechanism, as Kafka keeps them; never a password.
 They live in `<data dir>/scram-credentials.json`, written atomically on every change. Users
 come from the `scram.users` setting (kafka-storage format's `--add-scram` syntax:
 `SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-512=[name=bob,iterations=8192,password=x]`,
-applied at every start) and from AlterUserScramCredentials at run time.
+applied at every start) and from AlterUserScramCredentials at run time. All or nothing: a
+change is saved as the credentials will be before memory changes; a save that fails (a full
+disk) raises OSError with them as they were (broker.all_or_nothing).
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ the cluster default, else the static setting, at once and for every node. Listen
 settings, thread counts, the cleaner's and the replication throttles are stored and described
 only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
 Everything persists in `__cluster_metadata/broker_configs.json` (Kafka's metadata log) and is
-applied again at start.
+applied again at start. All or nothing: a change is saved as the sets will be before memory
+changes or anything is applied; a save that fails (a full disk) raises OSError with both as they
+were (broker.all_or_nothing).
 """
 
 from __future__ import annotations

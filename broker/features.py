@@ -15,7 +15,8 @@ allow_downgrade does not count, as on Kafka), and any metadata.version downgrade
 twice takes its last update. What a level changes: transaction.version is the transaction
 coordinator's (a coordinator built after the change runs it; clients pick their protocol from
 ApiVersions at once); the other levels are reported, not enforced. Levels persist in
-`__cluster_metadata/features.json`.
+`__cluster_metadata/features.json`, saved as they will be before memory changes: a save that
+fails (a full disk) raises OSError with the levels as they were (broker.all_or_nothing).
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ Enforcement (ClientQuotaManager with its DefaultQuotaCallback)
   out the way of the other quotas (broker.throttling).
 - `throttle-client` (broker.controls.quotas) arms forced throttles, matched by client id and/or
   user, that set a throttle time on the next responses regardless of any quota.
+- All or nothing: AlterClientQuotas saves the quotas as they will be before memory changes; a
+  save that fails (a full disk) answers each entity it was for KAFKA_STORAGE_ERROR and changes
+  nothing (broker.all_or_nothing).
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ A client instance (its client_instance_id; the broker assigns one when it sends 
   (TELEMETRY_TOO_LARGE); after a terminating push every push is INVALID_REQUEST.
 - Accepted pushes are kept (the last PUSHES_KEPT per instance), with the metric names read from
   the OTLP payload (MetricsData, decompressed).
+- Subscriptions persist in `__cluster_metadata/client_metrics.json`, saved as they will be before
+  memory changes: a save that fails (a full disk) raises OSError with them as they were
+  (broker.all_or_nothing).
 """
 
 from __future__ import annotations
