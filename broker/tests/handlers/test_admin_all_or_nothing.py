@@ -47,6 +47,8 @@ class Case:
     before_each: Callable[[InProcessBroker, Shared], None] | None = None
     # the state a restart must find, from memory before it (default: `observe`)
     saved: Callable[[Broker, Shared], Any] | None = None
+    # what the change answers on the full disk
+    failed: int = E.kafka_storage_error
 
 
 async def _nothing(b: InProcessBroker, shared: Shared) -> None:
@@ -235,6 +237,32 @@ def _tokens(broker: Broker, shared: Shared) -> Any:
     return sorted((t.token_id, t.expiry_ms) for t in broker.delegation_tokens.tokens.values())
 
 
+async def _empty_share_group(b: InProcessBroker) -> None:
+    """A member joins "sg" and leaves: an empty share group (not kept across a restart)."""
+    for epoch in (0, -1):
+        hb = await b.call(76, 1, group_id="sg", member_id="m1", member_epoch=epoch, rack_id=None,
+                          subscribed_topic_names=["t"] if epoch == 0 else None)
+        assert hb.error_code == E.none, hb
+
+
+async def _share_group_with_configs(b: InProcessBroker, shared: Shared) -> None:
+    await create_topic(b, "t", 1)
+    codes = await _config_change(44, 1, GROUP, "sg", "share.session.timeout.ms", "50000")(b, shared)
+    assert codes == [E.none]
+    await _empty_share_group(b)
+
+
+async def _delete_groups(b: InProcessBroker, shared: Shared) -> list[int]:
+    if not b.broker.services.share.known("sg"):
+        await _empty_share_group(b)
+    r = await b.call(42, 2, groups_names=["sg"])
+    return [g.error_code for g in r.results]
+
+
+def _share_group(broker: Broker, shared: Shared) -> Any:
+    return broker.services.share.known("sg"), _group_configs(broker, shared)
+
+
 CASES: dict[str, Case] = {
     "CreateTopics": Case(_nothing, _create_topics, _topics),
     "DeleteTopics": Case(_topic, _delete_topics, _topics),
@@ -252,6 +280,9 @@ CASES: dict[str, Case] = {
         _nothing, _config_change(44, 1, GROUP, "g", "share.session.timeout.ms", "50000"), _group_configs),
     "IncrementalAlterConfigs client metrics": Case(
         _nothing, _config_change(44, 1, CLIENT_METRICS, "sub", "interval.ms", "60000"), _client_metrics),
+    # a share group's configs go with it; the coordinator's answer to a failed write is NOT_COORDINATOR
+    "DeleteGroups share group": Case(_share_group_with_configs, _delete_groups, _share_group, saved=_group_configs,
+                                     failed=E.not_coordinator),
     "AlterPartitionReassignments": Case(_topic, _reassign, _replicas, TWO_NODES),
     "AlterPartitionReassignments held": Case(_hold, _reassign, _replicas, TWO_NODES, _held, _replicas_once_done),
     "CreateAcls": Case(_nothing, _create_acls, _acls, AUTHORIZER),
@@ -291,7 +322,7 @@ def test_a_change_the_full_disk_refuses_changes_nothing(name: str, tmp_path: Pat
             disk["full"] = True
             codes = await case.change(b, shared)
             disk["full"] = False
-            assert codes and all(c == E.kafka_storage_error for c in codes), codes
+            assert codes and all(c == case.failed for c in codes), codes
             assert case.observe(b.broker, shared) == before, "memory changed"
             assert _temporary_files(tmp_path) == []
         async with in_process_broker(tmp_path, **case.settings) as b:
