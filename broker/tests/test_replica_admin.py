@@ -62,13 +62,20 @@ def listed(wire):
             for t in resp.topics for p in t.partitions}
 
 
+def held_reassignment(broker, wire, topic):
+    """Reassignments held, and one started that replaces the partition's first replica with the
+    third node: returns the replicas before and the target."""
+    before = replicas(wire, topic)[0]
+    target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+    broker.controls.call("hold-reassignments", held=True)
+    assert reassign(wire, topic, target) == (ErrorCode.none, None)
+    return before, target
+
+
 def test_held_reassignment_then_completed(broker, topic):
     with WireClient(broker.bootstrap) as wire:
-        before, _isr, leader = replicas(wire, topic)
-        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
-        broker.controls.call("hold-reassignments", held=True)
         try:
-            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+            before, target = held_reassignment(broker, wire, topic)
             merged = target + [before[0]]
             assert listed(wire)[(topic, 0)] == (merged, [target[0]], [before[0]])
             assert replicas(wire, topic)[0] == merged
@@ -95,11 +102,8 @@ def delete_topic(wire, topic):
 def test_a_held_reassignment_goes_with_its_topic(broker, topic):
     """Deleted with its topic, a held reassignment is not applied to the next topic of that name."""
     with WireClient(broker.bootstrap) as wire:
-        before, _isr, _leader = replicas(wire, topic)
-        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
-        broker.controls.call("hold-reassignments", held=True)
         try:
-            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+            held_reassignment(broker, wire, topic)
             assert (topic, 0) in listed(wire)
             delete_topic(wire, topic)
             assert (topic, 0) not in listed(wire)
@@ -114,10 +118,7 @@ def test_a_held_reassignment_goes_with_its_topic(broker, topic):
 
 def test_reset_ends_held_reassignments(broker, topic):
     with WireClient(broker.bootstrap) as wire:
-        before, _isr, _leader = replicas(wire, topic)
-        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
-        broker.controls.call("hold-reassignments", held=True)
-        assert reassign(wire, topic, target) == (ErrorCode.none, None)
+        _before, target = held_reassignment(broker, wire, topic)
         broker.controls.call("reset")
         assert listed(wire) == {}
         assert broker.controls.call("list-reassignments") == []
