@@ -404,9 +404,10 @@ def reassignments_of_a_deleted_topic(c: Conversation) -> None:
     c.send(20, c.ver(20), label="delete", timeout=30000, topics=[{"name": c["t"]}], topic_names=[c["t"]])
     reassign(c, "the deleted topic", [("t", 0, [node])])
     reassign(c, "cancel on the deleted topic", [("t", 1, None)])
-    c.until(19, c.ver(19), lambda r: r.topics[0].error_code == ErrorCode.none, label="created again",
-            timeout=30, validate_only=False,
-            topics=[{"name": c["t"], "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}])
+    again = c.until(19, c.ver(19), lambda r: r.topics[0].error_code == ErrorCode.none, record=False, timeout=30,
+                    validate_only=False, topics=[{"name": c["t"], "num_partitions": 1, "replication_factor": 1,
+                                                  "assignments": [], "configs": []}])
+    c.record("created again", int(again.topics[0].error_code))
     c.wait_for_leaders("t")
     c.send(46, c.ver(46), label="listed after", timeout=10000, topics=[{"name": c["t"], "partition_indexes": [0, 1]}])
     reassign(c, "cancel on the new topic", [("t", 0, None)])
