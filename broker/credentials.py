@@ -141,6 +141,11 @@ class ScramStore:
                 del users[user]
         for user, mechanism, cred in upserts:
             users.setdefault(user, {})[mechanism] = cred
+        self.replace(users)
+
+    def replace(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        """These credentials instead of all there are: written first, then taken (a write that
+        fails raises OSError and changes nothing)."""
         self._write(users)
         self.users = users
 
