@@ -13,6 +13,12 @@ Reassignment (KIP-455)
   first live replica of the target (a new leader epoch).
 - A null target cancels the running reassignment (the original replicas return);
   NO_REASSIGNMENT_IN_PROGRESS when there is none. A target equal to the replicas is a no-op.
+- All or nothing: the partition's new replica lists are saved (topics.json, broker.cluster)
+  before memory changes; a save that fails raises OSError with the partition and its
+  reassignment as they were (the handler answers KAFKA_STORAGE_ERROR). A held reassignment
+  saves its target: the hold lives in memory only, so after a restart it has completed.
+- A deleted topic's reassignments go with it (`topic_deleted`); the reset control opens a new
+  `Reassignments`, none running and none held.
 
 Leader election (KIP-460)
 - PREFERRED: the first replica leads if it is up and in sync; ELECTION_NOT_NEEDED when it already
@@ -20,6 +26,8 @@ Leader election (KIP-460)
 - UNCLEAN: only a partition whose leader is down or missing gets one: the first live in-sync
   replica, else (unclean) the first live replica, which becomes the whole ISR;
   ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is up.
+- Leaders and ISR live in memory only (broker.cluster): an election writes nothing, so a full
+  disk cannot fail it.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.reassignments")
 
 PREFERRED, UNCLEAN = 0, 1
+ELECTION_TYPES = (PREFERRED, UNCLEAN)
 # Errors' default messages, which Kafka's controller answers with
 ELECTION_MESSAGES = {
     ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
@@ -99,8 +108,8 @@ class Reassignments:
         if target is None:
             if running is None:
                 return ErrorCode.no_reassignment_in_progress
-            del self.ongoing[key]
             self._settle(part, running.original)
+            del self.ongoing[key]
             log.info("reassignment of %s-%d cancelled: replicas %s", part.topic.name, part.index, running.original)
             return ErrorCode.none
         original = running.original if running is not None else list(part.replicas)
@@ -108,23 +117,26 @@ class Reassignments:
             return ErrorCode.none
         step = Ongoing(original, list(target))
         if self.held:
+            # topics.json holds where the reassignment goes: no hold outlives the process, and
+            # without one a reassignment completes, so the next start finds it done
+            self.cluster.save(changed=part.topic, replicas=self.cluster.replicas_with(part, step.target))
             self.ongoing[key] = step
             part.replicas = step.replicas
-            self.cluster.save()
             log.info("reassignment of %s-%d to %s running (held): replicas %s adding %s removing %s", part.topic.name,
                      part.index, target, step.replicas, step.adding, step.removing)
         else:
-            self.ongoing.pop(key, None)
             self._settle(part, list(target))
+            self.ongoing.pop(key, None)
         return ErrorCode.none
 
     def _settle(self, part: "Partition", replicas: list[int]) -> None:
-        """The reassignment's end: these replicas, their live members in sync, a leader among them."""
+        """The reassignment's end: these replicas, their live members in sync, a leader among them.
+        The replica lists are saved first: a save that fails raises OSError with nothing changed."""
+        self.cluster.save(changed=part.topic, replicas=self.cluster.replicas_with(part, replicas))
         part.replicas = list(replicas)
         part.isr = [n for n in replicas if self.cluster.alive(n)] or [replicas[0]]
         if part.leader not in replicas:
             part.set_leader(next((n for n in replicas if self.cluster.alive(n)), -1))
-        self.cluster.save()
         log.info("partition %s-%d now has replicas %s, ISR %s, leader %d", part.topic.name, part.index, part.replicas,
                  part.isr, part.leader)
 
@@ -137,15 +149,23 @@ class Reassignments:
         finished = 0
         for (topic, index), step in list(self.ongoing.items()):
             part = self.cluster.partition(topic, index)
-            del self.ongoing[(topic, index)]
             if part is not None:
                 self._settle(part, step.target)
                 finished += 1
+            del self.ongoing[(topic, index)]
         return finished
+
+    def topic_deleted(self, topic: str) -> None:
+        """A deleted topic's reassignments go with it: none is applied to a later topic of the
+        same name (Kafka's controller drops them with the topic's partitions)."""
+        for key in [k for k in self.ongoing if k[0] == topic]:
+            del self.ongoing[key]
 
     # --- ElectLeaders ---------------------------------------------------------------------
 
     def elect(self, part: "Partition", election_type: int) -> ErrorCode:
+        """One partition's election (the handler refuses election types other than these two)."""
+        assert election_type in ELECTION_TYPES, election_type
         alive = self.cluster.alive
         if election_type == PREFERRED:
             preferred = part.replicas[0]

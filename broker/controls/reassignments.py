@@ -9,7 +9,9 @@
                         "adding", "removing"}
 
 Logical replicas have nothing to copy, so without a hold a reassignment completes within its
-AlterPartitionReassignments request (broker.reassignments).
+AlterPartitionReassignments request (broker.reassignments). A held reassignment goes with its
+topic when the topic is deleted, and the reset control ends every one and the hold; the hold
+lives in memory only, so a restart finds them completed (topics.json holds their targets).
 """
 
 from __future__ import annotations

@@ -34,6 +34,11 @@ AlterConfigs / IncrementalAlterConfigs
   INVALID_CONFIG, otherwise). GROUP resources take APPEND and SUBTRACT on their LIST keys too. Logger levels (resource
   type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
 
+All or nothing: a resource's new configs are saved (topics.json, broker_configs.json,
+group_configs.json, client_metrics.json) before they take effect; a save that fails (a full
+disk) answers that resource KAFKA_STORAGE_ERROR and leaves its configs as they were. Logger
+levels are not saved (as in Kafka, they last until the broker stops).
+
 With an authorizer: DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster for
 broker and logger resources, on the topic or group otherwise; refused resources get CLUSTER_ /
 TOPIC_ / GROUP_AUTHORIZATION_FAILED with Kafka's message (DescribeConfigs lists them last).
@@ -57,6 +62,7 @@ from ..settings.values import ConfigError, ConfigSource, ConfigType
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
 from . import api
 from .admin_topics import AdminError, topic_name_error
+from ..all_or_nothing import storage_error_message
 from .common import response_module
 
 log = logging.getLogger("kafkalite.admin")
@@ -401,6 +407,10 @@ def _alter_each(ctx: RequestContext, request, *, incremental: bool, alter_one) -
                 alter_one(ctx, resource, request.validate_only)
             except AdminError as exc:
                 err = exc
+            except OSError as exc:
+                log.error("saving the configs of %s %r failed: %s",
+                          RESOURCE_TYPE_NAMES.get(resource.resource_type), resource.resource_name, exc)
+                err = AdminError(ErrorCode.kafka_storage_error, storage_error_message(exc))
         results.append(make(mod.AlterConfigsResourceResponse, error_code=err.code if err else ErrorCode.none,
                             error_message=err.message if err else None, resource_type=resource.resource_type,
                             resource_name=resource.resource_name))

@@ -32,6 +32,7 @@ DeleteTopics
   topics that do not exist; INVALID_REQUEST for duplicates, for both a name and an id, or for
   neither. With delete.topic.enable=false: INVALID_REQUEST before v3, TOPIC_DELETION_DISABLED
   from v3.
+- A deleted topic's reassignments in progress go with it (broker.reassignments).
 - Internal topics (__consumer_offsets, __transaction_state) are never deleted: their
   coordinators live on them. The answer is INVALID_REQUEST with the message kafka-topics.sh
   gives for them (Kafka's controller itself would delete them).
@@ -41,6 +42,10 @@ CreatePartitions
   smaller one "The topic x currently has N partition(s); M would not be an increase."
   Assignments must number exactly the new partitions and name only this broker. validate_only
   changes nothing.
+
+All or nothing (broker.cluster): a topic created or deleted, or partitions added, are saved
+before memory changes; a save that fails (a full disk) answers the topic KAFKA_STORAGE_ERROR and
+leaves it as it was, on disk and in memory.
 
 DescribeTopicPartitions
 - Topics sorted by name from the cursor on; at most min(response_partition_limit, 2000)
@@ -86,6 +91,7 @@ from ..settings.topic_keys import validate_topic_configs
 from ..settings.values import ConfigError
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_cluster, allowed_names, operations
 from . import api
+from ..all_or_nothing import storage_error_message
 from .common import response_module
 
 log = logging.getLogger("kafkalite.admin")
@@ -315,7 +321,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                                              assignment=assignment)
             except OSError as exc:
                 log.error("creating topic %s failed: %s", t.name, exc)
-                results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, str(exc)))
+                results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, storage_error_message(exc)))
                 continue
             topic_id = topic.topic_id
         results.append(_created_result(ctx, mod, t.name, topic_id, partitions, replication, configs))
@@ -426,8 +432,9 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             cluster.delete_topic(topic)
         except OSError as exc:
             log.error("deleting topic %s failed: %s", topic.name, exc)
-            result(topic.name, topic_id, ErrorCode.kafka_storage_error, str(exc))
+            result(topic.name, topic_id, ErrorCode.kafka_storage_error, storage_error_message(exc))
             continue
+        ctx.broker.reassignments.topic_deleted(topic.name)
         result(topic.name, topic_id, ErrorCode.none)
     return make(mod.DeleteTopicsResponse, throttle_time=0, responses=tuple(results))
 
@@ -494,7 +501,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
                                        [list(a.broker_ids) for a in t.assignments] if t.assignments else None)
             except OSError as exc:
                 log.error("adding partitions to %s failed: %s", t.name, exc)
-                result(t.name, ErrorCode.kafka_storage_error, str(exc))
+                result(t.name, ErrorCode.kafka_storage_error, storage_error_message(exc))
                 continue
             log.info("topic %s now has %d partition(s)", t.name, t.count)
         result(t.name)

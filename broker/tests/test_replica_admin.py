@@ -1,7 +1,8 @@
 """ElectLeaders and partition reassignments on three nodes (broker.reassignments,
 broker.handlers.replica_admin): a held reassignment with its adding and removing replicas in
 ListPartitionReassignments and Metadata, cancelled and completed; a preferred election after the
-leader moved; an unclean election after the in-sync replicas went down. compat_tests/differ holds
+leader moved; an unclean election after the in-sync replicas went down; an unknown election type
+refused; a held reassignment gone with its deleted topic and with the reset control. compat_tests/differ holds
 the refusals against Apache Kafka ("elect leaders", "partition reassignments")."""
 
 from __future__ import annotations
@@ -61,13 +62,20 @@ def listed(wire):
             for t in resp.topics for p in t.partitions}
 
 
+def held_reassignment(broker, wire, topic):
+    """Reassignments held, and one started that replaces the partition's first replica with the
+    third node: returns the replicas before and the target."""
+    before = replicas(wire, topic)[0]
+    target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+    broker.controls.call("hold-reassignments", held=True)
+    assert reassign(wire, topic, target) == (ErrorCode.none, None)
+    return before, target
+
+
 def test_held_reassignment_then_completed(broker, topic):
     with WireClient(broker.bootstrap) as wire:
-        before, _isr, leader = replicas(wire, topic)
-        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
-        broker.controls.call("hold-reassignments", held=True)
         try:
-            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+            before, target = held_reassignment(broker, wire, topic)
             merged = target + [before[0]]
             assert listed(wire)[(topic, 0)] == (merged, [target[0]], [before[0]])
             assert replicas(wire, topic)[0] == merged
@@ -84,6 +92,40 @@ def test_held_reassignment_then_completed(broker, topic):
             ErrorCode.invalid_replication_factor,
             "The replication factor is changed from 2 to 3 but allowReplicationFactorChange is false")
         assert reassign(wire, topic, [4])[0] == ErrorCode.invalid_replica_assignment
+
+
+def delete_topic(wire, topic):
+    resp = wire.request(request(20, 6, timeout=5000, topics=[{"name": topic, "topic_id": None}]))
+    assert resp.responses[0].error_code == ErrorCode.none
+
+
+def test_a_held_reassignment_goes_with_its_topic(broker, topic):
+    """Deleted with its topic, a held reassignment is not applied to the next topic of that name."""
+    with WireClient(broker.bootstrap) as wire:
+        try:
+            held_reassignment(broker, wire, topic)
+            assert (topic, 0) in listed(wire)
+            delete_topic(wire, topic)
+            assert (topic, 0) not in listed(wire)
+            assert create_one(wire, topic, partitions=1, rf=2).error_code == ErrorCode.none
+            again, _isr, _leader = replicas(wire, topic)
+            assert (topic, 0) not in listed(wire)
+        finally:
+            released = broker.controls.call("hold-reassignments", held=False)
+        assert released["completed"] == 0
+        assert replicas(wire, topic)[0] == again
+
+
+def test_reset_ends_held_reassignments(broker, topic):
+    with WireClient(broker.bootstrap) as wire:
+        _before, target = held_reassignment(broker, wire, topic)
+        broker.controls.call("reset")
+        assert listed(wire) == {}
+        assert broker.controls.call("list-reassignments") == []
+        # the hold went with the reset: a new reassignment completes at once
+        assert create_one(wire, topic, partitions=1, rf=2).error_code == ErrorCode.none
+        assert reassign(wire, topic, target) == (ErrorCode.none, None)
+        assert replicas(wire, topic)[0] == target and listed(wire) == {}
 
 
 def elect(wire, topic, election_type, version=2):
@@ -115,3 +157,22 @@ def test_preferred_and_unclean_elections(broker, topic):
             assert leader == reps[1] and isr == [reps[1]]
         finally:
             broker.controls.call("node-up", node=reps[0])
+
+
+def test_an_unknown_election_type_elects_nothing(broker, topic):
+    """Kafka's controller refuses an election type other than PREFERRED (0) and UNCLEAN (1) with
+    INVALID_REQUEST on the answer and on every partition (compat_tests/differ: "elect leaders of
+    an unknown election type")."""
+    with WireClient(broker.bootstrap) as bootstrap:
+        reps, _isr, _leader = replicas(bootstrap, topic)
+        address = address_of_another_node(bootstrap, topic, reps[0])
+    with WireClient(address) as wire:
+        broker.controls.call("move-leader", topic=topic, partition=0, node=reps[1])
+        for election_type in (2, -1):
+            resp = wire.request(request(43, 2, election_type=election_type, timeout=5000,
+                                        topic_partitions=[{"topic": topic, "partitions": [0]}]))
+            assert resp.error_code == ErrorCode.invalid_request
+            p = resp.replica_election_results[0].partition_result[0]
+            assert (p.error_code, p.error_message) == (ErrorCode.invalid_request,
+                                                       f"Unknown election type {election_type}")
+        assert replicas(wire, topic)[2] == reps[1]

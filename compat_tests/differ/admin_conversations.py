@@ -328,9 +328,9 @@ def _elected(resp) -> dict[str, Any]:
         for r in resp.replica_election_results for p in r.partition_result)}
 
 
-def elect(c: Conversation, label: str, election_type: int, partitions):
+def elect(c: Conversation, label: str, election_type: int, partitions, version: int | None = None):
     """partitions: [(label, [indexes])] or None (every partition)."""
-    resp = c.send(43, c.v, record=False, election_type=election_type, timeout=10000, topic_partitions=None
+    resp = c.send(43, c.v if version is None else version, record=False, election_type=election_type, timeout=10000, topic_partitions=None
                   if partitions is None else [{"topic": c[lb] if lb in c.names else lb, "partitions": ps}
                                               for lb, ps in partitions])
     c.record(label, _elected(resp))
@@ -346,6 +346,19 @@ def elect_leaders(c: Conversation) -> None:
     resp = c.send(43, c.v, record=False, election_type=PREFERRED, timeout=10000, topic_partitions=None)
     c.record("every partition", {"error_code": int(getattr(resp, "error_code", 0)),
                                  "mine": [r for r in _elected(resp)["results"] if r[0] == c["t"]]})
+
+
+@conversation("elect leaders of an unknown election type", 43, labels=("t",))
+def elect_unknown_type(c: Conversation) -> None:
+    """Election types other than PREFERRED (0) and UNCLEAN (1): the whole request is refused and
+    nothing is elected. v0 carries no election type, so the lowest end sends v1."""
+    version = max(c.v, 1)
+    c.create_topics(("t", 2))
+    for election_type in (2, -1, 127):
+        elect(c, f"election type {election_type}", election_type, [("t", [0, 1])], version)
+    elect(c, "election type 2, unknown topic", 2, [("no-such-topic-" + c["t"], [0])], version)
+    elect(c, "election type 2, every partition", 2, None, version)
+    elect(c, "preferred afterwards", PREFERRED, [("t", [0, 1])], version)
 
 
 def reassign(c: Conversation, label: str, partitions, allow_rf_change: bool = True, version: int | None = None):
@@ -378,6 +391,26 @@ def reassignments(c: Conversation) -> None:
     c.record("nothing in progress", {"error_code": int(resp.error_code),
                                      "mine": [t.name for t in resp.topics if t.name == c["t"]]})
     c.send(46, c.ver(46), label="list the topic", timeout=10000, topics=[{"name": c["t"], "partition_indexes": [0, 1]}])
+
+
+@conversation("reassignments of a deleted topic", 45, labels=("t",))
+def reassignments_of_a_deleted_topic(c: Conversation) -> None:
+    """A topic deleted and created again under its name: no reassignment of the old one is left
+    to apply to the new one (kafkalite's own test holds one across the deletion,
+    broker/tests/test_replica_admin.py; a one-node Kafka completes every reassignment at once)."""
+    c.create_topics(("t", 2))
+    node = c.wait_for_leaders("t")["t"].partitions[0].leader_id
+    reassign(c, "before the deletion", [("t", 0, [node]), ("t", 1, [node])])
+    c.send(20, c.ver(20), label="delete", timeout=30000, topics=[{"name": c["t"]}], topic_names=[c["t"]])
+    reassign(c, "the deleted topic", [("t", 0, [node])])
+    reassign(c, "cancel on the deleted topic", [("t", 1, None)])
+    again = c.until(19, c.ver(19), lambda r: r.topics[0].error_code == ErrorCode.none, record=False, timeout=30,
+                    validate_only=False, topics=[{"name": c["t"], "num_partitions": 1, "replication_factor": 1,
+                                                  "assignments": [], "configs": []}])
+    c.record("created again", int(again.topics[0].error_code))
+    c.wait_for_leaders("t")
+    c.send(46, c.ver(46), label="listed after", timeout=10000, topics=[{"name": c["t"], "partition_indexes": [0, 1]}])
+    reassign(c, "cancel on the new topic", [("t", 0, None)])
 
 
 # ------------------------------------------------------------------ delegation tokens
