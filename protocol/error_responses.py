@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 from .messages import response_type
 
 # the same key under Kafka's different names in requests and responses
-_ALIASES = {"topic": "name", "topic_name": "name", "partition": "partition_index", "index": "partition_index",
+_ALIASES = {"topic": "name", "topic_name": "name", "user": "name", "partition": "partition_index", "index": "partition_index",
             "partition_id": "partition_index", "group": "group_id"}
 _ZERO_UUID = uuid.UUID(int=0)
 # the fields that name what an entry is about, copied from the request entry it mirrors; the
@@ -93,7 +93,7 @@ def _empty(f: _Field) -> Any:
         return 0.0
     if kt == "string":
         return ""
-    if kt == "bytes":
+    if kt in ("bytes", "records"):  # ShareFetch's records are not nullable
         return b""
     if kt == "bool":
         return False
@@ -119,12 +119,21 @@ def _request_values(req: Any) -> dict[str, Any]:
 
 
 def _source_list(f: _Field, req: Any) -> list[Any]:
-    """The request's list that response array `f` mirrors (empty when there is none)."""
+    """The request's list that response array `f` mirrors (empty when there is none). An entry
+    that is nothing but an error (CreateAcls' results, DeleteAcls' filter results) mirrors the
+    request's one list of entries by count; lists that name the same key equally well are
+    merged, each key once, sorted (AlterUserScramCredentials' users from its deletions and
+    upsertions)."""
     if req is None or not dataclasses.is_dataclass(req) or f.element is None:
         return []
-    wanted = {_key(x.name) for x in _fields(f.element) if x.element is None and not x.is_array}
-    best: tuple[int, list[Any]] | None = None
     req_type: Any = type(req)
+    scalars = [x for x in _fields(f.element) if x.element is None and not x.is_array]
+    wanted = {_key(x.name) for x in scalars}
+    if scalars and all(x.kafka_type == "error_code" or x.name == "error_message" for x in scalars):
+        entries = [rf for rf in _fields(req_type) if rf.is_array and rf.element is not None]
+        return list(getattr(req, entries[0].name)) if len(entries) == 1 else []
+    best: tuple[int, list[Any]] | None = None
+    ties: list[list[Any]] = []
     for rf in _fields(req_type):
         if not rf.is_array:
             continue
@@ -140,7 +149,24 @@ def _source_list(f: _Field, req: Any) -> list[Any]:
             score = 1 if any(x.kafka_type == rf.kafka_type for x in _fields(f.element)) else 0
         if score and (best is None or score > best[0]):
             best = (score, list(values))
-    return best[1] if best else []
+            ties = [best[1]]
+        elif best is not None and score == best[0] and rf.element is not None:
+            ties.append(list(values))
+    if best is None:
+        return []
+    if len(ties) > 1 and all(dataclasses.is_dataclass(e) for t in ties for e in t):
+        return _merged(ties, wanted)
+    return best[1]
+
+
+def _merged(lists: list[list[Any]], wanted: set[str]) -> list[Any]:
+    """Entries of several request lists, one per value of the key fields they share, sorted."""
+    by_key: dict[tuple, Any] = {}
+    for entries in lists:
+        for e in entries:
+            values = _request_values(e)
+            by_key.setdefault(tuple(str(values[k]) for k in sorted(wanted) if k in values), e)
+    return [by_key[k] for k in sorted(by_key)]
 
 
 def _build(entity: type, req: Any, error: ErrorCode) -> Any:

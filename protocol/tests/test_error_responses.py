@@ -56,3 +56,28 @@ def test_describe_groups_puts_each_group_id_in_its_key_field():
                           ErrorCode.coordinator_load_in_progress)
     assert [(g.group_id, g.error_code) for g in resp.groups] == [
         ("a", ErrorCode.coordinator_load_in_progress), ("b", ErrorCode.coordinator_load_in_progress)]
+
+
+def test_entries_that_are_only_an_error_mirror_the_request_by_count():
+    # Kafka's CreateAclsRequest.getErrorResponse: one result per creation
+    import kio.schema.create_acls.v3.request as ca
+
+    creation = ca.AclCreation(resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a",
+                              host="*", operation=3, permission_type=3)
+    resp = error_response(30, 3, ca.CreateAclsRequest(creations=(creation, creation)), ErrorCode.unknown_server_error)
+    assert [r.error_code for r in resp.results] == [ErrorCode.unknown_server_error] * 2
+
+
+def test_scram_users_come_from_deletions_and_upsertions_once_each_sorted():
+    # Kafka's AlterUserScramCredentialsRequest.getErrorResponse: the set of users, sorted
+    import kio.schema.alter_user_scram_credentials.v0.request as sc
+
+    req = sc.AlterUserScramCredentialsRequest(
+        deletions=(sc.ScramCredentialDeletion(name="bob", mechanism=1),),
+        upsertions=(sc.ScramCredentialUpsertion(name="alice", mechanism=1, iterations=4096, salt=b"s",
+                                                salted_password=b"p"),
+                    sc.ScramCredentialUpsertion(name="bob", mechanism=2, iterations=4096, salt=b"s",
+                                                salted_password=b"p")))
+    resp = error_response(51, 0, req, ErrorCode.unknown_server_error)
+    assert [(r.user, r.error_code) for r in resp.results] == [("alice", ErrorCode.unknown_server_error),
+                                                              ("bob", ErrorCode.unknown_server_error)]
