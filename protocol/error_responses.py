@@ -13,6 +13,9 @@ serves every API and version we serve without one builder per API:
   spellings of the same key: `topic`, `partition`); entries of a plain list (`partition_indexes`,
   `coordinator_keys`, `groups`) fill the first field of the same type;
 - key fields are copied from the request entry they mirror.
+
+One API departs from the mirror, as Kafka's own getErrorResponse does: Fetch from v13 answers
+the top-level error alone, with the request's session id.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .messages import response_type
 _ALIASES = {"topic": "name", "topic_name": "name", "user": "name", "partition": "partition_index", "index": "partition_index",
             "partition_id": "partition_index", "group": "group_id"}
 _ZERO_UUID = uuid.UUID(int=0)
+_FETCH = 1
 # the fields that name what an entry is about, copied from the request entry it mirrors; the
 # rest take their "nothing" value (an error response's producer id is -1, not the request's)
 _KEYS = {"name", "topic_id", "partition_index", "group_id", "key", "transactional_id", "resource_name",
@@ -214,6 +218,10 @@ def error_response(api_key: int, version: int, request: Any, error: ErrorCode, m
     """The response of `api_key` v`version` to `request` with `error` in every entry (and
     `message` in its top-level error message, where the response has one)."""
     body = _build(response_type(api_key, version), request, error)
+    if api_key == _FETCH and version >= 13:
+        # Kafka's FetchRequest.getErrorResponse: from v13 the top-level error alone, no partitions
+        # (librdkafka refuses a partition whose records are null), and the request's session id
+        body = dataclasses.replace(body, responses=(), session_id=-1 if request is None else request.session_id)
     if message is not None and any(f.name == "error_message" for f in dataclasses.fields(body)):
         body = dataclasses.replace(body, error_message=message)
     return body

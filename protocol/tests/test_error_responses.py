@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import importlib
+import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -81,3 +83,15 @@ def test_scram_users_come_from_deletions_and_upsertions_once_each_sorted():
     resp = error_response(51, 0, req, ErrorCode.unknown_server_error)
     assert [(r.user, r.error_code) for r in resp.results] == [("alice", ErrorCode.unknown_server_error),
                                                               ("bob", ErrorCode.unknown_server_error)]
+
+
+def test_fetch_from_v13_answers_the_top_level_error_alone_with_the_session_id():
+    m = importlib.import_module("kio.schema.fetch.v13.request")
+    req = m.FetchRequest(replica_id=-1, max_wait=datetime.timedelta(milliseconds=5), min_bytes=1, max_bytes=100,
+                         isolation_level=0, session_id=42, session_epoch=3, topics=(m.FetchTopic(
+                             topic_id=uuid.UUID(int=1), partitions=(m.FetchPartition(
+                                 partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                                 log_start_offset=-1, partition_max_bytes=100),)),),
+                         forgotten_topics_data=(), rack_id="")
+    resp = error_response(1, 13, req, ErrorCode.unknown_server_error)
+    assert (resp.error_code, resp.session_id, resp.responses) == (ErrorCode.unknown_server_error, 42, ())
