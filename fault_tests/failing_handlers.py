@@ -22,15 +22,26 @@ def _raise() -> Any:
     raise RuntimeError(RAISED)
 
 
-def _hook(ctx: HookContext, request: Any) -> Interception:
-    return Interception(answer=_raise)
+class RaiseInHandler:
+    """The dispatch hook of one API key: its next `count` requests (every one, with None) fail."""
+
+    def __init__(self, broker: Any, api_key: int, count: int | None):
+        self.broker, self.api_key, self.left = broker, api_key, count
+
+    def __call__(self, ctx: HookContext, request: Any) -> Interception:
+        if self.left is not None:
+            self.left -= 1
+            if self.left <= 0:
+                self.broker.hooks.remove(self.api_key, self)
+        return Interception(answer=_raise)
 
 
 @control("test-raise-in-handlers")
-async def raise_in_handlers(broker, *, api_keys: list[int]):
-    """Every later request of these API keys fails inside the broker (until the broker stops)."""
+async def raise_in_handlers(broker, *, api_keys: list[int], count: int | None = None):
+    """The next `count` requests of each of these API keys (every one, without a count) fail
+    inside the broker."""
     for key in api_keys:
-        broker.hooks.add(int(key), _hook)
+        broker.hooks.add(int(key), RaiseInHandler(broker, int(key), count))
     return {"api_keys": sorted(api_keys)}
 
 

@@ -12,8 +12,10 @@ error for Produce, Fetch, Metadata, a group API and an admin API and carry on.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import datetime
 import re
+import time
 import typing
 import uuid
 from typing import Any
@@ -166,3 +168,61 @@ def test_a_failing_acks0_produce_closes_the_connection_as_kafka_does():
         text = broker.log_text()
         assert re.search(r"error handling \w+ v11 from .*; closing the connection", text), text[-2000:]
         assert text.count(f"RuntimeError: {RAISED}") == 1
+
+
+def test_confluent_kafka_meets_unknown_server_error_and_goes_on_over_the_same_connections():
+    """librdkafka through its own connections: a failing CreateTopics, Produce, Metadata,
+    JoinGroup and Fetch each reach it as UNKNOWN (Kafka's UNKNOWN_SERVER_ERROR, -1) or are
+    retried, the next request succeeds, and the broker never closes a connection."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"se-{uuid.uuid4().hex[:8]}"
+    with kafkalite.running(module=MODULE, controls=0, log_level="INFO") as broker:
+        fail_once = functools.partial(broker.controls.call, "test-raise-in-handlers", count=1)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        fail_once(api_keys=[19])  # CreateTopics: an admin API
+        with pytest.raises(KafkaException) as refused:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
+        assert refused.value.args[0].code() == KafkaError.UNKNOWN
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
+
+        fail_once(api_keys=[3])  # Metadata
+        with pytest.raises(KafkaException) as refused:
+            admin.list_topics(timeout=20)
+        assert refused.value.args[0].code() == KafkaError.UNKNOWN
+        assert topic in admin.list_topics(timeout=20).topics
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        producer.list_topics(topic, timeout=20)
+        fail_once(api_keys=[0])  # Produce
+        delivered: list = []
+        for value in (b"refused", b"kept"):
+            producer.produce(topic, value, on_delivery=lambda err, msg: delivered.append(err and err.code()))
+            assert producer.flush(20) == 0
+        assert delivered == [KafkaError.UNKNOWN, None]
+
+        fail_once(api_keys=[11, 1])  # JoinGroup (a group API) and Fetch
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        try:
+            consumer.subscribe([topic])
+            errors, got = [], None
+            deadline = time.monotonic() + 60
+            while got is None and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error():
+                    errors.append(msg.error().code())
+                else:
+                    got = msg.value()
+            assert got == b"kept"
+            assert errors == [KafkaError.UNKNOWN]  # JoinGroup's; a failed Fetch is retried
+        finally:
+            consumer.close()
+        text = broker.log_text()
+        for api in ("create_topics", "metadata", "produce", "join_group", "fetch"):
+            assert re.search(rf"error handling {api} v\d+ .*; answered UNKNOWN_SERVER_ERROR", text), api
+        assert "closing connection" not in text and "closing the connection" not in text
+        del producer, admin  # their threads end before the broker does
