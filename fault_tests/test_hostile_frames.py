@@ -5,13 +5,18 @@ line, not a crash. The figures are printed (`-s`) and by `python -m bench.hostil
 
 from __future__ import annotations
 
+import socket
+import struct
+
 import pytest
 
 import kafkalite
 
 from .hostile import (
-    LISTENERS, MIB, SASL_CONFIG, announce_64_mib, broker_with_fd_limit, connection_flood, dribble_headers, round_trip,
+    LISTENERS, MIB, SASL_CONFIG, address, announce_64_mib, broker_with_fd_limit, connection_flood, dribble_headers,
+    round_trip, wait_for,
 )
+from .load import api_versions_frame
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
 
@@ -62,4 +67,28 @@ def test_ten_thousand_connections_at_once_hit_the_descriptor_limit_with_a_log_li
         assert text.count("cannot accept connections") <= text.count("accepting connections on PLAINTEXT again") + 1
         assert broker.process.poll() is None, "the broker died"
         assert not [n for n in fig.notes if n.startswith("delivery")], fig.line()
+        _no_traceback(broker)
+
+
+def test_queued_max_request_bytes_stops_reading_until_memory_is_freed():
+    """One connection's announced frame takes the whole pool: the next request of another
+    connection is not read until that connection goes and its frame's memory is given back."""
+    limit = 1 << 20
+    config = {"queued.max.request.bytes": limit, "socket.request.max.bytes": limit}
+    with kafkalite.running(config=config, log_level="INFO") as broker:
+        hog = socket.create_connection(address(broker.bootstrap), timeout=10)
+        hog.sendall(struct.pack(">i", limit) + b"\x00\x12")
+        waiting = socket.create_connection(address(broker.bootstrap), timeout=10)
+        with hog, waiting:
+            waiting.sendall(api_versions_frame())
+            # the line comes only when a connection waits: the hog's frame was granted first
+            # (granted after it, with anything left, the hog's frame would have been too)
+            wait_for(lambda: "queued.max.request.bytes=1048576 is used up" in broker.log_text(), 10,
+                     "a connection waiting for memory")
+            waiting.settimeout(0.5)
+            with pytest.raises(socket.timeout):
+                waiting.recv(4)
+            hog.close()
+            waiting.settimeout(10)
+            assert len(waiting.recv(4)) == 4, "not answered once the memory was freed"
         _no_traceback(broker)
