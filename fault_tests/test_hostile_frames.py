@@ -55,6 +55,9 @@ def test_a_thousand_connections_dribbling_headers_leave_a_real_client_served(bro
     assert not fig.notes, fig.line()            # every record was acknowledged
     assert len(fig.latencies_s) >= 3, fig.line()
     assert max(fig.latencies_s) < 2.0, fig.line()
+    # each header announces 1 MiB: a thousand of them cost what arrived (~10 KiB a connection
+    # here), never the 1 GiB announced
+    assert fig.growth < 64 * MIB, fig.line()
     _no_traceback(broker)
 
 
@@ -67,6 +70,7 @@ def test_ten_thousand_connections_at_once_hit_the_descriptor_limit_with_a_log_li
         assert text.count("cannot accept connections") <= text.count("accepting connections on PLAINTEXT again") + 1
         assert broker.process.poll() is None, "the broker died"
         assert not [n for n in fig.notes if n.startswith("delivery")], fig.line()
+        assert fig.growth < 64 * MIB, fig.line()
         _no_traceback(broker)
 
 
