@@ -10,7 +10,7 @@ Rules:
   connection with a log line, as does an undecodable request or an API version we do not serve;
   the broker goes on serving every other connection. ApiVersions with a version we do not know
   is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does. The frame a request came
-  in goes back to queued.max.request.bytes when the next one is read or the connection ends.
+  in goes back to queued.max.request.bytes once the request is decoded (or the connection ends).
 - Server errors: an exception in a handler (or in encoding its answer) is logged once with its
   traceback and answered with UNKNOWN_SERVER_ERROR in that API's own response shape, every
   topic, partition, resource or member of the request carrying it (Kafka's
@@ -212,6 +212,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.warning("closing connection from %s: undecodable %s v%d request (client %r): %s",
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
+            # decoded (kio copies what it reads): the frame's share of queued.max.request.bytes
+            # goes back now, as Kafka releases a request's buffer once it is parsed, so that a
+            # request waiting on others (a JoinGroup, a Fetch's max_wait) holds none of it
+            reader.release()
             if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
                 sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)

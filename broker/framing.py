@@ -13,8 +13,9 @@ Rules:
   as its bytes come. A header announcing 64 MiB that is never followed costs nothing.
 - queued.max.request.bytes (RequestMemoryPool) bounds the frames all connections hold at once,
   as Kafka's SimpleMemoryPool in its non-strict mode: a frame's announced size is taken from the
-  pool when its header is read, if anything is left, and given back when the next frame is read
-  or the connection ends; while nothing is left, connections wait at their next frame header (no
+  pool when its header is read, if anything is left, and given back by `release` (the connection
+  loop calls it once the request is decoded, as Kafka releases a parsed request's buffer), at the
+  latest when the next frame is read; while nothing is left, connections wait at their next frame header (no
   more is read from their sockets) until memory is given back. A frame once granted always
   completes, so connections never wait on each other's half-read frames. -1 (Kafka's default):
   no bound.
