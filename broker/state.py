@@ -35,6 +35,7 @@ from .delegation_tokens import DelegationTokens
 from .dynamic_configs import DynamicBrokerConfigs
 from .features import Features
 from .fetch_sessions import FetchSessionCache
+from .framing import RequestMemoryPool
 from .hooks import DispatchHooks
 from .http_endpoint import HttpAccess
 from .kafka_versions import KafkaRelease
@@ -120,12 +121,15 @@ class Broker:
     telemetry: ClientTelemetry = field(init=False)
     # API keys served but left out of ApiVersions (the telemetry APIs, as Kafka without a receiver)
     unadvertised: frozenset[int] = field(init=False)
+    # queued.max.request.bytes: the request bytes all connections may hold at once (broker.framing)
+    request_memory: RequestMemoryPool = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
         self.scram = ScramStore(self.config.data_dir)
+        self.request_memory = RequestMemoryPool(self.config["queued.max.request.bytes"])
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()

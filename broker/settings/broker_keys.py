@@ -80,6 +80,10 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "120000"),
     "socket.request.max.bytes": K(int, 104857600, "largest request frame; larger closes the connection",
              T.INT, "104857600"),
+    "sasl.server.max.receive.size": K(int, 524288, "largest frame a SASL listener reads before the connection "
+             "is authenticated; larger closes it (CVE-2022-34917)", T.INT, "524288"),
+    "queued.max.request.bytes": K(int, -1, "request bytes all connections may hold at once; past it no more is "
+             "read from any socket until some is freed (-1: no bound)", T.LONG, "-1"),
     "log.segment.bytes": K(int, 1 << 30, "segment.bytes default",
              T.INT, str(1 << 30)),
     "log.roll.ms": K(int, 7 * 24 * 3600 * 1000, "segment.ms default",
