@@ -67,6 +67,15 @@ def is_list_config(key: str) -> bool:
     return spec is not None and spec[0] == "LIST"
 
 
+def kafka_default(key: str) -> str | None:
+    """Kafka's KafkaConfig default of a dynamic key, as text: what IncrementalAlterConfigs' APPEND and
+    SUBTRACT start from when the resource has no value for it (the controller's
+    ConfigurationControlManager.getParts asks KafkaConfigSchema.getDefault, never the static
+    setting or the cluster default)."""
+    spec = KAFKA_DYNAMIC_BROKER_CONFIGS.get(key)
+    return None if spec is None else spec[1]
+
+
 def validate(props: Mapping[str, str], per_broker: bool) -> None:
     """DynamicBrokerConfig.validateConfigs for the complete new set of one resource."""
     static = [k for k in props if k in KAFKA_STATIC_BROKER_CONFIGS]
