@@ -137,7 +137,7 @@ class Broker:
         self.quotas = ClientQuotas(meta_dir)
         self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id)
         self.features = Features(meta_dir, self.config, self.release, node_id)
-        self.reassignments = Reassignments(self.cluster)
+        self.reassignments = Reassignments(self.cluster, self.config["reassignment.catch.up.ms"])
         self.delegation_tokens = DelegationTokens(meta_dir, self.config["delegation.token.secret.key"],
                                                   self.config["delegation.token.max.lifetime.ms"],
                                                   self.config["delegation.token.expiry.time.ms"])

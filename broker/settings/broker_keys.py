@@ -102,6 +102,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.STRING, None),
     "log.segment.open.files.max": K(int, -1, "segment files kept open at once by all partitions together, "
              "least recently used closed first (-1: half the soft RLIMIT_NOFILE)", T.INT, None),
+    "reassignment.catch.up.ms": K(int, 500, "how long the new replicas of a partition reassignment take to catch "
+             "up, by the broker's clock (ListPartitionReassignments lists it meanwhile); 0 completes it at once",
+             T.LONG, None),
     "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",
              T.INT, "50"),
     "offsets.retention.minutes": K(int, 7 * 24 * 60, "committed offsets of empty groups expire after this",

@@ -1,6 +1,7 @@
 """ElectLeaders and partition reassignments on three nodes (broker.reassignments,
 broker.handlers.replica_admin): a held reassignment with its adding and removing replicas in
-ListPartitionReassignments and Metadata, cancelled and completed; a preferred election after the
+ListPartitionReassignments and Metadata, cancelled and completed; one in progress while its new
+replica catches up (the broker's clock); a preferred election after the
 leader moved; an unclean election after the in-sync replicas went down. compat_tests/differ holds
 the refusals against Apache Kafka ("elect leaders", "partition reassignments")."""
 
@@ -13,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 import kafkalite
 from compat_tests.differ.core import request
+from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
 
 from .test_admin import create_one
@@ -84,6 +86,33 @@ def test_held_reassignment_then_completed(broker, topic):
             ErrorCode.invalid_replication_factor,
             "The replication factor is changed from 2 to 3 but allowReplicationFactorChange is false")
         assert reassign(wire, topic, [4])[0] == ErrorCode.invalid_replica_assignment
+
+
+def test_reassignment_in_progress_until_caught_up(broker, topic):
+    """A move that adds a replica is listed in progress right after it is made, as on Kafka, until
+    reassignment.catch.up.ms (500 ms) of the broker's clock have passed: manual time holds it, an
+    advance finishes it; on the system clock it finishes by itself. A move within the ISR
+    (reordering the replicas) completes within its request, as Kafka's controller completes it."""
+    with WireClient(broker.bootstrap) as wire:
+        before, _isr, _leader = replicas(wire, topic)
+        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+        broker.controls.call("set-clock", mode="manual")
+        try:
+            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+            assert listed(wire)[(topic, 0)] == (target + [before[0]], [target[0]], [before[0]])
+            broker.controls.call("advance-clock", ms=499)
+            assert (topic, 0) in listed(wire)
+            broker.controls.call("advance-clock", ms=1)
+            assert (topic, 0) not in listed(wire)
+            after, isr, leader = replicas(wire, topic)
+            assert after == target and sorted(isr) == sorted(target) and leader in target
+        finally:
+            broker.controls.call("set-clock", mode="system")
+        assert reassign(wire, topic, [target[1], target[0]]) == (ErrorCode.none, None)
+        assert (topic, 0) not in listed(wire) and replicas(wire, topic)[0] == [target[1], target[0]]
+        assert reassign(wire, topic, before) == (ErrorCode.none, None)
+        wait_until(lambda: (topic, 0) not in listed(wire), timeout=30, what="the reassignment completed")
+        assert replicas(wire, topic)[0] == before
 
 
 def elect(wire, topic, election_type, version=2):
