@@ -70,6 +70,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "1"),
     "auto.create.topics.enable": K(parse_bool, True, "create unknown topics on Metadata",
              T.BOOLEAN, "true"),
+    "auto.create.topics.instant": K(parse_bool, False, "answer a topic in the Metadata that auto-creates it "
+             "(false: UNKNOWN_TOPIC_OR_PARTITION first, as Kafka answers while it creates the topic)",
+             T.BOOLEAN, None),
     "delete.topic.enable": K(parse_bool, True, "allow DeleteTopics",
              T.BOOLEAN, "true"),
     "message.max.bytes": K(int, 1048588, "largest record batch (topic max.message.bytes default)",
