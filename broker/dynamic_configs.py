@@ -16,8 +16,8 @@ Values are applied where they mean something to kafkalite: the broker settings i
 defaults such as log.retention.ms and log.segment.bytes, message.max.bytes, min.insync.replicas,
 producer.id.expiration.ms, log.flush.interval.ms) take the per-broker value of the first node, else
 the cluster default, else the static setting, at once and for every node. Listener, SASL and SSL
-settings, thread counts, the cleaner's and the replication throttles are stored and described
-only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
+settings, thread counts, the cleaner's (but log.cleaner.backoff.ms, which the next pass of the log
+cleaner reads) and the replication throttles are stored and described only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
 Everything persists in `__cluster_metadata/broker_configs.json` (Kafka's metadata log) and is
 applied again at start.
 """

@@ -97,8 +97,12 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.LIST, "delete"),
     "log.message.timestamp.type": K(str, "CreateTime", "message.timestamp.type default",
              T.STRING, "CreateTime"),
-    "log.retention.check.interval.ms": K(int, 60_000, "how often retention and compaction run",
+    "log.retention.check.interval.ms": K(int, 60_000, "how often retention runs",
              T.LONG, "300000"),
+    "log.cleaner.enable": K(parse_bool, True, "compact the topics whose cleanup.policy includes compact",
+             T.BOOLEAN, "true"),
+    "log.cleaner.backoff.ms": K(int, 15_000, "the log cleaner's pause between passes over the compacted "
+             "partitions (by the broker's clock)", T.LONG, "15000"),
     "log.flush.interval.ms": K(int, 1000, "fsync period with fsync=interval",
              T.LONG, None, (_s("log.flush.scheduler.interval.ms", str(LONG_MAX)),)),
     "fsync": K(_fsync, "interval", "always: fsync before acknowledging; interval; never",
