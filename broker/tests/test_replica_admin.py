@@ -115,6 +115,21 @@ def test_reassignment_in_progress_until_caught_up(broker, topic):
         assert replicas(wire, topic)[0] == before
 
 
+def test_reassignment_completes_after_a_reset(broker):
+    """The reset control replaces the reassignments' state (it does when one is held); a move made
+    after it still completes by itself (the task that completes them is woken by the new state)."""
+    broker.controls.call("hold-reassignments", held=True)
+    broker.controls.call("reset")
+    name = f"replicas-{uuid.uuid4().hex[:6]}"
+    with WireClient(broker.bootstrap) as wire:
+        assert create_one(wire, name, partitions=1, rf=2).error_code == ErrorCode.none
+        before = replicas(wire, name)[0]
+        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+        assert reassign(wire, name, target) == (ErrorCode.none, None)
+        wait_until(lambda: (name, 0) not in listed(wire), timeout=30, what="the reassignment completed")
+        assert replicas(wire, name)[0] == target
+
+
 def elect(wire, topic, election_type, version=2):
     resp = wire.request(request(43, version, election_type=election_type, timeout=5000,
                                 topic_partitions=[{"topic": topic, "partitions": [0]}]))
