@@ -16,8 +16,8 @@ Values are applied where they mean something to kafkalite: the broker settings i
 defaults such as log.retention.ms and log.segment.bytes, message.max.bytes, min.insync.replicas,
 producer.id.expiration.ms, log.flush.interval.ms) take the per-broker value of the first node, else
 the cluster default, else the static setting, at once and for every node. Listener, SASL and SSL
-settings, thread counts, the cleaner's and the replication throttles are stored and described
-only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
+settings, thread counts, the cleaner's (but log.cleaner.backoff.ms, which the next pass of the log
+cleaner reads) and the replication throttles are stored and described only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
 Everything persists in `__cluster_metadata/broker_configs.json` (Kafka's metadata log) and is
 applied again at start. All or nothing: a change is saved as the sets will be before memory
 changes or anything is applied; a save that fails (a full disk) raises OSError with both as they
@@ -67,6 +67,15 @@ class DynamicConfigError(Exception):
 def is_list_config(key: str) -> bool:
     spec = KAFKA_DYNAMIC_BROKER_CONFIGS.get(key)
     return spec is not None and spec[0] == "LIST"
+
+
+def kafka_default(key: str) -> str | None:
+    """Kafka's KafkaConfig default of a dynamic key, as text: what IncrementalAlterConfigs' APPEND and
+    SUBTRACT start from when the resource has no value for it (the controller's
+    ConfigurationControlManager.getParts asks KafkaConfigSchema.getDefault, never the static
+    setting or the cluster default)."""
+    spec = KAFKA_DYNAMIC_BROKER_CONFIGS.get(key)
+    return None if spec is None else spec[1]
 
 
 def validate(props: Mapping[str, str], per_broker: bool) -> None:

@@ -29,6 +29,7 @@ from .settings.listeners import Listener
 from .connection import serve_connection
 from .handlers import load_all
 from .housekeeping import housekeeping
+from .reassignments import complete_caught_up
 from .services import Wiring
 from .state import Broker, close_broker, open_broker
 
@@ -108,6 +109,7 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
             broker.advertised.update(broker.node_advertised[cluster.node_id])
             await broker.services.start(nursery)
             nursery.start_soon(housekeeping, broker)
+            nursery.start_soon(complete_caught_up, broker)
             task_status.started(broker)
             if on_ready is not None:
                 on_ready(broker)

@@ -144,7 +144,11 @@ class Broker:
         self.quotas = ClientQuotas(meta_dir)
         self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id)
         self.features = Features(meta_dir, self.config, self.release, node_id)
-        self.reassignments = Reassignments(self.cluster)
+        replaced = getattr(self, "reassignments", None)
+        self.reassignments = Reassignments(self.cluster, self.config["reassignment.catch.up.ms"])
+        if replaced is not None:
+            # the task that completes reassignments sleeps on the old one's wake-up
+            self.reassignments.wake = replaced.wake
         self.delegation_tokens = DelegationTokens(meta_dir, self.config["delegation.token.secret.key"],
                                                   self.config["delegation.token.max.lifetime.ms"],
                                                   self.config["delegation.token.expiry.time.ms"])

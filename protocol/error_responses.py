@@ -225,3 +225,29 @@ def error_response(api_key: int, version: int, request: Any, error: ErrorCode, m
     if message is not None and any(f.name == "error_message" for f in dataclasses.fields(body)):
         body = dataclasses.replace(body, error_message=message)
     return body
+
+
+@lru_cache(maxsize=1)
+def _kafka_messages() -> dict[int, str]:
+    """Each error code's default message in Kafka's Errors enum, which kio's ErrorCode keeps as
+    the docstring of each member (read from its source: enum members keep no __doc__)."""
+    import ast
+    import inspect
+
+    from kio.schema import errors
+
+    body = next(n for n in ast.parse(inspect.getsource(errors)).body
+                if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
+    out: dict[int, str] = {}
+    for stmt, nxt in zip(body, body[1:]):
+        if (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str) and hasattr(ErrorCode, stmt.targets[0].id)):
+            out[int(getattr(ErrorCode, stmt.targets[0].id))] = nxt.value.value
+    return out
+
+
+def kafka_message(code: ErrorCode) -> str | None:
+    """The message Kafka's `new ApiError(code)` carries: the error's default message (null for
+    NONE)."""
+    return _kafka_messages().get(int(code))

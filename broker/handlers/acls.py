@@ -42,7 +42,6 @@ log = logging.getLogger("kafkalite.admin")
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 NO_AUTHORIZER_ALTER = "No Authorizer is configured."  # CreateAcls' and DeleteAcls' text
-UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
 
 
 def _indefinite(c) -> bool:
@@ -95,7 +94,8 @@ async def describe_acls(ctx: RequestContext, request: Any) -> Any:
              acls=tuple(make(mod.AclDescription, principal=a.principal, host=a.host, operation=a.operation,
                              permission_type=a.permission_type) for a in acls))
         for (rt, name, pt), acls in groups.items())
-    return make(mod.DescribeAclsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
+    # Kafka leaves the field at its default, "" (AclApis sets no message on success)
+    return make(mod.DescribeAclsResponse, throttle_time=0, error_code=ErrorCode.none, error_message="",
                 resources=resources)
 
 
@@ -114,9 +114,9 @@ async def create_acls(ctx: RequestContext, request: Any) -> Any:
         return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(result(*refused) for _ in request.creations))
     if any(_indefinite(c) for c in request.creations):
         # Kafka cannot even build such a binding: the whole request fails, every creation with
-        # the generic server error
+        # the generic server error and no message (ApiError.fromThrowable of its exception)
         return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(
-            result(ErrorCode.unknown_server_error, UNKNOWN_SERVER_ERROR) for _ in request.creations))
+            result(ErrorCode.unknown_server_error, None) for _ in request.creations))
     results = []
     valid = []
     for c in request.creations:

@@ -78,6 +78,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalite.protocol.error_responses import kafka_message
 from kafkalite.protocol.messages import make
 
 from ..clock import now_ms
@@ -391,11 +392,11 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             continue
         topic = cluster.topics_by_id.get(topic_id)
         if topic is None:
-            result(None, topic_id, ErrorCode.unknown_topic_id)
+            result(None, topic_id, ErrorCode.unknown_topic_id, kafka_message(ErrorCode.unknown_topic_id))
         elif deletable is not None and topic.name not in deletable:
             # the name only to whom may DESCRIBE the topic
             result(topic.name if describable is not None and topic.name in describable else None, topic_id,
-                   ErrorCode.topic_authorization_failed)
+                   ErrorCode.topic_authorization_failed, kafka_message(ErrorCode.topic_authorization_failed))
         else:
             to_delete[topic_id] = topic
     for name in name_counts:
@@ -403,11 +404,11 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             continue
         topic = cluster.topics.get(name)
         if describable is not None and name not in describable:
-            result(name, None, ErrorCode.topic_authorization_failed)
+            result(name, None, ErrorCode.topic_authorization_failed, kafka_message(ErrorCode.topic_authorization_failed))
         elif topic is None:
-            result(name, None, ErrorCode.unknown_topic_or_partition)
+            result(name, None, ErrorCode.unknown_topic_or_partition, kafka_message(ErrorCode.unknown_topic_or_partition))
         elif deletable is not None and name not in deletable:
-            result(name, None, ErrorCode.topic_authorization_failed)
+            result(name, None, ErrorCode.topic_authorization_failed, kafka_message(ErrorCode.topic_authorization_failed))
         elif topic.topic_id in duplicate_ids or topic.topic_id in to_delete:
             duplicate_ids.add(topic.topic_id)
             to_delete.pop(topic.topic_id, None)

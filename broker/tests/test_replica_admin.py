@@ -1,8 +1,9 @@
 """ElectLeaders and partition reassignments on three nodes (broker.reassignments,
 broker.handlers.replica_admin): a held reassignment with its adding and removing replicas in
-ListPartitionReassignments and Metadata, cancelled and completed; a preferred election after the
-leader moved; an unclean election after the in-sync replicas went down; an unknown election type
-refused; a held reassignment gone with its deleted topic and with the reset control. compat_tests/differ holds
+ListPartitionReassignments and Metadata, cancelled and completed; one in progress while its new
+replica catches up (the broker's clock); a preferred election after the leader moved; an unclean
+election after the in-sync replicas went down; an unknown election type refused; a held
+reassignment gone with its deleted topic and with the reset control. compat_tests/differ holds
 the refusals against Apache Kafka ("elect leaders", "partition reassignments")."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 import kafkalite
 from compat_tests.differ.core import request
+from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
 
 from .test_admin import create_one
@@ -122,10 +124,53 @@ def test_reset_ends_held_reassignments(broker, topic):
         broker.controls.call("reset")
         assert listed(wire) == {}
         assert broker.controls.call("list-reassignments") == []
-        # the hold went with the reset: a new reassignment completes at once
+        # the hold went with the reset: a new reassignment completes once its replicas caught up
         assert create_one(wire, topic, partitions=1, rf=2).error_code == ErrorCode.none
         assert reassign(wire, topic, target) == (ErrorCode.none, None)
-        assert replicas(wire, topic)[0] == target and listed(wire) == {}
+        wait_until(lambda: listed(wire) == {}, timeout=30, what="the reassignment completed")
+        assert replicas(wire, topic)[0] == target
+
+
+def test_reassignment_in_progress_until_caught_up(broker, topic):
+    """A move that adds a replica is listed in progress right after it is made, as on Kafka, until
+    reassignment.catch.up.ms (500 ms) of the broker's clock have passed: manual time holds it, an
+    advance finishes it; on the system clock it finishes by itself. A move within the ISR
+    (reordering the replicas) completes within its request, as Kafka's controller completes it."""
+    with WireClient(broker.bootstrap) as wire:
+        before, _isr, _leader = replicas(wire, topic)
+        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+        broker.controls.call("set-clock", mode="manual")
+        try:
+            assert reassign(wire, topic, target) == (ErrorCode.none, None)
+            assert listed(wire)[(topic, 0)] == (target + [before[0]], [target[0]], [before[0]])
+            broker.controls.call("advance-clock", ms=499)
+            assert (topic, 0) in listed(wire)
+            broker.controls.call("advance-clock", ms=1)
+            assert (topic, 0) not in listed(wire)
+            after, isr, leader = replicas(wire, topic)
+            assert after == target and sorted(isr) == sorted(target) and leader in target
+        finally:
+            broker.controls.call("set-clock", mode="system")
+        assert reassign(wire, topic, [target[1], target[0]]) == (ErrorCode.none, None)
+        assert (topic, 0) not in listed(wire) and replicas(wire, topic)[0] == [target[1], target[0]]
+        assert reassign(wire, topic, before) == (ErrorCode.none, None)
+        wait_until(lambda: (topic, 0) not in listed(wire), timeout=30, what="the reassignment completed")
+        assert replicas(wire, topic)[0] == before
+
+
+def test_reassignment_completes_after_a_reset(broker):
+    """The reset control replaces the reassignments' state (it does when one is held); a move made
+    after it still completes by itself (the task that completes them is woken by the new state)."""
+    broker.controls.call("hold-reassignments", held=True)
+    broker.controls.call("reset")
+    name = f"replicas-{uuid.uuid4().hex[:6]}"
+    with WireClient(broker.bootstrap) as wire:
+        assert create_one(wire, name, partitions=1, rf=2).error_code == ErrorCode.none
+        before = replicas(wire, name)[0]
+        target = [n for n in (1, 2, 3) if n not in before] + [before[1]]
+        assert reassign(wire, name, target) == (ErrorCode.none, None)
+        wait_until(lambda: (name, 0) not in listed(wire), timeout=30, what="the reassignment completed")
+        assert replicas(wire, name)[0] == target
 
 
 def elect(wire, topic, election_type, version=2):
