@@ -39,10 +39,9 @@ RESET_ERRORS = {KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET}
 @pytest.fixture(scope="module")
 def busy_broker(tmp_path_factory):
     brokers.requires_own_broker("a broker whose retention and cleaner run every 100 ms")
-    config = {"log.retention.check.interval.ms": "100"}
+    config = {"log.retention.check.interval.ms": "100", "log.cleaner.backoff.ms": "100"}
     if brokers.on_kafka():
-        # Kafka's first retention check waits 30 s otherwise; its cleaner has a schedule of its own
-        config.update({"log.initial.task.delay.ms": "0", "log.cleaner.backoff.ms": "100"})
+        config["log.initial.task.delay.ms"] = "0"   # Kafka's first retention check waits 30 s otherwise
     with brokers.start(tmp_path_factory.mktemp("housekeeping"), config) as b:
         yield b
 
