@@ -9,11 +9,14 @@ from kafkalite.protocol (batch, batch_patches, records), the only thing this pac
 from outside itself.
 """
 
-from .config import LogConfig
-from .headers import BatchLocation, SegmentSummary
-from .interface import PartitionStorage
-from .log import AppendInfo, OffsetOutOfRange, PartitionLog
-from .segment import AbortedTxn
+if __name__ != "kafkalite.storage":  # the repository's storage/ folder is the package's kafkalite/storage
+    raise ImportError(f"{__name__} is kafkalite.storage: import it by that name (one name, one copy of its modules)")
+
+from .config import LogConfig  # noqa: E402
+from .headers import BatchLocation, SegmentSummary  # noqa: E402
+from .interface import PartitionStorage  # noqa: E402
+from .log import AppendInfo, OffsetOutOfRange, PartitionLog  # noqa: E402
+from .segment import AbortedTxn  # noqa: E402
 
 __all__ = ["PartitionStorage", "PartitionLog", "LogConfig", "OffsetOutOfRange", "AppendInfo", "AbortedTxn",
            "BatchLocation", "SegmentSummary"]
