@@ -57,6 +57,9 @@ if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ];
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
+# The full run keeps no pytest cache (--lf/--ff are for scripts/quick.sh and runs with arguments):
+# each pass starts from the same nothing, in CI's clean clone as here.
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p no:cacheprovider"
 # --durations: the slowest tests of each pass at the end of its output, to keep the whole command
 # within its time budget (25 minutes from an empty clone)
 python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
