@@ -24,7 +24,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -261,11 +261,6 @@ class Partition:
     def close(self) -> None:
         """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
         self.log.close()
-
-    def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
-        """A consistent copy of the partition's files into `dest` (the snapshot control; see
-        PartitionStorage.copy_files)."""
-        return self.log.copy_files(dest, copy_dir, now_ms)
 
     def delete(self, *, trash: Path | None = None) -> None:
         """Close and remove the partition's data (DeleteTopics, a topic that could not be created);

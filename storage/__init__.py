@@ -4,9 +4,9 @@ The broker sees storage through `PartitionStorage` (storage.interface), one docu
 method per operation; `PartitionLog` (storage.log) implements it on Kafka's on-disk layout.
 
 Synchronous code with no sockets and no trio; the broker calls the slow parts (flush,
-large recoveries, compaction) through a worker thread. The record-batch header view comes
-from kafkalite.protocol (batch, batch_patches, records), the only thing this package imports
-from outside itself.
+large recoveries, compaction) through a worker thread. The record-batch modules of
+kafkalite.protocol (batch, batch_patches, records, regions, codecs) are the only thing this package
+imports from outside itself (kafkalite/tests/test_package_rules.py).
 """
 
 if __name__ != "kafkalite.storage":  # the repository's storage/ folder is the package's kafkalite/storage
