@@ -33,6 +33,7 @@ from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.control_records import build_control_batch
 from kafkalite.protocol.regions import FileRegion
 from kafkalite.storage import AbortedTxn, BatchLocation, LogConfig, PartitionStorage, SegmentSummary
+from kafkalite.storage.copies import save_partition
 
 from .internal_topics import INTERNAL_TOPICS
 from .produce_validation import ProducePolicy
@@ -261,6 +262,13 @@ class Partition:
     def close(self) -> None:
         """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
         self.log.close()
+
+    def save_copy(self, dest: Path, now_ms: int) -> int:
+        """A copy of the partition in the new directory `dest` that opens as after a clean
+        shutdown, its producer state included (the snapshot control; storage.copies); returns the
+        bytes copied, the rest being links."""
+        return save_partition(self.log, dest, now_ms, end_offset=self.high_watermark,
+                              producer_state=self.producers.to_snapshot())
 
     def delete(self, *, trash: Path | None = None) -> None:
         """Close and remove the partition's data (DeleteTopics, a topic that could not be created);

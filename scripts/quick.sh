@@ -39,7 +39,7 @@ mapfile -t tests < <(python scripts/quick_tests.py "${changed[@]}")
 if [ ${#tests[@]} -eq 0 ] && [ $# -eq 0 ]; then
     echo "== quick: no Python file of a package changed: no tests to run"
 else
-    printf '== quick: %s\n' "${tests[@]}"
+    echo "== quick: ${#tests[@]} test files and smokes: ${tests[*]}"
     python -m pytest -q -x --ff -n "${QUICK_WORKERS:-2}" "${tests[@]}" "$@"
 fi
 step_done "the tests"

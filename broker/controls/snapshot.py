@@ -10,7 +10,7 @@ rich fixture once and returns to it before each test.
     drop-snapshot   name: delete one
 
 A snapshot lives in `<data dir>/.kafkalite-snapshots/NAME/`: per partition a directory like the
-partition's own, saved and put back by storage.copies (which of the log's files are linked and
+partition's own, saved (Partition.save_copy) and put back by storage.copies (which of the log's files are linked and
 which copied is storage's knowledge): saving and restoring a large state costs a link per file, and
 a restored log opens without a recovery scan. The metadata files of the broker are copied.
 
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.storage.copies import copy_small_file, restore_partition, save_partition
+from kafkalite.storage.copies import copy_small_file, restore_partition
 
 from ..clock import now_ms
 from ..cluster import partition_dir_name
@@ -82,9 +82,7 @@ def save_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
     for part in parts:
         # the records so far go into a sealed segment, which neither the broker nor a restored
         # copy ever writes again: linked, not copied, here and at every restore
-        copied += save_partition(part.log, tmp / _PARTITIONS / partition_dir_name(part.topic.name, part.index),
-                                 now_ms(), end_offset=part.high_watermark,
-                                 producer_state=part.producers.to_snapshot())
+        copied += part.save_copy(tmp / _PARTITIONS / partition_dir_name(part.topic.name, part.index), now_ms())
         records += part.high_watermark - part.log_start_offset
     for rel in _META_FILES:
         src = data_dir / rel
