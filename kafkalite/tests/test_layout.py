@@ -37,3 +37,12 @@ def test_each_test_is_collected_once_under_its_package_name_whatever_path_names_
     # from inside the folder, by a relative path
     inside = collected("test_records.py", cwd=str(REPO_ROOT / "protocol" / "tests"))
     assert [n.rpartition("/")[2] for n in inside] == [n.rpartition("/")[2] for n in one_name]
+
+
+def test_importing_kafkalite_imports_none_of_its_modules_nor_the_launchers_libraries() -> None:
+    # kafkalite/__init__.py's rule: the broker's own start (python -m kafkalite) imports it first
+    proc = subprocess.run([sys.executable, "-c", "import sys, kafkalite; print(sorted(m for m in sys.modules if m in "
+                           "('subprocess', 'tempfile', 'threading') or m.startswith('kafkalite.')))"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
