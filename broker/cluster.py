@@ -18,7 +18,6 @@ every partition over at its preferred leader with the full ISR.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from pathlib import Path
 from typing import Any, Iterable
@@ -38,20 +37,23 @@ from .topic_store import StoredTopic, load_topics, save_topics
 
 log = logging.getLogger("kafkalite.cluster")
 
-LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
 
-def validate_topic_name(name: str) -> str | None:
-    """Kafka's Topic.validate: returns a reason, or None when the name is legal."""
-    if not name:
-        return "topic name is empty"
+def topic_name_error(name: str | None) -> str | None:
+    """Kafka's Topic.validate, with its messages: the reason a topic name is illegal, or None. The
+    one owner of the rule (CreateTopics, configs, Metadata's auto-creation, streams groups' internal
+    topics, --seed)."""
+    if name is None or name == "":
+        return "Topic name is invalid: the empty string is not allowed"
     if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
+        return f"Topic name is invalid: '{name}' is not allowed"
     if len(name) > MAX_TOPIC_NAME:
-        return f"topic name is longer than {MAX_TOPIC_NAME} characters"
-    if not LEGAL_TOPIC_CHARS.match(name):
-        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
+        return (f"Topic name is invalid: the length of '{name}' is longer than the max allowed length "
+                f"{MAX_TOPIC_NAME}")
+    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        return (f"Topic name is invalid: '{name}' contains one or more characters other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
     return None
 
 

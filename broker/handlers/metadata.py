@@ -32,7 +32,7 @@ from kafkalite.protocol.messages import make
 from ..context import RequestContext
 from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
                           operations)
-from ..cluster import Topic, validate_topic_name
+from ..cluster import Topic, topic_name_error
 from ..placement import PlacementError
 from . import api
 from .common import response_module
@@ -113,7 +113,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             topic = cluster.topics.get(name)
             if topic is None:
-                reason = validate_topic_name(name or "")
+                reason = topic_name_error(name)
                 if reason is not None:
                     topics_out.append(_make_topic(mod, ErrorCode.invalid_topic_exception, name, None, False, ()))
                     continue
