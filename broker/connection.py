@@ -36,6 +36,7 @@ import time
 import trio
 
 from kio.schema.errors import ErrorCode
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.messages import (
     MalformedRequest, RequestHeader, encode_response, encode_response_chunks, parse_request, peek_header,
 )
@@ -46,14 +47,13 @@ from .context import Connection, RequestContext
 from .dispatch import dispatch
 from .framing import ConnectionClosed, FrameReader, StreamSource, send_chunks
 from .handlers.common import CloseConnection
-from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslFailed, SaslSession
+from .sasl import SaslFailed, SaslSession, SaslState
 from .security import ANONYMOUS, ListenerSecurity, certificate_subject, principal_from_dn
 from .state import Broker
 from . import throttling
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
-API_PRODUCE = 0
 # answers to pipelined Produce requests held back to go out in one send (see serve_connection)
 COALESCE_MAX = 8
 
@@ -171,7 +171,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             header, hsize = peek_header(frame)
             if sasl is not None:
                 if sasl.authenticated:
-                    if header.api_key == API_SASL_HANDSHAKE and sasl.may_begin_reauthentication(t0):
+                    if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.may_begin_reauthentication(t0):
                         sasl.begin_reauthentication(t0)
                     elif sasl.expired(t0):
                         log.info("closing connection from %s (client %r, %s): its SASL session expired",
@@ -199,8 +199,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.warning("closing connection from %s: undecodable %s v%d request (client %r): %s",
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
-            if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
-                sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
+            if sasl is not None and header.api_key == ApiKey.API_VERSIONS and not sasl.authenticated:
+                sasl.state = SaslState.HANDSHAKE  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)
             throttle_ms = 0
             try:
@@ -241,7 +241,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                         await _send_pending(out_stream, pending)
                     sent = await send_chunks(out_stream, out)
                     metrics.record(header.api_key, t0, len(frame) + 4, sent)
-                elif pending or (coalesce and header.api_key == API_PRODUCE and not broker.hooks):
+                elif pending or (coalesce and header.api_key == ApiKey.PRODUCE and not broker.hooks):
                     pending.append(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 else:
@@ -250,7 +250,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 # held answers go out before the connection is muted for a throttle (an acks=0
                 # Produce's throttle included), when enough are held, or before a non-Produce
                 if pending and (throttle_ms or len(pending) >= COALESCE_MAX
-                                or reader.buffered_api_key() != API_PRODUCE):
+                                or reader.buffered_api_key() != ApiKey.PRODUCE):
                     await _send_pending(out_stream, pending)
             finally:
                 for region in ctx.regions:
