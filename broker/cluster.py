@@ -60,14 +60,14 @@ def topic_name_error(name: str | None) -> str | None:
 class Cluster:
     def __init__(self, config: BrokerConfig):
         self.config = config
-        self.node_id: int = config["node.id"]
+        self.node_id = config.int_of("node.id")
         # every node id this process serves; node_id (the first) is the controller
-        self.node_ids: list[int] = [self.node_id + i for i in range(max(1, config["nodes"]))]
+        self.node_ids: list[int] = [self.node_id + i for i in range(max(1, config.int_of("nodes")))]
         # nodes taken down (their ports refuse connections)
         self.down: set[int] = set()
-        self.cluster_id: str = config["cluster.id"]
+        self.cluster_id = config.str_of("cluster.id")
         self.data_dir = Path(config.data_dir)
-        OPEN_FILES.set_limit(config["log.segment.open.files.max"])
+        OPEN_FILES.set_limit(config.int_of("log.segment.open.files.max"))
         self.meta_dir = self.data_dir / "__cluster_metadata"
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
@@ -105,7 +105,7 @@ class Cluster:
         other topics default.replication.factor."""
         if name in INTERNAL_TOPICS:
             return min(len(self.node_ids), 3)
-        return self.config["default.replication.factor"]
+        return self.config.int_of("default.replication.factor")
 
     def save(self, *, fsync: bool = True) -> None:
         save_topics(self.meta_dir, [
@@ -135,7 +135,7 @@ class Cluster:
             delete_retention_ms=int(value("delete.retention.ms")),
             min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
             timestamp_type=str(eff["message.timestamp.type"]),
-            fsync=self.config["fsync"],
+            fsync=self.config.str_of("fsync"),
         )
 
     def effective_configs(self, topic: Topic) -> dict[str, Any]:

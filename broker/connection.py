@@ -96,7 +96,7 @@ async def _tls_handshake(broker: Broker, stream: trio.SocketStream, security: Li
     (ANONYMOUS without one), or None when the handshake failed or took too long."""
     assert security.ssl_context is not None
     tls = trio.SSLStream(stream, security.ssl_context, server_side=True)
-    timeout = broker.config["ssl.handshake.timeout.ms"] / 1000
+    timeout = broker.config.int_of("ssl.handshake.timeout.ms") / 1000
     try:
         with trio.fail_after(timeout):
             await tls.do_handshake()
@@ -138,9 +138,9 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 await stream.aclose()
             return
         out_stream, principal = done
-        reader = FrameReader(StreamSource(out_stream), broker.config["socket.request.max.bytes"])
+        reader = FrameReader(StreamSource(out_stream), broker.config.int_of("socket.request.max.bytes"))
     else:
-        reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"])
+        reader = FrameReader(stream.socket, broker.config.int_of("socket.request.max.bytes"))
     sasl = SaslSession(security, broker.scram) if security.sasl else None
     conn = Connection(security, principal, sasl)
     # Produce answers not sent yet: while the next Produce request of a pipelining client

@@ -117,13 +117,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 if reason is not None:
                     topics_out.append(_make_topic(mod, ErrorCode.invalid_topic_exception, name, None, False, ()))
                     continue
-                if allow_auto and ctx.broker.config["auto.create.topics.enable"] and not name.startswith("__"):
+                if allow_auto and ctx.broker.config.bool_of("auto.create.topics.enable") and not name.startswith("__"):
                     if not (allowed_cluster(ctx, AclOperation.CREATE)
                             or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
                         topics_out.append(_make_topic(mod, ErrorCode.topic_authorization_failed, name, None, False, ()))
                         continue
                     try:
-                        topic = cluster.create_topic(name, ctx.broker.config["num.partitions"])
+                        topic = cluster.create_topic(name, ctx.broker.config.int_of("num.partitions"))
                     except PlacementError:  # default.replication.factor above the node count
                         topics_out.append(_make_topic(mod, ErrorCode.invalid_replication_factor, name, None, False,
                                                       ()))
