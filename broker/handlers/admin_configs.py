@@ -55,9 +55,8 @@ from ..settings.describe import BrokerKeyLike, describe_broker_configs, describe
 from ..settings.topic_keys import is_list_config, topic_config_default, validate_topic_configs
 from ..settings.values import ConfigError, ConfigSource, ConfigType
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
-from ..cluster import topic_name_error
 from . import api
-from .admin_topics import AdminError
+from .admin_topics import AdminError, topic_name_error
 from .common import response_module
 
 log = logging.getLogger("kafkalite.admin")
