@@ -45,7 +45,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -137,12 +137,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "broker.seed) put in place before the ready line [KAFKALITE_SEED]")
     p.add_argument("--list-configs", action="store_true", help="print the settings that -c accepts and exit")
     return p.parse_args(argv)
-
-
-def build_config(args: argparse.Namespace, data_dir: Path, environ: Mapping[str, str] | None = None) -> BrokerConfig:
-    s = resolve(args, environ)
-    return BrokerConfig(data_dir=data_dir, listeners=s.listeners, advertised_listeners=s.advertised,
-                        values=s.values, origins=s.origins, kafka_version=s.kafka_version)
 
 
 def list_configs() -> str:

@@ -23,7 +23,6 @@ every partition over at its preferred leader with the full ISR.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from pathlib import Path
 from typing import Any, Iterable
@@ -43,34 +42,37 @@ from .topic_store import StoredTopic, load_topics, save_topics
 
 log = logging.getLogger("kafkalite.cluster")
 
-LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
 
-def validate_topic_name(name: str) -> str | None:
-    """Kafka's Topic.validate: returns a reason, or None when the name is legal."""
-    if not name:
-        return "topic name is empty"
+def topic_name_error(name: str | None) -> str | None:
+    """Kafka's Topic.validate, with its messages: the reason a topic name is illegal, or None. The
+    one owner of the rule (CreateTopics, configs, Metadata's auto-creation, streams groups' internal
+    topics, --seed)."""
+    if name is None or name == "":
+        return "Topic name is invalid: the empty string is not allowed"
     if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
+        return f"Topic name is invalid: '{name}' is not allowed"
     if len(name) > MAX_TOPIC_NAME:
-        return f"topic name is longer than {MAX_TOPIC_NAME} characters"
-    if not LEGAL_TOPIC_CHARS.match(name):
-        return "topic name may contain only ASCII alphanumerics, '.', '_' and '-'"
+        return (f"Topic name is invalid: the length of '{name}' is longer than the max allowed length "
+                f"{MAX_TOPIC_NAME}")
+    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        return (f"Topic name is invalid: '{name}' contains one or more characters other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
     return None
 
 
 class Cluster:
     def __init__(self, config: BrokerConfig):
         self.config = config
-        self.node_id: int = config["node.id"]
+        self.node_id = config.int_of("node.id")
         # every node id this process serves; node_id (the first) is the controller
-        self.node_ids: list[int] = [self.node_id + i for i in range(max(1, config["nodes"]))]
+        self.node_ids: list[int] = [self.node_id + i for i in range(max(1, config.int_of("nodes")))]
         # nodes taken down (their ports refuse connections)
         self.down: set[int] = set()
-        self.cluster_id: str = config["cluster.id"]
+        self.cluster_id = config.str_of("cluster.id")
         self.data_dir = Path(config.data_dir)
-        OPEN_FILES.set_limit(config["log.segment.open.files.max"])
+        OPEN_FILES.set_limit(config.int_of("log.segment.open.files.max"))
         self.meta_dir = self.data_dir / "__cluster_metadata"
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
@@ -108,7 +110,7 @@ class Cluster:
         other topics default.replication.factor."""
         if name in INTERNAL_TOPICS:
             return min(len(self.node_ids), 3)
-        return self.config["default.replication.factor"]
+        return self.config.int_of("default.replication.factor")
 
     def save(self, *, fsync: bool = True, without: Iterable[Topic] = (), changed: Topic | None = None,
              configs: dict[str, str] | None = None, replicas: list[list[int]] | None = None) -> None:
@@ -152,7 +154,7 @@ class Cluster:
             delete_retention_ms=int(value("delete.retention.ms")),
             min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
             timestamp_type=str(eff["message.timestamp.type"]),
-            fsync=self.config["fsync"],
+            fsync=self.config.str_of("fsync"),
         )
 
     def effective_configs(self, topic: Topic) -> dict[str, Any]:

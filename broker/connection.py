@@ -46,6 +46,7 @@ from typing import Any
 import trio
 
 from kio.schema.errors import ErrorCode
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.messages import (
     MalformedRequest, RequestHeader, encode_response, encode_response_chunks, parse_request, peek_header,
 )
@@ -56,14 +57,13 @@ from .context import Connection, RequestContext
 from .dispatch import dispatch
 from .framing import ConnectionClosed, FrameReader, StreamSource, send_chunks
 from .handlers.common import CloseConnection
-from .sasl import API_SASL_HANDSHAKE, API_VERSIONS, SaslFailed, SaslSession
+from .sasl import SaslFailed, SaslSession, SaslState
 from .security import ANONYMOUS, ListenerSecurity, certificate_subject, principal_from_dn
 from .state import Broker
 from . import throttling
 
 log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
-API_PRODUCE = 0
 # answers to pipelined Produce requests held back to go out in one send (see serve_connection)
 COALESCE_MAX = 8
 
@@ -106,7 +106,7 @@ async def _tls_handshake(broker: Broker, stream: trio.SocketStream, security: Li
     (ANONYMOUS without one), or None when the handshake failed or took too long."""
     assert security.ssl_context is not None
     tls = trio.SSLStream(stream, security.ssl_context, server_side=True)
-    timeout = broker.config["ssl.handshake.timeout.ms"] / 1000
+    timeout = broker.config.int_of("ssl.handshake.timeout.ms") / 1000
     try:
         with trio.fail_after(timeout):
             await tls.do_handshake()
@@ -148,10 +148,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 await stream.aclose()
             return
         out_stream, principal = done
-        reader = FrameReader(StreamSource(out_stream), broker.config["socket.request.max.bytes"],
+        reader = FrameReader(StreamSource(out_stream), broker.config.int_of("socket.request.max.bytes"),
                              broker.request_memory)
     else:
-        reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"], broker.request_memory)
+        reader = FrameReader(stream.socket, broker.config.int_of("socket.request.max.bytes"), broker.request_memory)
     sasl = SaslSession(security, broker.scram) if security.sasl else None
     _limit_frames(broker, reader, sasl)
     conn = Connection(security, principal, sasl)
@@ -184,7 +184,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             header, hsize = peek_header(frame)
             if sasl is not None:
                 if sasl.authenticated:
-                    if header.api_key == API_SASL_HANDSHAKE and sasl.may_begin_reauthentication(t0):
+                    if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.may_begin_reauthentication(t0):
                         sasl.begin_reauthentication(t0)
                     elif sasl.expired(t0):
                         log.info("closing connection from %s (client %r, %s): its SASL session expired",
@@ -216,8 +216,8 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             # goes back now, as Kafka releases a request's buffer once it is parsed, so that a
             # request waiting on others (a JoinGroup, a Fetch's max_wait) holds none of it
             reader.release()
-            if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
-                sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
+            if sasl is not None and header.api_key == ApiKey.API_VERSIONS and not sasl.authenticated:
+                sasl.state = SaslState.HANDSHAKE  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)
             throttle_ms = 0
             try:
@@ -268,7 +268,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                         await _send_pending(out_stream, pending)
                     sent = await send_chunks(out_stream, out)
                     metrics.record(header.api_key, t0, len(frame) + 4, sent)
-                elif pending or (coalesce and header.api_key == API_PRODUCE and not broker.hooks):
+                elif pending or (coalesce and header.api_key == ApiKey.PRODUCE and not broker.hooks):
                     pending.append(out)
                     metrics.record(header.api_key, t0, len(frame) + 4, len(out))
                 else:
@@ -277,7 +277,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 # held answers go out before the connection is muted for a throttle (an acks=0
                 # Produce's throttle included), when enough are held, or before a non-Produce
                 if pending and (throttle_ms or len(pending) >= COALESCE_MAX
-                                or reader.buffered_api_key() != API_PRODUCE):
+                                or reader.buffered_api_key() != ApiKey.PRODUCE):
                     await _send_pending(out_stream, pending)
             finally:
                 for region in ctx.regions:
@@ -335,7 +335,7 @@ def _server_error_answer(header: RequestHeader, request: Any) -> bytes | None:
     own response shape (Kafka's getErrorResponse); None for an acks=0 Produce, which Kafka
     answers by closing the connection. No message: Kafka's ApiError.fromThrowable leaves it out
     for UNKNOWN_SERVER_ERROR so as not to leak the exception."""
-    if header.api_key == API_PRODUCE and request.acks == 0:
+    if header.api_key == ApiKey.PRODUCE and request.acks == 0:
         return None
     from kafkalite.protocol.error_responses import error_response
 

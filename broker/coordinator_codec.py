@@ -172,6 +172,3 @@ class Reader:
             size = self.uvarint()
             out[tag] = self._take(size)
         return out
-
-    def at_end(self) -> bool:
-        return self.pos >= len(self.data)

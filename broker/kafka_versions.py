@@ -24,10 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.apis import API_TABLE, ApiRange
 
 DATA = Path(__file__).resolve().parent / "kafka_releases.json"
-PRODUCE = 0
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class KafkaRelease:
             if lo > hi:
                 continue
             advertised_min = ours.advertised_min
-            if advertised_min is not None and key != PRODUCE:
+            if advertised_min is not None and key != ApiKey.PRODUCE:
                 advertised_min = max(advertised_min, theirs[0])
             out[key] = replace(ours, min_version=lo, max_version=hi, advertised_min=advertised_min)
         return out

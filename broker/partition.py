@@ -24,7 +24,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -33,6 +33,7 @@ from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.control_records import build_control_batch
 from kafkalite.protocol.regions import FileRegion
 from kafkalite.storage import AbortedTxn, BatchLocation, LogConfig, PartitionStorage, SegmentSummary
+from kafkalite.storage.copies import save_partition
 
 from .internal_topics import INTERNAL_TOPICS
 from .produce_validation import ProducePolicy
@@ -264,10 +265,12 @@ class Partition:
         """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
         self.log.close()
 
-    def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
-        """A consistent copy of the partition's files into `dest` (the snapshot control; see
-        PartitionStorage.copy_files)."""
-        return self.log.copy_files(dest, copy_dir, now_ms)
+    def save_copy(self, dest: Path, now_ms: int) -> int:
+        """A copy of the partition in the new directory `dest` that opens as after a clean
+        shutdown, its producer state included (the snapshot control; storage.copies); returns the
+        bytes copied, the rest being links."""
+        return save_partition(self.log, dest, now_ms, end_offset=self.high_watermark,
+                              producer_state=self.producers.to_snapshot())
 
     def delete(self, *, trash: Path | None = None) -> None:
         """Close and remove the partition's data (DeleteTopics, a topic that could not be created);

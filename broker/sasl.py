@@ -31,7 +31,10 @@ import json
 import logging
 import re
 import secrets
+import enum
 import time
+
+from kafkalite.protocol.api_keys import ApiKey
 
 from .credentials import HASHES, ScramCredential, ScramStore
 
@@ -260,16 +263,16 @@ def make_mechanism(name: str, security, store: ScramStore) -> Mechanism:
 
 # --- one connection's authentication (Kafka's SaslServerAuthenticator states) ------------------
 
-VERSIONS_OR_HANDSHAKE = "HANDSHAKE_OR_VERSIONS_REQUEST"
-HANDSHAKE = "HANDSHAKE_REQUEST"
-AUTHENTICATE = "AUTHENTICATE"
-COMPLETE = "COMPLETE"
-REAUTH_HANDSHAKE = "REAUTH_PROCESS_HANDSHAKE"
-REAUTH_BAD_MECHANISM = "REAUTH_BAD_MECHANISM"
+class SaslState(enum.Enum):
+    """SaslServerAuthenticator.SaslState, by Kafka's names (the values, which messages print)."""
 
-API_SASL_HANDSHAKE = 17
-API_VERSIONS = 18
-API_SASL_AUTHENTICATE = 36
+    VERSIONS_OR_HANDSHAKE = "HANDSHAKE_OR_VERSIONS_REQUEST"
+    HANDSHAKE = "HANDSHAKE_REQUEST"
+    AUTHENTICATE = "AUTHENTICATE"
+    COMPLETE = "COMPLETE"
+    REAUTH_HANDSHAKE = "REAUTH_PROCESS_HANDSHAKE"
+    REAUTH_BAD_MECHANISM = "REAUTH_BAD_MECHANISM"
+
 
 
 class SaslSession:
@@ -278,7 +281,7 @@ class SaslSession:
     def __init__(self, security, store: ScramStore):
         self.security = security
         self.store = store
-        self.state = VERSIONS_OR_HANDSHAKE
+        self.state: SaslState = SaslState.VERSIONS_OR_HANDSHAKE
         self.mechanism_name: str | None = None
         self.mechanism: Mechanism | None = None
         self.principal: str | None = None  # once authenticated
@@ -292,11 +295,11 @@ class SaslSession:
 
     @property
     def expects_raw_token(self) -> bool:
-        return self.raw_tokens and self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM)
+        return self.raw_tokens and self.state in (SaslState.AUTHENTICATE, SaslState.REAUTH_BAD_MECHANISM)
 
     @property
     def authenticated(self) -> bool:
-        return self.state == COMPLETE
+        return self.state == SaslState.COMPLETE
 
     @property
     def token_authenticated(self) -> bool:
@@ -305,37 +308,37 @@ class SaslSession:
 
     def refusal(self, api_key: int) -> str | None:
         """Why a request of `api_key` closes the connection in the current state (None: it may go on)."""
-        if self.state == COMPLETE:
+        if self.state == SaslState.COMPLETE:
             return None
-        if self.state == VERSIONS_OR_HANDSHAKE and api_key in (API_VERSIONS, API_SASL_HANDSHAKE):
+        if self.state == SaslState.VERSIONS_OR_HANDSHAKE and api_key in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE):
             return None
-        if self.state in (HANDSHAKE, REAUTH_HANDSHAKE) and api_key == API_SASL_HANDSHAKE:
+        if self.state in (SaslState.HANDSHAKE, SaslState.REAUTH_HANDSHAKE) and api_key == ApiKey.SASL_HANDSHAKE:
             return None
-        if self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM) and api_key == API_SASL_AUTHENTICATE:
+        if self.state in (SaslState.AUTHENTICATE, SaslState.REAUTH_BAD_MECHANISM) and api_key == ApiKey.SASL_AUTHENTICATE:
             return None
-        during = "authentication" if self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM) else "handshake"
-        return f"unexpected request with api key {api_key} during SASL {during} (state {self.state})"
+        during = "authentication" if self.state in (SaslState.AUTHENTICATE, SaslState.REAUTH_BAD_MECHANISM) else "handshake"
+        return f"unexpected request with api key {api_key} during SASL {during} (state {self.state.value})"
 
     def answers_before_closing(self, api_key: int) -> bool:
         """A request other than SaslAuthenticate once the handshake chose a mechanism (v1
         framing): Kafka's SaslServerAuthenticator answers it with the request's own error
         response, ILLEGAL_SASL_STATE, and then closes. Out of order before the handshake, it
         closes without an answer."""
-        return (self.state in (AUTHENTICATE, REAUTH_BAD_MECHANISM) and not self.raw_tokens
-                and api_key != API_SASL_AUTHENTICATE)
+        return (self.state in (SaslState.AUTHENTICATE, SaslState.REAUTH_BAD_MECHANISM) and not self.raw_tokens
+                and api_key != ApiKey.SASL_AUTHENTICATE)
 
     def expired(self, now: float) -> bool:
-        return self.state == COMPLETE and self.expires_at is not None and now >= self.expires_at
+        return self.state == SaslState.COMPLETE and self.expires_at is not None and now >= self.expires_at
 
     def may_begin_reauthentication(self, now: float) -> bool:
         """KIP-368: a SaslHandshake on an authenticated connection whose session has a lifetime
         starts re-authentication, at most once a second (as Kafka's KafkaChannel)."""
-        return self.state == COMPLETE and self.expires_at is not None and now - self.reauth_started >= 1.0
+        return self.state == SaslState.COMPLETE and self.expires_at is not None and now - self.reauth_started >= 1.0
 
     def begin_reauthentication(self, now: float) -> None:
         self.reauth_started = now
         self.reauthenticating = True
-        self.state = REAUTH_HANDSHAKE
+        self.state = SaslState.REAUTH_HANDSHAKE
 
     def handshake(self, mechanism: str) -> bool:
         """True when the mechanism is enabled; the next step is SaslAuthenticate."""
@@ -344,17 +347,17 @@ class SaslSession:
         if self.reauthenticating and mechanism != self.mechanism_name:
             self.bad_mechanism_message = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
                                           f"re-authentication of mechanism '{self.mechanism_name}'")
-            self.state = REAUTH_BAD_MECHANISM
+            self.state = SaslState.REAUTH_BAD_MECHANISM
             return True
         self.mechanism_name = mechanism
         self.mechanism = make_mechanism(mechanism, self.security, self.store)
-        self.state = AUTHENTICATE
+        self.state = SaslState.AUTHENTICATE
         return True
 
     def authenticate(self, token: bytes) -> tuple[bytes, int]:
         """One SaslAuthenticate step: the server's token and, once complete, the session lifetime
         in ms (0 when sessions do not expire). Raises SaslFailed."""
-        if self.state == REAUTH_BAD_MECHANISM:
+        if self.state == SaslState.REAUTH_BAD_MECHANISM:
             raise SaslFailed(self.bad_mechanism_message)
         assert self.mechanism is not None and self.mechanism_name is not None
         out = self.mechanism.evaluate(token)
@@ -379,6 +382,6 @@ class SaslSession:
                 lifetime = max(0, min(int(expiry - now_ms), max_reauth))
             self.expires_at = time.monotonic() + lifetime / 1000
         self.principal = principal
-        self.state = COMPLETE
+        self.state = SaslState.COMPLETE
         self.reauthenticating = False
         return out, lifetime

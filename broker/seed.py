@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from kafkalite.protocol.records import Record, build_batch
 
 from .clock import now_ms
-from .cluster import validate_topic_name
+from .cluster import topic_name_error
 from .credentials import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 from .settings.topic_keys import validate_topic_configs
 from .settings.values import ConfigError
@@ -223,7 +223,7 @@ def _topic(seed: Seed, i: int, raw: Any, base_dir: Path, broker_values: dict[str
     if not isinstance(name, str):
         raise seed.fail(entry, "a topic needs a name")
     entry = f"topics[{i}] ({name})"
-    reason = validate_topic_name(name)
+    reason = topic_name_error(name)
     if reason is not None:
         raise seed.fail(entry, reason)
     if name.startswith("__"):

@@ -27,17 +27,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.messages import EncodedBody, encode_response, has_field, make, response_type
 
 from .clock import now_ms
 from .handlers.produce import encoded_with_throttle_time
 from .quotas import FETCH, PRODUCE, REQUEST, user_of
-from .sasl import API_SASL_AUTHENTICATE, API_SASL_HANDSHAKE, API_VERSIONS
 
-API_PRODUCE, API_FETCH = 0, 1
-UNTHROTTLED = frozenset({API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE})
+UNTHROTTLED = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 # a forced throttle leaves the connection's set-up alone, as the faults do
-NOT_FORCED = UNTHROTTLED | {API_VERSIONS}
+NOT_FORCED = UNTHROTTLED | {ApiKey.API_VERSIONS}
 
 
 def throttle_time(ctx, request, response_size: int, started: float, request_size: int) -> tuple[int, bool]:
@@ -50,11 +49,11 @@ def throttle_time(ctx, request, response_size: int, started: float, request_size
     now = now_ms()
     percentage = (time.monotonic() - started) * 100.0
     empty_fetch = False
-    if api_key == API_PRODUCE:
+    if api_key == ApiKey.PRODUCE:
         bandwidth = quotas.record(PRODUCE, user, client_id, request_size, now)
         busy = 0 if request.acks == 0 else quotas.record(REQUEST, user, client_id, percentage, now)
         throttle = max(bandwidth, busy)
-    elif api_key == API_FETCH and getattr(request, "replica_id", -1) < 0:
+    elif api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) < 0:
         busy = quotas.record(REQUEST, user, client_id, percentage, now)
         bandwidth = quotas.record(FETCH, user, client_id, response_size, now)
         throttle = max(busy, bandwidth)
@@ -69,13 +68,13 @@ def throttle_time(ctx, request, response_size: int, started: float, request_size
         forced = quotas.take_forced(user, ctx.client_id)
         if forced > throttle:
             throttle = forced
-            empty_fetch = api_key == API_FETCH
+            empty_fetch = api_key == ApiKey.FETCH
     return throttle, empty_fetch
 
 
 def throttled_fetch(ctx, request, throttle_ms: int):
     """FetchContext.getThrottledResponse: no partitions; an incremental session keeps its id."""
-    rt = response_type(API_FETCH, ctx.api_version)
+    rt = response_type(ApiKey.FETCH, ctx.api_version)
     epoch = getattr(request, "session_epoch", -1)
     session_id = request.session_id if epoch > 0 else 0
     return make(rt, throttle_time=throttle_ms, error_code=ErrorCode.none, session_id=session_id, responses=(),

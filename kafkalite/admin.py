@@ -14,12 +14,13 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.protocol.api_keys import ApiKey
+
 if TYPE_CHECKING:
     from kafkalite.protocol.client import WireClient
 
-API_VERSIONS, METADATA, CREATE_TOPICS, DELETE_TOPICS = 18, 3, 19, 20
 # versions of each API this module can build (kio provides them)
-_KNOWN = {METADATA: range(4, 14), CREATE_TOPICS: range(2, 8), DELETE_TOPICS: range(1, 7)}
+_KNOWN: dict[int, range] = {ApiKey.METADATA: range(4, 14), ApiKey.CREATE_TOPICS: range(2, 8), ApiKey.DELETE_TOPICS: range(1, 7)}
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 3, 5
 
@@ -115,10 +116,10 @@ class AdminConnection:
     def metadata(self, topics: list[str] | None, allow_auto_create: bool = False) -> Any:
         from kio.index import load_request_schema
 
-        v = self.version(METADATA)
+        v = self.version(ApiKey.METADATA)
         if v is None:
             raise KafkaError("the broker serves no Metadata version this client knows")
-        cls = load_request_schema(METADATA, v)
+        cls = load_request_schema(ApiKey.METADATA, v)
         topic_cls = _nested(cls, "MetadataRequestTopic")
         req = _build(cls, topics=None if topics is None else tuple(_build(topic_cls, name=t, topic_id=None) for t in topics),
                      allow_auto_topic_creation=allow_auto_create, include_cluster_authorized_operations=False,
@@ -131,7 +132,7 @@ class AdminConnection:
         then give the asked partition count)."""
         from kio.index import load_request_schema
 
-        v = self.version(CREATE_TOPICS)
+        v = self.version(ApiKey.CREATE_TOPICS)
         if v is None:
             if configs:
                 raise KafkaError(f"cannot create {name!r} with configs: the broker does not serve CreateTopics")
@@ -151,7 +152,7 @@ class AdminConnection:
                 raise KafkaError(f"the broker does not serve CreateTopics and auto-created {name!r} with "
                                  f"{len(topic.partitions)} partition(s), not {partitions}")
             return
-        cls = load_request_schema(CREATE_TOPICS, v)
+        cls = load_request_schema(ApiKey.CREATE_TOPICS, v)
         topic_cls = _nested(cls, "CreatableTopic")
         config_cls = _nested(cls, "CreatableTopicConfig")
         topic = _build(topic_cls, name=name, num_partitions=partitions,
@@ -184,10 +185,10 @@ class AdminConnection:
         """DeleteTopics; False when the broker does not serve it or refuses."""
         from kio.index import load_request_schema
 
-        v = self.version(DELETE_TOPICS)
+        v = self.version(ApiKey.DELETE_TOPICS)
         if v is None:
             return False
-        cls = load_request_schema(DELETE_TOPICS, v)
+        cls = load_request_schema(ApiKey.DELETE_TOPICS, v)
         kw: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout), "topic_names": (name,)}
         if "topics" in {f.name for f in dataclasses.fields(cls)}:
             kw["topics"] = (_build(_nested(cls, "DeleteTopicState"), name=name, topic_id=None),)

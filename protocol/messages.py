@@ -22,6 +22,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from .api_keys import ApiKey
+
 # a request frame as read from a connection, or a view of part of one
 Frame = bytes | bytearray | memoryview
 
@@ -40,7 +42,7 @@ __all__ = [
     "API_VERSIONS_KEY",
 ]
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 _HEAD = struct.Struct(">hhi")
 # size prefix + response header v0 (correlation id) / v1 (correlation id, no tagged fields)
 _HEAD_PLAIN = struct.Struct(">ii")

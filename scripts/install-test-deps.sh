@@ -3,18 +3,21 @@
 # a fresh .venv with the package, every extra and PySpark; the oldest PySpark 4 the Spark tests
 # also run on; kcat, Chromium, the Java jar sets from Maven Central, kafkajs, podman and the
 # container tests' base image.
-# Idempotent but for the venv, which is made anew (from pip's cache): a second run
-# only checks what else is already there.
+# Idempotent: the venv is made anew (from pip's cache) only when pyproject.toml changed, and a
+# second run only checks what else is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS="${KAFKALITE_DEPS_DIR:-$PWD/.deps}"
 mkdir -p "$DEPS"
 
 # --- Python: a fresh virtual environment with the package, its extras and PySpark ---
-# .venv (ignored by git) is made anew by every run: a plain `python3 -m venv`, which does not see
-# the system's site-packages, so what the tests import is what `pip install '.[...]'` picks today
-# for a user (the newest versions pyproject.toml allows), never a pin left on the machine.
-# KAFKALITE_REUSE_VENV=1 keeps an existing .venv (for running a few tests again). pip's and uv's
+# .venv (ignored by git) is a plain `python3 -m venv`, which does not see the system's
+# site-packages, so what the tests import is what `pip install '.[...]'` picked for a user (the
+# newest versions pyproject.toml allows), never a pin left on the machine. It is made anew when
+# pyproject.toml or the install line changed since it was made (a stamp of their hash in the venv,
+# .kafkalite-install.sha256; CI's clean clone has no venv and always makes one), or with
+# KAFKALITE_FRESH_VENV=1 (to pick up releases since); KAFKALITE_REUSE_VENV=1 keeps any existing
+# .venv whatever its stamp (for running a few tests again). pip's and uv's
 # caches (downloads, and the wheel pip builds once from PySpark's ~430 MB sdist) stay where they
 # keep them for this user, so that another clone on the machine (a CI run's) does not download and
 # build PySpark again; with KAFKALITE_CACHE_DIR they live in that folder instead.
@@ -22,12 +25,19 @@ CACHE="${KAFKALITE_CACHE_DIR:-$PWD/.cache}"
 VENV="${KAFKALITE_VENV:-$PWD/.venv}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 if [ -n "${KAFKALITE_CACHE_DIR:-}" ]; then export PIP_CACHE_DIR="$CACHE/pip" UV_CACHE_DIR="$CACHE/uv"; fi
-if [ "${KAFKALITE_REUSE_VENV:-}" != 1 ] || [ ! -x "$VENV/bin/python" ]; then
+# every extra, PySpark (spark_tests/, examples/spark_pipeline.py) and uv (the lowest-versions job
+# of scripts/test.sh); editable, so the tests and the brokers they start run this checkout
+VENV_INSTALL=(-e '.[test,console,tls,compression,testcontainers]' pyspark uv)
+venv_stamp="$VENV/.kafkalite-install.sha256"
+venv_sha="$( (cat pyproject.toml; echo "${VENV_INSTALL[*]}") | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$VENV/bin/python" ] || { [ "${KAFKALITE_REUSE_VENV:-}" != 1 ] \
+        && { [ "${KAFKALITE_FRESH_VENV:-}" = 1 ] || [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_sha" ]; }; }; then
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    # every extra, PySpark (spark_tests/, examples/spark_pipeline.py) and uv (the lowest-versions
-    # job of scripts/test.sh); editable, so the tests and the brokers they start run this checkout
-    "$VENV/bin/python" -m pip install --quiet -e '.[test,console,tls,compression,testcontainers]' pyspark uv
+    "$VENV/bin/python" -m pip install --quiet "${VENV_INSTALL[@]}"
+    echo "$venv_sha" > "$venv_stamp"
+else
+    echo "reusing $VENV (pyproject.toml unchanged since it was made; KAFKALITE_FRESH_VENV=1 makes it anew)"
 fi
 "$VENV/bin/python" - <<'PY'
 from importlib.metadata import version

@@ -1,31 +1,70 @@
 #!/usr/bin/env bash
-# The lowest-versions job: a second fresh venv (.venv-lowest, ignored by git) with the lowest
-# version of every direct dependency that pyproject.toml allows (uv's --resolution lowest-direct;
-# uv comes from .venv, made by scripts/install-test-deps.sh), running the unit tests of protocol/,
-# storage/, broker/ (the console's browser tests included) and kafkalite/, so that the lower bound
-# of every range is proven as the main run proves the newest versions. It prints the versions it
-# tested. Left out: the slow-marked tests, and the wheel and Java example tests, which install or
-# run nothing from this venv's versions. Extra arguments go to pytest (instead of the default
-# selection).
+# The lowest-versions job: a second venv (.venv-lowest, ignored by git) with the lowest version of
+# every direct dependency that pyproject.toml allows (uv's --resolution lowest-direct; uv comes
+# from .venv, made by scripts/install-test-deps.sh), so that the lower bound of every range is
+# proven as the main run proves the newest versions. It prints the versions it tested.
+# What it runs:
+# - in full (the unit tests of protocol/, storage/, broker/ with the console's browser tests, and
+#   kafkalite/) when pyproject.toml changed since its last full pass: a stamp of pyproject.toml's
+#   hash in the cache folder (.cache/lowest-full-pass.sha256, or KAFKALITE_CACHE_DIR's), written
+#   when a full pass succeeds; a clean clone has none and runs in full; LOWEST_FULL=1 forces it;
+# - otherwise only the test files of the modules whose dependencies have ranges beyond the core's
+#   (RANGED_TESTS below: the console, the controls, the schema registry, the CLI, the pytest plugin,
+#   TLS, compression, testcontainers, and the reset control that set confluent-kafka's floor): the
+#   versions installed are the same as at the full pass, and the rest of the code runs the core
+#   (trio, kio, crc32c) that the full pass proved.
+# Left out in both: the slow-marked tests, and the wheel and Java example tests, which install or
+# run nothing from this venv's versions. The venv is reused while pyproject.toml is unchanged (a
+# stamp of its hash in the venv). Extra arguments go to pytest (instead of the default selection).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${KAFKALITE_VENV:-$PWD/.venv}"
 LOWEST="${KAFKALITE_LOWEST_VENV:-$PWD/.venv-lowest}"
 # uv's cache stays the user's unless KAFKALITE_CACHE_DIR moves it (as in install-test-deps.sh)
 if [ -n "${KAFKALITE_CACHE_DIR:-}" ]; then export UV_CACHE_DIR="$KAFKALITE_CACHE_DIR/uv"; fi
-rm -rf "$LOWEST"
-python3 -m venv "$LOWEST"
-"$VENV/bin/uv" pip install --quiet --python "$LOWEST/bin/python" --resolution lowest-direct \
-    -e '.[test,console,tls,compression,testcontainers]'
+CACHE="${KAFKALITE_CACHE_DIR:-$PWD/.cache}"
+LOWEST_INSTALL=(--resolution lowest-direct -e '.[test,console,tls,compression,testcontainers]')
+pyproject_sha="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+lowest_sha="$( (cat pyproject.toml; echo "${LOWEST_INSTALL[*]}") | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$LOWEST/bin/python" ] || [ "$(cat "$LOWEST/.kafkalite-install.sha256" 2>/dev/null)" != "$lowest_sha" ]; then
+    rm -rf "$LOWEST"
+    python3 -m venv "$LOWEST"
+    "$VENV/bin/uv" pip install --quiet --python "$LOWEST/bin/python" "${LOWEST_INSTALL[@]}"
+    echo "$lowest_sha" > "$LOWEST/.kafkalite-install.sha256"
+fi
 "$LOWEST/bin/python" - <<'PY'
 from importlib.metadata import version
 print("lowest versions:", ", ".join(f"{n} {version(n)}" for n in (
     "trio", "kio", "crc32c", "anyio", "starlette", "hypercorn", "cramjam", "trustme", "cryptography",
     "testcontainers", "confluent-kafka", "pytest", "playwright")))
 PY
+# the test files of the modules whose dependencies have ranges beyond the core's (see above)
+RANGED_TESTS=(
+    kafkalite/broker/tests/test_console.py kafkalite/broker/tests/test_console_browser.py  # starlette, hypercorn, anyio
+    kafkalite/broker/tests/test_console_browser_groups.py kafkalite/broker/tests/test_console_controls.py
+    kafkalite/broker/tests/test_controls_*.py                       # the controls (the console's stack), confluent-kafka
+    kafkalite/broker/tests/schema_registry                          # avro, jsonschema, protobuf, proto-schema-parser
+    kafkalite/broker/tests/test_cli_settings.py kafkalite/broker/tests/test_cli_metrics.py  # the CLI
+    kafkalite/broker/tests/test_startup_errors.py
+    kafkalite/tests/test_pytest_plugin.py kafkalite/tests/test_pytest_isolation.py          # pytest, the plugin
+    kafkalite/broker/tests/test_security_config.py kafkalite/broker/tests/test_listeners.py # trustme, cryptography
+    kafkalite/protocol/tests/test_records.py kafkalite/storage/tests/test_log.py            # cramjam
+    kafkalite/storage/tests/test_compaction.py kafkalite/broker/tests/test_produce_validation.py
+    kafkalite/tests/test_testcontainers.py                          # testcontainers
+)
+full_pass_stamp="$CACHE/lowest-full-pass.sha256"
+full=0
 if [ $# -eq 0 ]; then
-    set -- -n "${TEST_WORKERS:-3}" --dist loadfile -m "not slow" kafkalite/protocol/tests kafkalite/storage/tests \
-        kafkalite/broker/tests kafkalite/tests \
-        --ignore=kafkalite/tests/test_wheel.py --ignore=kafkalite/tests/test_java_example.py
+    if [ "${LOWEST_FULL:-}" = 1 ] || [ "$(cat "$full_pass_stamp" 2>/dev/null)" != "$pyproject_sha" ]; then
+        full=1
+        echo "lowest versions: the full selection (pyproject.toml changed since the last full pass, or none is recorded)"
+        set -- kafkalite/protocol/tests kafkalite/storage/tests kafkalite/broker/tests kafkalite/tests \
+            --ignore=kafkalite/tests/test_wheel.py --ignore=kafkalite/tests/test_java_example.py
+    else
+        echo "lowest versions: the modules with ranged dependencies (pyproject.toml as at the last full pass)"
+        set -- "${RANGED_TESTS[@]}"
+    fi
+    set -- -n "${TEST_WORKERS:-3}" --dist loadfile -m "not slow" "$@"
 fi
 PATH="$LOWEST/bin:$PATH" VIRTUAL_ENV="$LOWEST" "$LOWEST/bin/python" -m pytest "$@"
+if [ "$full" = 1 ] && [ -d "$CACHE" ]; then echo "$pyproject_sha" > "$full_pass_stamp"; fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything the tests need (scripts/install-test-deps.sh: a fresh .venv with the newest
-# versions pyproject.toml allows; everything Python runs from it), checks the code (ruff, mypy; configured in pyproject.toml;
+# Installs everything the tests need (scripts/install-test-deps.sh: a .venv with the newest
+# versions pyproject.toml allows, made anew when pyproject.toml changed; everything Python runs
+# from it), checks the code (ruff, mypy; configured in pyproject.toml;
 # a finding fails the run), then runs every test (pyproject.toml's testpaths): unit tests of
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
@@ -17,7 +18,9 @@
 # Beside that Kafka pass, the Spark tests' smallest part once more on the oldest PySpark 4 whose
 # Kafka connector Maven Central serves, then the lowest-versions job (scripts/test-lowest.sh, on two
 # workers): the lowest versions pyproject.toml allows, in a second venv, under the unit tests and
-# the console's browser test.
+# the console's browser test when pyproject.toml changed since its last full pass, otherwise under
+# the test files of the modules whose dependencies have ranges (test-lowest.sh says which).
+# After each change, scripts/quick.sh is the loop to run (a minute or two); this is the full run.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
 # with arguments, only that one run happens (in the existing .venv when there is one).
 # COMPAT_BROKER=kafka runs it on Apache Kafka.
@@ -57,6 +60,9 @@ if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ];
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
+# The full run keeps no pytest cache (--lf/--ff are for scripts/quick.sh and runs with arguments):
+# each pass starts from the same nothing, in CI's clean clone as here.
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p no:cacheprovider"
 # --durations: the slowest tests of each pass at the end of its output, to keep the whole command
 # within its time budget (25 minutes from an empty clone)
 python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.index import api_key_map
 
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.batch import BatchHeader
 
 from ..clock import now_ms
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from ..state import Broker
 
 DEFAULT_LIMIT = 10_000
-_API_VERSIONS = 18
-_PRODUCE = 0
 _PARTITION_FIELDS = ("partition_index", "partition", "index")
 _PARTITION_LISTS = ("partition_indexes", "partitions")
 _SCALARS = ("transactional_id", "group_id", "member_id", "producer_id", "producer_epoch")
@@ -75,7 +74,7 @@ class RequestLog:
     def record(self, ctx: "RequestContext", request: Any) -> None:
         key = ctx.header.api_key
         peer = ctx.peer
-        if key == _API_VERSIONS and getattr(request, "client_software_name", None):
+        if key == ApiKey.API_VERSIONS and getattr(request, "client_software_name", None):
             if len(self._software) > 10 * DEFAULT_LIMIT:
                 self._software.clear()
             self._software[peer] = (request.client_software_name, request.client_software_version)
@@ -112,7 +111,7 @@ def key_fields(broker: "Broker", api_key: int, request: Any) -> dict[str, Any]:
     _walk_topics(broker, request, topics, None)
     if topics:
         out["topics"] = topics
-    if api_key == _PRODUCE:
+    if api_key == ApiKey.PRODUCE:
         out["acks"] = int(request.acks)
         header = _first_batch(request)
         if header is not None:

@@ -10,14 +10,9 @@ rich fixture once and returns to it before each test.
     drop-snapshot   name: delete one
 
 A snapshot lives in `<data dir>/.kafkalite-snapshots/NAME/`: per partition a directory like the
-partition's own. A snapshot first rolls each partition's log (a new, empty active segment), so
-every record is in a segment file that is never written again: those files and their indexes are
-hard links in the snapshot and again in each restored copy, as are the checkpoint, producer
-snapshot and marker files (the log replaces or removes them by name, never writes into them), so
-saving and restoring a large state costs a link per file; only the empty active segment's files
-(appended in place) and the metadata files of the broker are copied. A
-clean-shutdown marker and a producer snapshot at the log end offset go with each partition, so a
-restore opens each log from its indexes without a recovery scan and replays no producer state.
+partition's own, saved (Partition.save_copy) and put back by storage.copies (which of the log's files are linked and
+which copied is storage's knowledge): saving and restoring a large state costs a link per file, and
+a restored log opens without a recovery scan. The metadata files of the broker are copied.
 
 A restore deletes the current topics (their directories are renamed into a trash directory that
 a thread empties), links and copies the snapshot's files into place and opens the logs.
@@ -39,12 +34,10 @@ import os
 import re
 import shutil
 import time
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.storage.log import CLEAN_SHUTDOWN_FILE
-from kafkalite.storage.snapshots import producer_snapshot_bytes, producer_snapshot_name
+from kafkalite.storage.copies import copy_small_file, restore_partition
 
 from ..clock import now_ms
 from ..cluster import partition_dir_name
@@ -53,7 +46,6 @@ from . import ControlError, control
 from .reset import GROUP_CONFIGS_FILE, reset_state
 
 if TYPE_CHECKING:
-    from ..cluster import Partition
     from ..state import Broker
 
 log = logging.getLogger("kafkalite.snapshot")
@@ -65,8 +57,6 @@ _TOPICS_FILE = "__cluster_metadata/topics.json"
 _META_FILES = (_TOPICS_FILE, "__cluster_metadata/acls.json",
                f"__cluster_metadata/{GROUP_CONFIGS_FILE}", ScramStore.FILE)
 _PARTITIONS = "partitions"
-_SKIPPED_SUFFIXES = (".snapshot", ".tmp", ".cleaned")
-_SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 
 
 def _root(broker: "Broker") -> Path:
@@ -80,70 +70,6 @@ def _checked_name(name: Any) -> str:
     return name
 
 
-def _copy(src: str | Path, dest: str | Path) -> int:
-    """Copy a small file with a few system calls; returns its size."""
-    fd = os.open(src, os.O_RDONLY)
-    try:
-        data = b""
-        chunk = os.read(fd, 1 << 20)
-        while chunk:
-            data += chunk
-            chunk = os.read(fd, 1 << 20)
-    finally:
-        os.close(fd)
-    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(out, view):]
-    finally:
-        os.close(out)
-    return len(data)
-
-
-def _active_segment(directory: Path) -> str | None:
-    """The file name stem of the partition's active segment (the highest base offset)."""
-    logs = sorted(name for name in os.listdir(directory) if name.endswith(".log"))
-    return logs[-1][:-len(".log")] if logs else None
-
-
-def _link_or_copy_log_dir(src: Path, dest: Path, active: str | None, *, live: bool = False) -> int:
-    """The files of a partition directory into `dest`: the active segment's (`active`: its file
-    name stem) copied, since the log appends to them in place; every other file linked: sealed
-    segments and their indexes are never written again, and the log replaces or removes its other
-    files (checkpoints, producer snapshots, the clean-shutdown marker) by name, never in place.
-    Returns the bytes copied. From a `live` log, its own clean-shutdown marker and producer
-    snapshots are left out (the snapshot gets its own, taken now)."""
-    os.mkdir(dest)
-    copied = 0
-    with os.scandir(src) as entries:
-        for entry in entries:
-            name = entry.name
-            if live and (name == CLEAN_SHUTDOWN_FILE or name.endswith(_SKIPPED_SUFFIXES)):
-                continue
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            target = os.path.join(dest, name)
-            if active is not None and name.startswith(active) and name.endswith(_SEGMENT_SUFFIXES):
-                if entry.stat().st_size:
-                    copied += _copy(entry.path, target)
-                else:  # the empty active segment a snapshot's roll leaves
-                    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
-            else:
-                os.link(entry.path, target)
-    return copied
-
-
-def _save_partition(part: "Partition", dest: Path) -> int:
-    # the records so far go into a sealed segment, which neither the broker nor a restored copy
-    # ever writes again: linked, not copied, here and at every restore
-    copied = part.copy_files(dest, partial(_link_or_copy_log_dir, live=True), now_ms())
-    end = part.high_watermark
-    (dest / producer_snapshot_name(end)).write_bytes(producer_snapshot_bytes(part.producers.to_snapshot()))
-    (dest / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
-    return copied
-
-
 def save_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     root = _root(broker)
@@ -154,13 +80,15 @@ def save_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
     copied = records = 0
     parts = list(broker.cluster.all_partitions())
     for part in parts:
-        copied += _save_partition(part, tmp / _PARTITIONS / partition_dir_name(part.topic.name, part.index))
+        # the records so far go into a sealed segment, which neither the broker nor a restored
+        # copy ever writes again: linked, not copied, here and at every restore
+        copied += part.save_copy(tmp / _PARTITIONS / partition_dir_name(part.topic.name, part.index), now_ms())
         records += part.high_watermark - part.log_start_offset
     for rel in _META_FILES:
         src = data_dir / rel
         if src.exists():
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            _copy(src, tmp / rel)
+            copy_small_file(src, tmp / rel)
     shutil.rmtree(target, ignore_errors=True)
     os.rename(tmp, target)
     took_ms = (time.perf_counter() - t0) * 1000
@@ -182,11 +110,11 @@ async def restore_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
         dest = data_dir / src.name
         if dest.exists():  # left behind by a topic deleted while a file of it was in use
             shutil.rmtree(dest)
-        copied += _link_or_copy_log_dir(src, dest, _active_segment(src))
+        copied += restore_partition(src, dest)
     for rel in _META_FILES:
         src = source / rel
         if src.exists():
-            _copy(src, data_dir / rel)
+            copy_small_file(src, data_dir / rel)
         elif rel == _TOPICS_FILE:  # a snapshot of a broker without topics
             (data_dir / rel).unlink(missing_ok=True)
     cluster = broker.cluster

@@ -81,9 +81,6 @@ class ClassicGroup:
     def has_member(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def describe_state(self) -> str:
-        return self.state
-
     def next_deadline(self) -> int | None:
         ds = list(self.pending_members.values())
         for m in self.members.values():

@@ -20,7 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..cluster import validate_topic_name
+from ..cluster import topic_name_error
 from ..internal_store import CoordinatorWriteError
 from ..settings.topic_keys import validate_topic_configs
 from ..settings.values import ConfigError
@@ -73,7 +73,7 @@ class StreamsRequests(GroupPersistence):
                     continue
                 # names and configs are checked as CreateTopics checks them: a bad one is not created
                 # and the group keeps reporting it missing, as Kafka's failed auto-creation leaves it
-                reason = validate_topic_name(name)
+                reason = topic_name_error(name)
                 try:
                     configs = validate_topic_configs(dict(info.configs)) if reason is None else {}
                 except ConfigError as exc:

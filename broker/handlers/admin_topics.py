@@ -82,7 +82,7 @@ from kafkalite.protocol.error_responses import kafka_message
 from kafkalite.protocol.messages import make
 
 from ..clock import now_ms
-from ..cluster import Topic
+from ..cluster import Topic, topic_name_error
 from ..context import RequestContext
 from ..quotas import ControllerMutationQuota, ThrottlingQuotaExceeded
 from ..internal_topics import INTERNAL_TOPICS
@@ -133,20 +133,6 @@ def record_mutations(quota: ControllerMutationQuota | None, partitions: int) -> 
         quota.record(partitions)
     except ThrottlingQuotaExceeded:
         raise AdminError(ErrorCode.throttling_quota_exceeded) from None
-
-
-def topic_name_error(name: str | None) -> str | None:
-    """Kafka's Topic.validate message for an illegal name, or None."""
-    if name is None or name == "":
-        return "Topic name is invalid: the empty string is not allowed"
-    if name in (".", ".."):
-        return f"Topic name is invalid: '{name}' is not allowed"
-    if len(name) > 249:
-        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length 249"
-    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
-        return (f"Topic name is invalid: '{name}' contains one or more characters other than "
-                "ASCII alphanumerics, '.', '_' and '-'")
-    return None
 
 
 def colliding_topic(cluster, name: str) -> str | None:

@@ -34,7 +34,7 @@ from kafkalite.protocol.messages import make
 from ..context import RequestContext
 from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
                           operations)
-from ..cluster import Topic, validate_topic_name
+from ..cluster import Topic, topic_name_error
 from ..placement import PlacementError
 from . import api
 from .common import response_module
@@ -115,17 +115,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             topic = cluster.topics.get(name)
             if topic is None:
-                reason = validate_topic_name(name or "")
+                reason = topic_name_error(name)
                 if reason is not None:
                     topics_out.append(_make_topic(mod, ErrorCode.invalid_topic_exception, name, None, False, ()))
                     continue
-                if allow_auto and ctx.broker.config["auto.create.topics.enable"] and not name.startswith("__"):
+                if allow_auto and ctx.broker.config.bool_of("auto.create.topics.enable") and not name.startswith("__"):
                     if not (allowed_cluster(ctx, AclOperation.CREATE)
                             or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
                         topics_out.append(_make_topic(mod, ErrorCode.topic_authorization_failed, name, None, False, ()))
                         continue
                     try:
-                        topic = cluster.create_topic(name, ctx.broker.config["num.partitions"])
+                        topic = cluster.create_topic(name, ctx.broker.config.int_of("num.partitions"))
                     except PlacementError:  # default.replication.factor above the node count
                         topics_out.append(_make_topic(mod, ErrorCode.invalid_replication_factor, name, None, False,
                                                       ()))

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from kafkalite.protocol.messages import make
 
 from ..context import RequestContext
-from ..sasl import AUTHENTICATE, COMPLETE, REAUTH_BAD_MECHANISM, SaslFailed
+from ..sasl import SaslFailed, SaslState
 from . import api
 from .common import response_module
 
@@ -37,7 +37,7 @@ log = logging.getLogger("kafkalite.sasl")
 async def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     sasl = ctx.conn.sasl if ctx.conn is not None else None
-    if sasl is None or sasl.state == COMPLETE:
+    if sasl is None or sasl.state == SaslState.COMPLETE:
         return make(mod.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
     enabled = tuple(sasl.security.mechanisms)
     sasl.raw_tokens = ctx.api_version == 0
@@ -52,7 +52,7 @@ async def sasl_handshake(ctx: RequestContext, request: Any) -> Any:
 async def sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
     mod = response_module(ctx)
     sasl = ctx.conn.sasl if ctx.conn is not None else None
-    if sasl is None or sasl.state not in (AUTHENTICATE, REAUTH_BAD_MECHANISM):
+    if sasl is None or sasl.state not in (SaslState.AUTHENTICATE, SaslState.REAUTH_BAD_MECHANISM):
         return make(mod.SaslAuthenticateResponse, error_code=ErrorCode.illegal_sasl_state,
                     error_message="SaslAuthenticate request received after successful authentication",
                     auth_bytes=b"", session_lifetime=0)

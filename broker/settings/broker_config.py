@@ -72,6 +72,27 @@ class BrokerConfig:
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
+    # The typed seam: a value read as the type its key parses to, checked (a key read as the wrong
+    # type is a TypeError naming it, not an Any that travels). `config[key]` stays for the call
+    # sites not moved yet.
+    def int_of(self, key: str) -> int:
+        value = self.values[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"broker setting {key} is a {type(value).__name__}, not an int")
+        return value
+
+    def bool_of(self, key: str) -> bool:
+        value = self.values[key]
+        if not isinstance(value, bool):
+            raise TypeError(f"broker setting {key} is a {type(value).__name__}, not a bool")
+        return value
+
+    def str_of(self, key: str) -> str:
+        value = self.values[key]
+        if not isinstance(value, str):
+            raise TypeError(f"broker setting {key} is a {type(value).__name__}, not a str")
+        return value
+
     def advertised_for(self, listener_name: str) -> Listener:
         """The address a client connected to `listener_name` is told to use."""
         for adv in self.advertised_listeners:

@@ -16,6 +16,7 @@ from confluent_kafka.admin import (
 
 import kafkalite
 from compat_tests.differ.core import request
+from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient, decode_response
 
 from .admin_helpers import allow_read_and_add_user
@@ -36,15 +37,6 @@ def broker():
 @pytest.fixture
 def admin(broker):
     return AdminClient({"bootstrap.servers": broker.bootstrap})
-
-
-def _wait(cond, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _consume(consumer, n, timeout=15.0):
@@ -186,7 +178,9 @@ def test_reset_answers_members_waiting_in_join_group(broker):
             second.send_only(request(11, 5, group_id=group, session_timeout=30_000, rebalance_timeout=30_000,
                                  member_id=member2, group_instance_id=None, protocol_type="consumer",
                                  protocols=proto))
-            time.sleep(0.3)
+            # parked: its join moved the group to PreparingRebalance, where it waits for the first
+            wait_until(lambda: first.request(request(15, 5, groups=[group], include_authorized_operations=False))
+                       .groups[0].group_state == "PreparingRebalance", 30, what="the second join to be parked")
             broker.controls.reset()
             answer = decode_response(11, 5, second.recv_frame())
             assert answer.error_code == 16  # NOT_COORDINATOR

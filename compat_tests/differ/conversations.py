@@ -439,8 +439,9 @@ def classic_rebalance(c: Conversation) -> None:
         b = join(c, jv, "g", step="B asks to join")
         b_id = b.member_id
     pending = c.begin(11, jv, **join_fields(b_id))
-    time.sleep(0.5)  # B's join is parked until A rejoins
-    describe("preparing rebalance")
+    # B's join is parked until A rejoins: the group says so once the broker has it
+    c.until(15, c.ver(15), lambda resp: resp.groups[0].group_state == "PreparingRebalance",
+            label="preparing rebalance", groups=[c["g"]], include_authorized_operations=False)
     c.send(12, c.v, label="A's heartbeat during the rebalance", group_id=c["g"], generation_id=a.generation_id,
            member_id=a.member_id, group_instance_id=None)
     a2 = join(c, jv, "g", a.member_id, step="A rejoins")

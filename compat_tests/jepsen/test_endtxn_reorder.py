@@ -24,6 +24,7 @@ import kio.schema.init_producer_id.v5.request as ip5
 import kio.schema.list_offsets.v7.request as lo7
 import kio.schema.metadata.v12.request as md12
 import kio.schema.produce.v12.request as p12
+from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import Record, build_batch
 
@@ -73,13 +74,6 @@ def _state(wire, tid):
     return wire.request(dt0.DescribeTransactionsRequest(transactional_ids=(tid,))).transaction_states[0]
 
 
-def _wait(cond, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("late_commit", [True, False], ids=["late-commit", "late-abort"])
 def test_a_late_end_txn_of_the_previous_transaction_is_refused(bootstrap, late_commit):
     topic = "reorder-" + uuid.uuid4().hex[:8]
@@ -99,16 +93,19 @@ def test_a_late_end_txn_of_the_previous_transaction_is_refused(bootstrap, late_c
         _retry(lambda: _produce(wire, tid, topic, pid, epoch, 0, b"n"), "produce N")
         r = _retry(lambda: _end(wire, tid, pid, epoch, True), "EndTxn N")
         assert r.producer_epoch == epoch + 1  # KIP-890: every EndTxn bumps the epoch
-        _wait(lambda: _offsets(wire, topic) == (2, 2), "N's commit marker")
+        wait_until(lambda: _offsets(wire, topic) == (2, 2), 30, what="N's commit marker")
 
         # Transaction N+1 begins: one record at the new epoch.
         _retry(lambda: _produce(wire, tid, topic, pid, epoch + 1, 0, b"n+1"), "produce N+1")
-        _wait(lambda: _state(wire, tid).transaction_state == "Ongoing", "N+1 ongoing")
+        wait_until(lambda: _state(wire, tid).transaction_state == "Ongoing", 30, what="N+1 ongoing")
 
         # The delayed EndTxn of N arrives now, with N's epoch.
         late = _end(wire, tid, pid, epoch, late_commit)
         assert late.error_code == E.producer_fenced, late
-        time.sleep(0.5)  # markers, had any been ordered, are written by now
+        # Had the late EndTxn been taken, the coordinator would be completing a transaction now
+        # (PrepareCommit/PrepareAbort, its markers on their way), not Ongoing at the new epoch; a
+        # marker written meanwhile would show in the offsets below at N+1's own end, which waits
+        # for the log to hold exactly four entries (N, its marker, N+1, its marker).
         st = _state(wire, tid)
         assert (st.transaction_state, st.producer_epoch) == ("Ongoing", epoch + 1)
         assert _offsets(wire, topic) == (2, 3), "N+1's record must stay above the LSO"
@@ -116,4 +113,4 @@ def test_a_late_end_txn_of_the_previous_transaction_is_refused(bootstrap, late_c
         # N+1 ends by its own EndTxn, at its own epoch.
         r = _retry(lambda: _end(wire, tid, pid, epoch + 1, True), "EndTxn N+1")
         assert r.producer_epoch == epoch + 2
-        _wait(lambda: _offsets(wire, topic) == (4, 4), "N+1's commit marker")
+        wait_until(lambda: _offsets(wire, topic) == (4, 4), 30, what="N+1's commit marker (and no other)")

@@ -54,8 +54,17 @@ class Entrypoint:
                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         self.lines: list[str] = []
         self.err: list[str] = []
-        threading.Thread(target=self._drain, args=(self.proc.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._drain, args=(self.proc.stderr, self.err), daemon=True).start()
+        self._drains = [threading.Thread(target=self._drain, args=(self.proc.stdout, self.lines), daemon=True),
+                        threading.Thread(target=self._drain, args=(self.proc.stderr, self.err), daemon=True)]
+        for drain in self._drains:
+            drain.start()
+
+    def wait(self, timeout: float) -> int:
+        """The exit status, once the process has exited and all its output is collected."""
+        status = self.proc.wait(timeout)
+        for drain in self._drains:
+            drain.join(timeout)
+        return status
 
     @staticmethod
     def _drain(stream, into):
@@ -137,8 +146,7 @@ def test_entrypoint_listeners_and_advertised_listeners_from_env(run_entrypoint, 
 
 def test_entrypoint_reports_a_bad_variable(run_entrypoint, tmp_path):
     e = run_entrypoint(image_env(KAFKALITE_PORT="0", KAFKALITE_DATA_DIR=str(tmp_path), KAFKALITE_NUM_PARTITON="3"))
-    assert e.proc.wait(20) == 2
-    time.sleep(0.1)
+    assert e.wait(20) == 2
     assert any("KAFKALITE_NUM_PARTITON" in line for line in e.err)
 
 
