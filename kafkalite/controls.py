@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         result = controls.call(args.name, **arguments)
     except ControlFailed as exc:
         print(f"kafkalite control: {exc.text}", file=sys.stderr)
-        if exc.state is not None:  # an unmet wait: what the broker last saw
+        if exc.status in (408, 409):  # an unmet wait: what the broker last saw
             print(json.dumps({"error": exc.text, "state": exc.state}))
         return 1
     except (urllib.error.URLError, OSError) as exc:
