@@ -9,8 +9,9 @@ or not at all on a loaded machine):
                     describes it (members, assignment, generation/epoch, offsets and lag)
     wait-committed  group, topic, partition=null, offset=null, timeout_ms=30000: the group's
                     committed offset of each partition of `topic` (or of `partition`) reaches
-                    `offset`, or with none given the partition's high watermark (lag 0);
-                    transactional offsets count once their transaction commits
+                    `offset`, or with none given the partition's high watermark (lag 0; an
+                    empty partition needs no commit); transactional offsets count once their
+                    transaction commits
     wait-idle       timeout_ms=30000: no open transaction, no group rebalancing, no response
                     held by a delay fault, and the LSO equal to the high watermark on every
                     partition; returns the partitions and groups looked at
@@ -168,6 +169,8 @@ def _committed_unmet(broker: "Broker", group_id: str, topic: str, partition: int
         target = offset if offset is not None else part.high_watermark
         row = rows.get((topic, part.index))
         committed = row["committed_offset"] if row is not None else None
+        if committed is None and offset is None and part.high_watermark <= part.log_start_offset:
+            continue  # nothing to read: an empty partition has no lag, and a consumer commits nothing there
         if committed is None or committed < target:
             short.append({"topic": topic, "partition": part.index, "committed_offset": committed,
                           "target": target, "high_watermark": part.high_watermark,
