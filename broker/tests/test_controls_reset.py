@@ -186,7 +186,8 @@ def test_reset_answers_members_waiting_in_join_group(broker):
             second.send_only(request(11, 5, group_id=group, session_timeout=30_000, rebalance_timeout=30_000,
                                  member_id=member2, group_instance_id=None, protocol_type="consumer",
                                  protocols=proto))
-            time.sleep(0.3)
+            # the broker says when the second join is parked: the group rebalances, waiting for the first
+            broker.wait_for_group(group, state="PreparingRebalance", members=2, assigned=False)
             broker.controls.reset()
             answer = decode_response(11, 5, second.recv_frame())
             assert answer.error_code == 16  # NOT_COORDINATOR
