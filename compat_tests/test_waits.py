@@ -27,15 +27,13 @@ from compat_tests import brokers
 from compat_tests.cleanup import killed_at_end
 from compat_tests.clients.base import Msg
 from compat_tests.groups.members import Member
+from compat_tests.test_groups import KINDS
 
 pytestmark = pytest.mark.controls
 
-GROUP_CLIENTS = [
-    pytest.param(("java", "classic"), marks=pytest.mark.java, id="java-classic"),
-    pytest.param(("java", "consumer"), marks=pytest.mark.java, id="java-consumer"),
-    pytest.param(("franz", "classic"), marks=pytest.mark.franz, id="franz-classic"),
-    pytest.param(("kafkajs", "classic"), marks=pytest.mark.kafkajs, id="kafkajs"),
-]
+# the group test's members of the Java client, franz-go (its KIP-848 member joins kafkalite with
+# JoinGroup: the classic protocol only here) and kafkajs (confluent-kafka's are in broker/tests)
+GROUP_CLIENTS = [kind for kind in KINDS if kind.id in {"java-classic", "java-consumer", "franz-classic", "kafkajs"}]
 
 
 @pytest.fixture(scope="module")
