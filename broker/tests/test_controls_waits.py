@@ -267,3 +267,21 @@ def test_request_log_on_by_default_with_errors_and_times(broker):
         consumer.close()
     fetches = broker.controls.requests(client_id="logged-reader").of("Fetch")
     assert "OFFSET_OUT_OF_RANGE" in {e["error"] for e in fetches}
+
+
+def test_wait_idle_names_a_response_held_by_a_delay_fault(broker):
+    topic = _topic("held")
+    _produce(broker, topic, (b"k", b"first", None))
+    broker.controls.delay_responses(api="Produce", ms=5_000, count=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    try:
+        producer.produce(topic, value=b"held", partition=0)
+        producer.poll(0)
+        # appended, its answer held back by the fault
+        broker.wait_for_records(topic, count=2, isolation="read_uncommitted")
+        status, answer = _post(broker, "wait-idle", timeout_ms=200)
+        assert status == 408 and {"what": "held responses", "count": 1} in answer["state"]["busy"]
+        assert broker.wait_idle(timeout_ms=30_000)["idle"] is True  # once the answer went out
+        assert producer.flush(15) == 0
+    finally:
+        broker.controls.clear_faults()
