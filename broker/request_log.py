@@ -164,14 +164,46 @@ def _topic_name(cluster: Cluster, obj: Any) -> str | None:
     return None
 
 
+class _Shape:
+    """What the walks need of one message class, worked out once per class (dataclasses.fields
+    and the name tests cost more than the walk itself)."""
+
+    __slots__ = ("fields", "is_topic")
+
+    def __init__(self, cls: type):
+        self.fields = tuple(f.name for f in dataclasses.fields(cls) if f.name != "records")
+        self.is_topic = "Topic" in cls.__name__
+
+
+# every class met, messages and others (None): a few dozen message classes and the value types
+_SHAPES: dict[type, _Shape | None] = {}
+
+
+def _shape(cls: type) -> _Shape | None:
+    """The shape of a message class, None for anything that is not a message (a dataclass)."""
+    try:
+        return _SHAPES[cls]
+    except KeyError:
+        shape = _SHAPES[cls] = _Shape(cls) if dataclasses.is_dataclass(cls) else None
+        return shape
+
+
+def _nested(value: Any) -> bool:
+    """A message, or a non-empty list of messages (or of lists)."""
+    if type(value) in (tuple, list):
+        return bool(value) and (type(value[0]) in (tuple, list) or _shape(type(value[0])) is not None)
+    return _shape(type(value)) is not None
+
+
 def _walk_topics(cluster: Cluster, obj: Any, topics: dict[str, list[int]], current: str | None) -> None:
-    if isinstance(obj, (tuple, list)):
+    if type(obj) in (tuple, list):
         for item in obj:
             _walk_topics(cluster, item, topics, current)
         return
-    if not dataclasses.is_dataclass(obj):
+    shape = _shape(type(obj))
+    if shape is None:
         return
-    if "Topic" in type(obj).__name__:
+    if shape.is_topic:
         name = _topic_name(cluster, obj)
         if name is not None:
             current = name
@@ -182,13 +214,11 @@ def _walk_topics(cluster: Cluster, obj: Any, topics: dict[str, list[int]], curre
             if isinstance(value, int) and not isinstance(value, bool):  # kio's int32 is an int
                 topics[current].append(int(value))
                 break
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.name in _PARTITION_LISTS and current is not None and value and not dataclasses.is_dataclass(value[0]):
+    for name in shape.fields:
+        value = getattr(obj, name)
+        if name in _PARTITION_LISTS and current is not None and value and _shape(type(value[0])) is None:
             topics[current].extend(int(v) for v in value)
-        elif f.name == "records":
-            continue
-        elif isinstance(value, (tuple, list)) or dataclasses.is_dataclass(value):
+        elif _nested(value):
             _walk_topics(cluster, value, topics, current)
 
 
@@ -199,7 +229,7 @@ def answered_error(response: Any) -> str | None:
     """Kafka's name of the error a response carries: its top-level `error_code`, or else the first
     non-zero one among its topics and partitions (records are not looked into); NONE when all
     are 0, None when the response has no error code at all."""
-    if not dataclasses.is_dataclass(response):
+    if _shape(type(response)) is None:
         # a body encoded by its handler: Produce's answer when every batch was taken
         return "NONE" if isinstance(response, EncodedBody) else None
     code = getattr(response, "error_code", None)
@@ -214,23 +244,20 @@ def answered_error(response: Any) -> str | None:
 def _first_error(obj: Any) -> int | None:
     """The first non-zero error code below `obj`, 0 when every one is 0, None when there is none."""
     seen: int | None = None
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.name == "error_code" and value is not None:
+    shape = _shape(type(obj))
+    if shape is None:
+        return None
+    for name in shape.fields:
+        value = getattr(obj, name)
+        if name == "error_code" and value is not None:
             if value:
                 return int(value)
             seen = 0
-        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-            for item in value:
+        elif _nested(value):
+            for item in value if type(value) in (tuple, list) else (value,):
                 code = _first_error(item)
                 if code:
                     return code
                 if code is not None:
                     seen = 0
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            code = _first_error(value)
-            if code:
-                return code
-            if code is not None:
-                seen = 0
     return seen
