@@ -285,3 +285,26 @@ def test_wait_idle_names_a_response_held_by_a_delay_fault(broker):
         assert producer.flush(15) == 0
     finally:
         broker.controls.clear_faults()
+
+
+def test_records_decode_registered_values():
+    """With the schema registry on, a value in Confluent's wire format (magic 0, a registered
+    schema id) also comes decoded, as the console decodes it."""
+    import struct
+
+    import kafkalite
+
+    with kafkalite.running(controls=0, schema_registry=0) as b:
+        schema = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "int"}]}
+        req = urllib.request.Request(f"{b.schema_registry_url}subjects/orders-value/versions",
+                                     data=json.dumps({"schema": json.dumps(schema)}).encode(), method="POST",
+                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            schema_id = json.load(resp)["id"]
+        value = b"\x00" + struct.pack(">I", schema_id) + b"\x0e"  # Avro int 7, zigzag
+        _produce(b, "orders", (b"k", value, None), (b"plain", b"text", None))
+        registered, plain = b.records("orders")
+        assert registered["value"] == value.decode()  # these six bytes happen to be UTF-8
+        assert registered["value_schema"]["schema_id"] == schema_id
+        assert json.loads(registered["value_schema"]["json"]) == {"id": 7}
+        assert "value_schema" not in plain and plain["value"] == "text"
