@@ -31,6 +31,7 @@ from kafkalite.protocol.batch import BatchHeader
 from kafkalite.storage import LogConfig, PartitionLog
 from kafkalite.storage.open_files import OPEN_FILES
 
+from .changes import StateChanges
 from .clock import now_ms
 from .internal_topics import INTERNAL_TOPICS
 from .partition import Partition, Topic
@@ -76,6 +77,8 @@ class Cluster:
         self.meta_dir = self.data_dir / "__cluster_metadata"
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        # appends, markers and handled requests, which the controls' waits sleep on
+        self.changes = StateChanges()
 
     # --- persistence ---------------------------------------------------------------------
     def load(self) -> None:
@@ -178,7 +181,7 @@ class Cluster:
     def _open_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
         directory = self.data_dir / partition_dir_name(topic.name, index)
         plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
-        part = Partition(topic, index, plog, list(replicas))
+        part = Partition(topic, index, plog, list(replicas), self.changes)
         if len(self.node_ids) > 1 and plog.log_end_offset > plog.log_start_offset:
             # leaders moved in an earlier run: go on from the last epoch the log holds, so that
             # no client that saw it is shown an older one (clients ignore metadata that goes back)

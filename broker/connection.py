@@ -257,7 +257,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                                  "ignores what it receives", rng.name, header.api_version, peer, header.client_id)
                         while True:
                             await reader.read_frame()
-                    if interception.delay_ms and not await _hold(stream, interception.delay_ms / 1000):
+                    if interception.delay_ms and not await _held(broker, stream, interception.delay_ms / 1000):
                         log.info("the client from %s closed the connection before the delayed response to "
                                  "%s v%d (client %r)", peer, rng.name, header.api_version, header.client_id)
                         return
@@ -348,6 +348,18 @@ async def _send_pending(stream: trio.abc.SendStream, pending: list[bytes]) -> No
     data = b"".join(pending)
     pending.clear()
     await stream.send_all(data)
+
+
+async def _held(broker: Broker, stream: trio.SocketStream, seconds: float) -> bool:
+    """`_hold` for a response a delay fault holds back, counted while held (the wait-idle control
+    names held responses)."""
+    changes = broker.cluster.changes
+    changes.held_responses += 1
+    try:
+        return await _hold(stream, seconds)
+    finally:
+        changes.held_responses -= 1
+        changes.notify()
 
 
 async def _hold(stream: trio.SocketStream, seconds: float) -> bool:

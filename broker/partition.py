@@ -35,6 +35,7 @@ from kafkalite.protocol.regions import FileRegion
 from kafkalite.storage import AbortedTxn, BatchLocation, LogConfig, PartitionStorage, SegmentSummary
 from kafkalite.storage.copies import save_partition
 
+from .changes import StateChanges
 from .internal_topics import INTERNAL_TOPICS
 from .produce_validation import ProducePolicy
 from .producers import ProduceError, ProducerStates
@@ -70,7 +71,8 @@ class Partition:
     it the last stable offset), apply the fsync policy and wake waiting fetches, in that order
     and without an await, so each write is atomic on the trio loop."""
 
-    def __init__(self, topic: Topic, index: int, plog: PartitionStorage, replicas: list[int] | None = None):
+    def __init__(self, topic: Topic, index: int, plog: PartitionStorage, replicas: list[int] | None = None,
+                 changes: StateChanges | None = None):
         self.topic = topic
         self.index = index
         # the only way to this partition's bytes on disk
@@ -85,6 +87,8 @@ class Partition:
         # (OffsetForLeaderEpoch); epoch 0 began at the log start offset
         self.epoch_starts: list[tuple[int, int]] = []
         self._waiters: set[trio.Event] = set()
+        # the cluster's state changes, which the controls' waits sleep on
+        self.changes = changes
 
     def set_leader(self, node: int) -> None:
         """A new leader (or -1, none): the leader epoch grows by one, as Kafka's controller bumps it
@@ -285,7 +289,10 @@ class Partition:
         self._waiters.discard(event)
 
     def wake(self) -> None:
-        """New data or a moved LSO: wake every fetch waiting on this partition."""
+        """New data or a moved LSO: wake every fetch waiting on this partition, and the controls'
+        waits."""
+        if self.changes is not None:
+            self.changes.notify()
         if self._waiters:
             for ev in self._waiters:
                 ev.set()

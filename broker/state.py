@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from kafkalite.protocol.apis import API_TABLE, ApiRange
 
@@ -43,21 +43,13 @@ from .kafka_versions import release as kafka_release
 from .metrics import Metrics
 from .quotas import ClientQuotas
 from .reassignments import Reassignments
+from .request_log import RequestLog
 from .security import ListenerSecurity
 from .security import build as build_security
 from .services import Services, Wiring
 from .telemetry import TELEMETRY_APIS, ClientTelemetry
 
 log = logging.getLogger("kafkalite.state")
-
-
-class RequestRecorder(Protocol):
-    """The request log (broker.controls.request_log) as the dispatch path and the reset control
-    see it; a protocol, so that the state does not import the controls that import it."""
-
-    def record(self, ctx: Any, request: Any) -> None: ...
-
-    def clear(self) -> None: ...
 
 
 class NodePorts(Protocol):
@@ -91,8 +83,9 @@ class Broker:
     http_access: HttpAccess = field(default_factory=HttpAccess)
     # what test controls intercept before dispatch (broker.hooks); empty unless a test arms one
     hooks: DispatchHooks = field(default_factory=DispatchHooks)
-    # what the broker received (broker.controls.request_log); None until the record-requests control
-    request_log: RequestRecorder | None = None
+    # what the broker received and answered (broker.request_log): the newest request.log.size
+    # requests; None when that is 0 (the record-requests control turns it on and off)
+    request_log: RequestLog | None = None
     # the Kafka release imitated (--kafka-version) and the version ranges advertised and served:
     # the API table, or its intersection with that release's
     release: KafkaRelease | None = field(init=False)
@@ -135,6 +128,8 @@ class Broker:
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
         self.open_cluster_admin()
         self.unadvertised = frozenset() if self.config["client.telemetry.enable"] else TELEMETRY_APIS
+        size = self.config["request.log.size"]
+        self.request_log = RequestLog(size) if size else None
 
     def open_cluster_admin(self) -> None:
         """The cluster administration state (quotas, dynamic broker configs, features,

@@ -130,8 +130,8 @@ def test_advance_clock_past_the_transaction_timeout_aborts_at_once(broker, contr
 
     def abort_by_the_clock() -> None:
         # the producer has written "late" in its open transaction and waits
-        wait_until(lambda: reader.end_offsets(broker.bootstrap, topic, [0], "read_uncommitted")[0] == 1, 60, 0.1,
-                   "the transactional record")
+        (held,) = broker.wait_for_records(topic, isolation="read_uncommitted", timeout_ms=60_000)
+        assert held["transaction"] == "open"
         assert reader.end_offsets(broker.bootstrap, topic, [0], "read_committed")[0] == 0
         controls.advance_clock(ms=60_001)
         # aborted by the time the control returns: the abort marker is written, the LSO moved past it

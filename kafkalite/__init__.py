@@ -17,11 +17,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .controls import ControlFailed, Controls
+    from .controls import ControlFailed, Controls, WaitFailed
     from .launcher import READY_PATTERN, Broker, broker_args, broker_command, parse_ready_line, running, start
 
 __all__ = ["Broker", "running", "start", "broker_command", "broker_args", "parse_ready_line", "READY_PATTERN",
-           "Controls", "ControlFailed"]
+           "Controls", "ControlFailed", "WaitFailed"]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,10 +13,19 @@ HTTP/JSON controls endpoint (`kafkalite --controls PORT`), with the standard lib
     broker.controls.reset()
     broker.controls.snapshot(name="base"); broker.controls.restore(name="base")
     broker.controls.seed_file("fixtures/seed.json")   # records files read on this machine
-    broker.controls.record_requests()
-    broker.controls.requests(client_id="me").of("Produce")   # a `Requests`
+    broker.controls.requests(client_id="me").of("Produce")   # a `Requests` (the log is on by default)
 
-A control that refuses its arguments raises `ControlFailed` with the broker's text.
+    # what the broker saw, without a client and without a race (docs/ci-usage.md "Waiting")
+    broker.controls.records("orders")                          # every record, as JSON
+    broker.controls.wait_for_records("orders", count=3, key="k1")
+    broker.controls.wait_for_group("billing", members=2)      # Stable, partitions assigned
+    broker.controls.wait_for_committed("billing", "orders")   # lag 0
+    broker.controls.wait_idle()
+    broker.controls.expect_no_records("dead-letters", for_ms=500)
+
+A control that refuses its arguments raises `ControlFailed` with the broker's text; a wait whose
+condition is not met (HTTP 408 or 409) raises `WaitFailed`, an AssertionError whose message is
+the broker's explanation and the state it last saw.
 
 From a shell: `kafkalite control [--url URL] [--token TOKEN] NAME key=value ...` (URL defaults to
 $KAFKALITE_CONTROLS_URL, the token to $KAFKALITE_CONTROLS_TOKEN) prints the JSON result; a value that reads as JSON (3, true, null,
@@ -37,21 +46,39 @@ import urllib.parse
 import urllib.request
 from typing import Any, Iterator, Sequence, overload
 
-__all__ = ["Controls", "ControlFailed", "Requests", "main"]
+__all__ = ["Controls", "ControlFailed", "Requests", "WaitFailed", "main"]
 
 URL_ENV = "KAFKALITE_CONTROLS_URL"
 # the broker's --controls-token reads the same variable
 TOKEN_ENV = "KAFKALITE_CONTROLS_TOKEN"
+# the controls that wait, and how long the broker waits when the call gives no timeout_ms
+WAIT_CONTROLS = frozenset({"wait-records", "wait-group", "wait-committed", "wait-idle", "expect-no-records"})
+DEFAULT_WAIT_MS = 30_000
 
 
 class ControlFailed(Exception):
     """The broker refused or failed a control; `text` is its explanation, `status` the HTTP status."""
 
-    def __init__(self, name: str, text: str, status: int):
+    def __init__(self, name: str, text: str, status: int, state: Any = None):
         super().__init__(f"control {name}: {text}")
         self.name = name
         self.text = text
         self.status = status
+        # what a wait last saw (its 408 or 409 answer's "state")
+        self.state = state
+
+
+class WaitFailed(AssertionError):
+    """A wait's condition was not met: the message is the broker's explanation followed by the
+    state it last saw (the group's members and assignment, the records that came closest, ...),
+    so that a failing test says why; `status` is 408 (timed out) or 409 (records arrived)."""
+
+    def __init__(self, failed: ControlFailed):
+        state = json.dumps(failed.state, indent=2, sort_keys=True, default=str)
+        super().__init__(f"{failed.text}\nthe broker's state:\n{state}")
+        self.text = failed.text
+        self.status = failed.status
+        self.state = failed.state
 
 
 class Controls:
@@ -63,22 +90,25 @@ class Controls:
         self.timeout = timeout
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
-    def _request(self, path: str, name: str, body: bytes | None = None) -> Any:
+    def _request(self, path: str, name: str, body: bytes | None = None, waits_ms: float = 0) -> Any:
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(self.url + path, data=body, method="POST" if body is not None else "GET",
                                      headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout + waits_ms / 1000) as resp:
                 return json.load(resp)
         except urllib.error.HTTPError as exc:
             raw = exc.read()
+            state = None
             try:
-                text = json.loads(raw)["error"]
-            except (ValueError, KeyError, TypeError):
+                answer = json.loads(raw)
+                text = answer["error"]
+                state = answer.get("state")
+            except (ValueError, KeyError, TypeError, AttributeError):
                 text = raw.decode(errors="replace") or exc.reason
-            raise ControlFailed(name, str(text), exc.code) from None
+            raise ControlFailed(name, str(text), exc.code, state) from None
 
     def list(self) -> list[dict[str, Any]]:
         """Every control: name, parameters ({name: {"required", "default"}}) and doc."""
@@ -90,7 +120,60 @@ class Controls:
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Run control `name` with these arguments and return its result."""
         body = json.dumps(arguments).encode()
-        return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body)["result"]
+        waits_ms = 0.0
+        if name in WAIT_CONTROLS:  # the broker answers after the wait: the HTTP timeout covers it
+            waits_ms = float(arguments.get("for_ms") or 0) + float(arguments.get("timeout_ms") or DEFAULT_WAIT_MS)
+        return self._request(f"controls/{urllib.parse.quote(name, safe='')}", name, body, waits_ms)["result"]
+
+    def _ask(self, name: str, **arguments: Any) -> Any:
+        try:
+            return self.call(name, **{k: v for k, v in arguments.items() if v is not None})
+        except ControlFailed as exc:
+            if exc.status in (408, 409):
+                raise WaitFailed(exc) from None
+            raise
+
+    # --- what the broker saw, and waits (broker.controls.records, broker.controls.waits) -------
+    def records(self, topic: str, *, partition: int | None = None, from_offset: int = 0, max: int = 1000,
+                isolation: str = "read_uncommitted") -> builtins.list[dict]:
+        """The records of a topic as JSON (partition, offset, timestamp, key, value, headers,
+        producer_id, transaction), control batches left out."""
+        return self._ask("records", topic=topic, partition=partition, from_offset=from_offset, max=max,
+                          isolation=isolation)
+
+    def wait_for_records(self, topic: str, count: int = 1, *, key: str | None = None,
+                         value_contains: str | None = None, header: str | None = None,
+                         isolation: str = "read_committed", timeout_ms: int = DEFAULT_WAIT_MS) -> builtins.list[dict]:
+        """The first `count` records of `topic` matching the filters, once they can be read;
+        WaitFailed (an AssertionError) with the records that came closest after timeout_ms."""
+        return self._ask("wait-records", topic=topic, count=count, key=key, value_contains=value_contains,
+                          header=header, isolation=isolation, timeout_ms=timeout_ms)["records"]
+
+    def expect_no_records(self, topic: str, for_ms: int, *, key: str | None = None,
+                          value_contains: str | None = None, header: str | None = None,
+                          isolation: str = "read_uncommitted", timeout_ms: int | None = None) -> None:
+        """Return when no matching record arrived in `topic` within `for_ms` of the broker's
+        clock; WaitFailed (an AssertionError) with the records that did."""
+        self._ask("expect-no-records", topic=topic, for_ms=for_ms, key=key, value_contains=value_contains,
+                   header=header, isolation=isolation, timeout_ms=timeout_ms)
+
+    def wait_for_group(self, group: str, *, state: str = "Stable", members: int | None = None,
+                       assigned: bool = True, timeout_ms: int = DEFAULT_WAIT_MS) -> dict:
+        """The group (classic, consumer, share or streams) described once it is in `state` with
+        `members` members (when given) and, with assigned, partitions or tasks held."""
+        return self._ask("wait-group", group=group, state=state, members=members, assigned=assigned,
+                          timeout_ms=timeout_ms)
+
+    def wait_for_committed(self, group: str, topic: str, *, partition: int | None = None,
+                           offset: int | None = None, timeout_ms: int = DEFAULT_WAIT_MS) -> builtins.list[dict]:
+        """The group's offsets of `topic` once they reach `offset`, or the end (lag 0)."""
+        return self._ask("wait-committed", group=group, topic=topic, partition=partition, offset=offset,
+                          timeout_ms=timeout_ms)["offsets"]
+
+    def wait_idle(self, *, timeout_ms: int = DEFAULT_WAIT_MS) -> dict:
+        """Return once no transaction is open, no group rebalances, no response is held and
+        every LSO equals its high watermark."""
+        return self._ask("wait-idle", timeout_ms=timeout_ms)
 
     def seed_file(self, path: str | os.PathLike) -> Any:
         """Apply a seed file of this machine (the broker may run elsewhere): its JSON Lines
@@ -98,7 +181,7 @@ class Controls:
         return self.call("seed", document=inline_seed(path))
 
     def requests(self, **filters: Any) -> "Requests":
-        """The broker's request log (after ``record_requests()``), as :class:`Requests`;
+        """The broker's request log (on from the start unless request.log.size=0), as :class:`Requests`;
         filters: api, client_id, topic, group_id, transactional_id, clear."""
         return Requests(self.call("requests", **filters))
 
@@ -125,7 +208,6 @@ class Requests(Sequence[dict]):
     """Entries of a broker's request log (the `requests` control), oldest first, with helpers
     for assertions:
 
-        broker.controls.record_requests()
         ... run the client ...
         log = broker.controls.requests(client_id="my-producer")
         assert log.of("InitProducerId")                      # it asked for a producer id
@@ -245,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         result = controls.call(args.name, **arguments)
     except ControlFailed as exc:
         print(f"kafkalite control: {exc.text}", file=sys.stderr)
+        if exc.status in (408, 409):  # an unmet wait: what the broker last saw
+            print(json.dumps({"error": exc.text, "state": exc.state}))
         return 1
     except (urllib.error.URLError, OSError) as exc:
         print(f"kafkalite control: cannot reach {url}: {getattr(exc, 'reason', exc)}", file=sys.stderr)

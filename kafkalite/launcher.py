@@ -46,9 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, TypedDict, Unpack
 
-from .controls import ControlFailed, Controls
+from .controls import ControlFailed, Controls, WaitFailed
 
-__all__ = ["Broker", "BrokerSettings", "running", "start", "broker_command", "READY_PATTERN", "Controls", "ControlFailed"]
+__all__ = ["Broker", "BrokerSettings", "running", "start", "broker_command", "READY_PATTERN", "Controls", "ControlFailed",
+           "WaitFailed"]
 
 # The one line the broker prints on stdout once every listener accepts connections.
 READY_PATTERN = re.compile(r"^kafkalite ready bootstrap=(?P<bootstrap>\S+)")
@@ -102,6 +103,26 @@ class Broker:
         if self.controls_url is None:
             raise RuntimeError("this broker was started without controls; start it with controls=0")
         return Controls(self.controls_url, token=self.controls_token)
+
+    # what the broker saw and waits on it: Controls' methods of the same names, which raise
+    # WaitFailed (an AssertionError saying what the broker last saw) when the condition is unmet
+    def records(self, topic: str, **options: Any) -> list[dict]:
+        return self.controls.records(topic, **options)
+
+    def wait_for_records(self, topic: str, count: int = 1, **options: Any) -> list[dict]:
+        return self.controls.wait_for_records(topic, count, **options)
+
+    def expect_no_records(self, topic: str, for_ms: int, **options: Any) -> None:
+        self.controls.expect_no_records(topic, for_ms, **options)
+
+    def wait_for_group(self, group: str, **options: Any) -> dict:
+        return self.controls.wait_for_group(group, **options)
+
+    def wait_for_committed(self, group: str, topic: str, **options: Any) -> list[dict]:
+        return self.controls.wait_for_committed(group, topic, **options)
+
+    def wait_idle(self, **options: Any) -> dict:
+        return self.controls.wait_idle(**options)
 
     @property
     def pid(self) -> int:

@@ -58,7 +58,10 @@ Options
 
 The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
-that test are attached to the report ("Captured kafkalite broker log").
+that test are attached to the report ("Captured kafkalite broker log"), and so is what the
+broker saw during the test ("kafkalite: what the broker saw": the test's requests with the
+errors answered, the topics they named with their last records, the groups with their state
+and lag, the open transactions; ``--kafkalite-report=off|failed|all``, ini ``kafkalite_report``).
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ import pytest
 
 _BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
 _LOG_OFFSET = pytest.StashKey[int]()
+_REPORT_SEQ = pytest.StashKey[int]()  # the request log's seq as the test started
+REPORT_MODES = ("off", "failed", "all")
 _FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls",
              "schema_registry_url", "kafka_clean"}
 _MAX_SECTION = 64 * 1024
@@ -116,6 +121,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="Host names the kafkalite broker's HTTP endpoints answer besides their address and localhost")
     parser.addini("kafkalite_controls_token", default="",
                   help="the shared secret of the kafkalite broker's controls (default: $KAFKALITE_CONTROLS_TOKEN)")
+    group.addoption("--kafkalite-report", default=None, choices=REPORT_MODES,
+                    help="attach what the broker saw during a test (its requests, the topics they named with "
+                         "their last records, groups and lag, open transactions) to the report of failed "
+                         "tests (default), of all tests, or of none")
+    parser.addini("kafkalite_report", default="failed", help="off | failed | all: see --kafkalite-report")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -333,17 +343,49 @@ def _log_size(path: Path) -> int:
         return 0
 
 
+def _report_mode(config: pytest.Config) -> str:
+    mode = config.getoption("kafkalite_report", None) or config.getini("kafkalite_report") or "failed"
+    if mode not in REPORT_MODES:
+        raise pytest.UsageError(f"kafkalite_report: expected one of {', '.join(REPORT_MODES)}, got {mode!r}")
+    return mode
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     broker = item.config.stash.get(_BROKER, None)
     # a broker started during this setup has offset 0: all of its log belongs to this test
     item.stash[_LOG_OFFSET] = _log_size(broker.log_path) if broker is not None else 0
+    item.stash[_REPORT_SEQ] = 0
+    if broker is not None and broker.controls_url and _report_mode(item.config) != "off" and _uses_broker(item):
+        with contextlib.suppress(Exception):  # no mark, no report: the test itself must not fail for it
+            item.stash[_REPORT_SEQ] = broker.controls.call("test-report")["seq"]
+
+
+def _broker_report(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The section of what the broker saw during the test (--kafkalite-report)."""
+    mode = _report_mode(item.config)
+    if mode == "off" or (mode == "failed" and not report.failed) or (mode == "all" and report.when != "call"
+                                                                      and not report.failed):
+        return
+    fresh = item.stash.get(_FRESH, None)
+    broker = fresh if fresh is not None else item.config.stash.get(_BROKER, None)
+    if broker is None or not broker.controls_url or (fresh is None and not _uses_broker(item)):
+        return
+    after = 0 if fresh is not None else item.stash.get(_REPORT_SEQ, 0)
+    from kafkalite.report import render
+
+    try:
+        text = render(broker.controls.call("test-report", after_seq=after))
+    except Exception as exc:  # noqa: BLE001 - a broker that died or a failing control: say so in the report
+        text = f"(no report from the broker: {type(exc).__name__}: {exc})\n"
+    report.sections.append((f"kafkalite: what the broker saw ({report.when})", text[-_MAX_SECTION:]))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
+    _broker_report(item, report)
     fresh = item.stash.get(_FRESH, None)
     if report.failed and fresh is not None:  # kafkalite_fresh: the whole log of the test's broker
         report.sections.append((f"Captured kafkalite_fresh broker log {report.when}",

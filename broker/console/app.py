@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from . import state
+from .records import schema_decoder
 
 log = logging.getLogger("kafkalite.console")
 
@@ -98,7 +99,7 @@ def make_app(broker) -> Starlette:
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         try:
-            found = state.batch_records(part, offset if offset is not None else 0, schema_decoder())
+            found = state.batch_records(part, offset if offset is not None else 0, schema_decoder(broker))
         except (ValueError, RuntimeError) as exc:  # a codec that is not installed, a corrupt batch
             log.warning("cannot decode the batch at offset %s of %s-%s: %s", offset, part.topic.name, part.index, exc)
             return JSONResponse({"error": f"cannot decode the batch: {exc}"}, status_code=422)
@@ -150,10 +151,6 @@ def make_app(broker) -> Starlette:
     # and broker state may only be read on the trio loop
     # the schema registry's view (broker.schema_registry.decoding.RegistryView) when it is served;
     # read through its methods, so the console imports nothing of the registry's package
-    def schema_decoder():
-        view = getattr(broker, "schema_registry", None)
-        return None if view is None else view.decode
-
     async def schemas(_request: Request) -> Response:
         view = getattr(broker, "schema_registry", None)
         if view is None:

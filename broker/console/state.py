@@ -24,6 +24,8 @@ from kafkalite.protocol.batch import COMPRESSION_NAMES, BatchHeader
 from kafkalite.protocol.control_records import parse_control_record
 from kafkalite.protocol.records import decode_records
 
+from .records import open_transactions, transaction_status
+
 # The default timeline shows the newest batches of a partition, at most this many.
 TIMELINE_BATCHES = 400
 # ...found among the last this many offsets at most (bounds the headers read for one view).
@@ -52,6 +54,11 @@ def _service(broker, name: str):
 def _txn_core(broker):
     svc = _service(broker, "transactions")
     return None if svc is None else svc.core
+
+
+def transaction_core(broker):
+    """The transaction coordinator's state (its `txns`), or None while no transaction was seen."""
+    return _txn_core(broker)
 
 
 def _group_coordinator(broker):
@@ -175,8 +182,7 @@ def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCH
     and the open transaction that holds the LSO back."""
     batches, truncated = _batches(part, start, limit)
     tids = _transactional_ids_by_producer(broker)
-    open_first = {pid: e.current_txn_first_offset for pid, e in part.producers.entries.items()
-                  if e.current_txn_first_offset is not None}
+    open_first = open_transactions(part)
     aborted: list = []
     if batches:
         first = batches[0][0]
@@ -195,14 +201,8 @@ def timeline(broker, part, start: int | None = None, limit: int = TIMELINE_BATCH
                 pass
         elif pid < 0:
             kind = "plain"
-        elif not h.is_transactional:
-            kind = "idempotent"
-        elif any(a.producer_id == pid and a.first_offset <= base <= a.last_offset for a in aborted):
-            kind = "aborted"
-        elif pid in open_first and base >= open_first[pid]:
-            kind = "open"
         else:
-            kind = "committed"
+            kind = transaction_status(h, base, aborted, open_first) or "idempotent"
         out.append({
             "base_offset": base,
             "last_offset": last,

@@ -8,7 +8,9 @@ table is the only list of controls: a control added here is reachable from every
 
 Arguments are keyword-only and JSON-able (str, int, float, bool, None, lists of those). A control
 that refuses its arguments (an unknown topic, a node id out of range) raises `ControlError`; the
-endpoint answers that with its text and status 400, never with a traceback."""
+endpoint answers that with its text and status 400, never with a traceback. A control that waits
+for a condition (broker.controls.waits) and finds it unmet raises `ControlUnmet`: status 408 when
+its time ran out, 409 when what it expected not to happen happened, with the state it last saw."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ ControlFn = Callable[..., Awaitable[Any]]
 
 # Modules whose @control functions make up the table, imported on first use.
 MODULES: list[str] = ["faults", "clock", "topology", "reset", "request_log", "snapshot", "seed",
-                     "quotas", "reassignments", "telemetry"]
+                     "quotas", "reassignments", "telemetry", "waits", "records", "report"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,18 @@ CONTROLS: dict[str, Control] = {}
 
 class ControlError(Exception):
     """A control refused its arguments; the text says why and goes back to the caller."""
+
+
+class ControlUnmet(Exception):
+    """A control's condition did not hold: `status` (408: not within its timeout; 409: what it
+    expected not to happen did), `error` says what, `state` is what the broker last saw, shaped
+    so that a test failure says why."""
+
+    def __init__(self, status: int, error: str, state: Any):
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.state = state
 
 
 def is_int(value: Any) -> bool:

@@ -5,7 +5,8 @@ process (`kafkalite --controls [HOST:]PORT`), so that tests in any language can 
                             "default": VALUE}}, "doc"}, ...]}
     POST /controls/NAME     body: a JSON object of arguments (empty body: none)
                             200 {"result": ...}; 400 {"error": text} when the control is unknown
-                            or refuses its arguments; 500 {"error": text} (and a log line with the
+                            or refuses its arguments; 408/409 {"error": text, "state": ...} when
+                            a control that waits finds its condition unmet; 500 {"error": text} (and a log line with the
                             traceback) when the control itself fails.
 
 Like the console, this is Starlette on hypercorn's trio worker (broker.http_endpoint), on the
@@ -25,7 +26,7 @@ from typing import Any
 import trio
 
 from ..http_endpoint import Guard, serve_app
-from . import ControlError, invoke, load_all
+from . import ControlError, ControlUnmet, invoke, load_all
 
 log = logging.getLogger("kafkalite.controls")
 
@@ -59,6 +60,9 @@ async def run(broker, name: str, body: bytes):
     except ControlError as exc:
         log.info("control %s%s refused: %s", name, arguments, exc)
         return JSONResponse({"error": str(exc)}, status_code=400)
+    except ControlUnmet as exc:
+        log.info("control %s%s unmet: %s", name, arguments, exc.error)
+        return JSONResponse({"error": exc.error, "state": exc.state}, status_code=exc.status)
     except Exception as exc:  # noqa: BLE001 - the caller gets the text, the log the traceback
         log.exception("control %s%s failed", name, arguments)
         return JSONResponse({"error": f"control {name!r} failed: {type(exc).__name__}: {exc}"},

@@ -92,4 +92,6 @@ class GroupCoordinator(ClassicRequests, ConsumerRequests, StreamsRequests, Offse
                 log.info("group %s: member %s fenced (session or rebalance timeout)", group.group_id, member_id)
         with contextlib.suppress(CoordinatorWriteError):  # logged; written again with the next change
             self._after(group)
+        # a member removed or a rebalance timed out without a request: the controls' waits look again
+        self.broker.cluster.changes.notify()
 

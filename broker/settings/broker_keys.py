@@ -26,6 +26,13 @@ def _fsync(v: Any) -> str:
     return s
 
 
+def _request_log_size(v: Any) -> int:
+    n = int(v)
+    if n < 0:
+        raise ValueError("request.log.size must be 0 (no request log) or more")
+    return n
+
+
 def _nodes(v: Any) -> int:
     n = int(v)
     if not 1 <= n <= 64:
@@ -120,6 +127,8 @@ BROKER_KEYS: dict[str, BrokerKey] = {
     "reassignment.catch.up.ms": K(int, 500, "how long the new replicas of a partition reassignment take to catch "
              "up, by the broker's clock (ListPartitionReassignments lists it meanwhile); 0 completes it at once",
              T.LONG, None),
+    "request.log.size": K(_request_log_size, 10_000, "requests the request log keeps, the newest (the requests "
+             "control, a failing test's report); 0: no request log", T.INT, None),
     "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",
              T.INT, "50"),
     "offsets.retention.minutes": K(int, 7 * 24 * 60, "committed offsets of empty groups expire after this",

@@ -1,10 +1,9 @@
 """The request log: what a real confluent-kafka client sent, with its client id and software name,
 the key fields (topics and partitions, transactional id, group id, producer id and epoch), the
-filters, and the reset emptying it."""
+filters, and the reset emptying it; the log is on from the broker's start."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -21,15 +20,18 @@ def broker(controls_broker):
 @pytest.fixture
 def controls(broker):
     broker.controls.reset()
-    broker.controls.record_requests()
     yield broker.controls
-    broker.controls.record_requests(enabled=False)
 
 
-def test_off_until_asked_for(broker):
+def test_on_from_the_start_and_off_when_asked(broker):
+    assert broker.controls.requests(api="ApiVersions") is not None  # no record-requests needed
+    assert broker.controls.record_requests()["limit"] == 10_000  # request.log.size's default
     broker.controls.record_requests(enabled=False)
-    with pytest.raises(ControlFailed, match="record-requests"):
-        broker.controls.requests()
+    try:
+        with pytest.raises(ControlFailed, match="record-requests"):
+            broker.controls.requests()
+    finally:
+        broker.controls.record_requests()
 
 
 def test_idempotent_producer_requests_with_client_id(broker, controls):
@@ -68,11 +70,8 @@ def test_transactional_and_group_fields(broker, controls):
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "isolation.level": "read_committed"})
     consumer.subscribe([topic])
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        msg = consumer.poll(0.2)
-        if msg is not None and not msg.error():
-            break
+    # joined and assigned: librdkafka's own thread does that without a poll, and the broker says when
+    broker.wait_for_group(f"g-{topic}", members=1)
     for offset in (1, 2):  # two commits: the log counts them
         consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
     consumer.close()

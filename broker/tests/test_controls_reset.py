@@ -16,7 +16,6 @@ from confluent_kafka.admin import (
 
 import kafkalite
 from compat_tests.differ.core import request
-from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient, decode_response
 
 from .admin_helpers import allow_read_and_add_user
@@ -178,9 +177,8 @@ def test_reset_answers_members_waiting_in_join_group(broker):
             second.send_only(request(11, 5, group_id=group, session_timeout=30_000, rebalance_timeout=30_000,
                                  member_id=member2, group_instance_id=None, protocol_type="consumer",
                                  protocols=proto))
-            # parked: its join moved the group to PreparingRebalance, where it waits for the first
-            wait_until(lambda: first.request(request(15, 5, groups=[group], include_authorized_operations=False))
-                       .groups[0].group_state == "PreparingRebalance", 30, what="the second join to be parked")
+            # the broker says when the second join is parked: the group rebalances, waiting for the first
+            broker.wait_for_group(group, state="PreparingRebalance", members=2, assigned=False)
             broker.controls.reset()
             answer = decode_response(11, 5, second.recv_frame())
             assert answer.error_code == 16  # NOT_COORDINATOR

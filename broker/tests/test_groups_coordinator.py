@@ -10,6 +10,7 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from kafkalite.broker.changes import StateChanges
 from kafkalite.broker.groups import GroupCoordinator
 from kafkalite.broker.groups import records as rec
 from kafkalite.broker.partition import Partition
@@ -51,6 +52,7 @@ class FakeCluster:
     def __init__(self):
         self.topics = {}
         self.topics_by_id = {}
+        self.changes = StateChanges()
 
     def create_topic(self, name, n, configs=None):
         t = SimpleNamespace(name=name, topic_id=uuid.uuid4(), configs=dict(configs or {}), partitions=[])

@@ -328,3 +328,51 @@ def test_secured_listener_from_ini(pytester: pytest.Pytester):
     root = str(Path(__file__).resolve().parents[2])
     result = run(pytester, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
     result.assert_outcomes(passed=1)
+
+
+REPORTED_TEST = textwrap.dedent("""
+    from confluent_kafka import Consumer, Producer
+
+    def test_order_is_shipped(kafka_bootstrap, kafka_topic, kafkalite_broker):
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "client.id": "order-service",
+                             "transactional.id": "orders-tx"})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        producer.produce(kafka_topic, key=b"order-7", value=b'{"state": "paid"}', headers=[("trace", b"t-7")])
+        producer.flush(15)  # sent, never committed: the transaction stays open
+        consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "shipping",
+                             "client.id": "shipping-service", "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed"})
+        consumer.subscribe([kafka_topic])
+        kafkalite_broker.wait_for_group("shipping", timeout_ms=30_000)
+        assert consumer is None, "the order was never shipped"
+
+    def test_passes(kafka_bootstrap):
+        pass
+""")
+
+
+def test_failing_test_report_shows_what_the_broker_saw(project: pytest.Pytester):
+    project.makepyfile(test_user=REPORTED_TEST)
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert out.count("kafkalite: what the broker saw (call)") == 1  # the failed test's only
+    section = out.split("kafkalite: what the broker saw (call)", 1)[1].split("Captured kafkalite broker log", 1)[0]
+    # the request log of the test, with client ids and APIs
+    assert "order-service" in section and "InitProducerId v" in section and "Produce v" in section
+    assert "shipping-service" in section and "JoinGroup v" in section
+    # the topic's records, the open transaction's record marked so
+    assert 'key="order-7" value="{\\"state\\": \\"paid\\"}" trace="t-7" [open]' in section
+    # the group, its state and its member's assignment
+    assert "shipping: classic Stable" in section and "shipping-service shipping-service-" in section
+    # the open transaction
+    assert "orders-tx: Ongoing (OPEN)" in section
+
+
+def test_report_of_all_tests_or_none(project: pytest.Pytester):
+    project.makepyfile(test_user=REPORTED_TEST)
+    out = run(project, "--kafkalite-report=all").stdout.str()
+    assert out.count("kafkalite: what the broker saw (call)") == 2
+    out = run(project, "--kafkalite-report=off").stdout.str()
+    assert "kafkalite: what the broker saw" not in out
