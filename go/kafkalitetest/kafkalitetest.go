@@ -174,12 +174,6 @@ func Launch(opts ...Option) (*Broker, error) {
 	args = append(args, cfg.args...)
 	cmd := exec.Command(command[0], args...)
 	cmd.Stderr = logFile
-	// the broker refuses KAFKALITE_* variables that are not its settings, and this one is ours
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, CommandEnv+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		logFile.Close()

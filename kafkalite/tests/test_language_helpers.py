@@ -3,6 +3,8 @@ broker, and their controls clients checked against the control table.
 
 - go/kafkalitetest: `go test` (its tests use franz-go and sarama), modules from the Go module
   proxy into .cache/go/mod as compat_tests/go's are (compat_tests.clients.golang.go_env).
+- node/kafkalite: `npm pack`, installed into an empty project with `npm install TARBALL` as a user
+  does, and its tests run there with node's own test runner (kafkajs from compat_tests/node).
 - The generated clients (kafkalite.controls_codegen) equal what the control table makes now.
 
 The helpers find the broker through KAFKALITE_CMD, here this checkout's `python -P -m kafkalite`.
@@ -11,6 +13,7 @@ The helpers find the broker through KAFKALITE_CMD, here this checkout's `python 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +26,8 @@ from kafkalite import controls_codegen
 
 REPO = Path(__file__).resolve().parents[2]
 GO_DIR = REPO / "go" / "kafkalitetest"
+NODE_DIR = REPO / "node" / "kafkalite"
+KAFKAJS_MODULES = REPO / "compat_tests" / "node" / "node_modules"
 
 
 def _broker_env() -> dict[str, str]:
@@ -66,3 +71,31 @@ def test_go_helper_with_franz_go_and_sarama():
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     passed = [line for line in result.stdout.splitlines() if line.startswith("--- PASS: Test")]
     assert len(passed) >= 5, result.stdout
+
+
+def _npm(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "npm_config_cache": str(REPO / ".cache" / "npm"), "npm_config_update_notifier": "false",
+           "npm_config_fund": "false", "npm_config_audit": "false"}
+    return _run(["npm", *args], cwd, env, timeout)
+
+
+@pytest.mark.kafkajs
+@pytest.mark.timeout(600)
+def test_node_helper_packed_installed_and_tested_with_kafkajs(tmp_path):
+    if not (KAFKAJS_MODULES / "kafkajs" / "package.json").is_file():
+        pytest.fail("kafkajs is not installed in compat_tests/node (scripts/install-test-deps.sh)")
+    packed = _npm(["pack", "--pack-destination", str(tmp_path), "--json"], NODE_DIR)
+    assert packed.returncode == 0, packed.stderr
+    [tarball] = [tmp_path / entry["filename"] for entry in json.loads(packed.stdout)]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "package.json").write_text(json.dumps({"name": "sample", "private": True}))
+    installed = _npm(["install", "--offline", "--no-save", str(tarball)], project)
+    assert installed.returncode == 0, installed.stderr
+    # the package's own tests, run as a user's tests would: requiring "kafkalite" from the project
+    shutil.copytree(NODE_DIR / "test", project / "test")
+    env = {**_broker_env(), "NODE_PATH": str(KAFKAJS_MODULES)}
+    tests = sorted(str(p.relative_to(project)) for p in (project / "test").glob("*.test.js"))
+    result = _run(["node", "--test", "--test-concurrency=1", *tests], project, env, 500)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert "# fail 0" in result.stdout and "# pass 0" not in result.stdout, result.stdout[-2000:]
