@@ -144,4 +144,8 @@ command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and s
 "$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
     || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
 
+# --- Go: the modules of the kafkalitetest helper's tests (go/kafkalitetest), into the same cache ---
+(cd go/kafkalitetest && env GOMODCACHE="$PWD/../../.cache/go/mod" GOPATH="$PWD/../../.cache/go" GOFLAGS=-modcacherw \
+    go mod download) || { echo "could not download the modules of go/kafkalitetest" >&2; exit 1; }
+
 echo "test dependencies ready in $DEPS"

@@ -27,7 +27,6 @@ from kafkalite import controls_codegen
 REPO = Path(__file__).resolve().parents[2]
 GO_DIR = REPO / "go" / "kafkalitetest"
 NODE_DIR = REPO / "node" / "kafkalite"
-KAFKAJS_MODULES = REPO / "compat_tests" / "node" / "node_modules"
 
 
 def _broker_env() -> dict[str, str]:
@@ -82,8 +81,10 @@ def _npm(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 @pytest.mark.kafkajs
 @pytest.mark.timeout(600)
 def test_node_helper_packed_installed_and_tested_with_kafkajs(tmp_path):
-    if not (KAFKAJS_MODULES / "kafkajs" / "package.json").is_file():
-        pytest.fail("kafkajs is not installed in compat_tests/node (scripts/install-test-deps.sh)")
+    from compat_tests.clients.kafkajs import node_modules_dir
+
+    kafkajs = node_modules_dir()
+    assert kafkajs is not None, "kafkajs is not installed (scripts/install-test-deps.sh)"
     packed = _npm(["pack", "--pack-destination", str(tmp_path), "--json"], NODE_DIR)
     assert packed.returncode == 0, packed.stderr
     [tarball] = [tmp_path / entry["filename"] for entry in json.loads(packed.stdout)]
@@ -94,8 +95,64 @@ def test_node_helper_packed_installed_and_tested_with_kafkajs(tmp_path):
     assert installed.returncode == 0, installed.stderr
     # the package's own tests, run as a user's tests would: requiring "kafkalite" from the project
     shutil.copytree(NODE_DIR / "test", project / "test")
-    env = {**_broker_env(), "NODE_PATH": str(KAFKAJS_MODULES)}
+    env = {**_broker_env(), "NODE_PATH": str(kafkajs)}
     tests = sorted(str(p.relative_to(project)) for p in (project / "test").glob("*.test.js"))
     result = _run(["node", "--test", "--test-concurrency=1", *tests], project, env, 500)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert "# fail 0" in result.stdout and "# pass 0" not in result.stdout, result.stdout[-2000:]
+
+
+def _doc_block(doc: Path, section: str, language: str) -> str:
+    """The first ```language block after the heading `section` of a doc."""
+    text = doc.read_text()
+    start = text.index(f"\n{section}\n")
+    fence = f"```{language}\n"
+    begin = text.index(fence, start) + len(fence)
+    return text[begin:text.index("```", begin)]
+
+
+@pytest.mark.franz
+@pytest.mark.timeout(900)
+def test_docs_go_sample_passes_as_printed(tmp_path):
+    """docs/go.md followed from the top: its go.mod lines on a new module, its sample test."""
+    from compat_tests.clients.golang import go_env
+
+    env = {**go_env(), "GOFLAGS": "-modcacherw",
+           **{k: v for k, v in _broker_env().items() if k in ("KAFKALITE_CMD", "PYTHONPATH")}}
+    doc = REPO / "docs" / "go.md"
+    module = tmp_path / "orders"
+    module.mkdir()
+    (module / "orders_test.go").write_text(_doc_block(doc, "## 3. A test", "go"))
+    steps = [["go", "mod", "init", "example.com/orders"],
+             ["go", "get", "github.com/twmb/franz-go@v1.22.2"]]  # the client the project already uses
+    for line in _doc_block(doc, "## 2. The module", "sh").strip().splitlines():
+        steps.append(line.replace("/path/to/kafkalite", str(REPO)).split())
+    steps.append(["go", "test", "-count=1", "-v", "./..."])
+    for step in steps:
+        done = _run(step, module, env, 600)
+        assert done.returncode == 0, f"{' '.join(step)}:\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
+    assert done.stdout.count("--- PASS") == 2, done.stdout
+
+
+@pytest.mark.kafkajs
+@pytest.mark.timeout(600)
+def test_docs_node_sample_passes_as_printed(tmp_path):
+    """docs/node.md followed from the top: npm pack, npm install of the tarball, its sample test."""
+    from compat_tests.clients.kafkajs import node_modules_dir
+
+    kafkajs = node_modules_dir()
+    assert kafkajs is not None, "kafkajs is not installed (scripts/install-test-deps.sh)"
+    doc = REPO / "docs" / "node.md"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "package.json").write_text(json.dumps({"name": "sample", "private": True}))
+    for line in _doc_block(doc, "## 2. The package", "sh").strip().splitlines():
+        line = line.replace("/path/to/kafkalite", str(REPO)).replace("/tmp", str(tmp_path))
+        done = subprocess.run(["bash", "-c", line], cwd=project, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "npm_config_cache": str(REPO / ".cache" / "npm"),
+                                   "npm_config_offline": "true"})
+        assert done.returncode == 0, f"{line}:\n{done.stderr[-3000:]}"
+    (project / "orders.test.js").write_text(_doc_block(doc, "## 3. A test", "js"))
+    result = _run(["node", "--test", "orders.test.js"], project, {**_broker_env(), "NODE_PATH": str(kafkajs)}, 300)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert "# pass 2" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
