@@ -55,7 +55,7 @@ OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR", "KAFKALITE_CON
              "KAFKALITE_DEBIAN_MIRROR",
              # kafkalite.spark
              "KAFKALITE_MAVEN_REPOSITORY",
-             # the Go and Node test helpers (go/kafkalitetest, node/kafkalite): how to run the
+             # the Go, Node and JUnit 5 test helpers (go/, node/, java/): how to run the
              # broker, and the options of the Node global setups; their brokers inherit both
              "KAFKALITE_CMD", "KAFKALITE_OPTIONS"}
 

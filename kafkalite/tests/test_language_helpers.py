@@ -156,3 +156,19 @@ def test_docs_node_sample_passes_as_printed(tmp_path):
     result = _run(["node", "--test", "orders.test.js"], project, {**_broker_env(), "NODE_PATH": str(kafkajs)}, 300)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert "# pass 2" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
+
+
+@pytest.mark.java
+@pytest.mark.timeout(900)
+def test_java_junit5_extension_with_kafka_clients():
+    """`mvn install` of java/kafkalite-junit5 (as docs/java.md says), which runs its own tests:
+    a broker per class reset before each test, snapshots, a fault seen by kafka-clients, the
+    generated controls against the broker's table, and a broker per test on a manual clock."""
+    if shutil.which("mvn") is None:
+        pytest.fail("mvn is not installed (scripts/install-test-deps.sh installs it)")
+    repo = Path(os.environ.get("KAFKALITE_M2_REPO") or REPO / ".cache" / "m2")
+    result = _run(["mvn", "-B", f"-Dmaven.repo.local={repo}", f"-Dkafkalite.cmd={sys.executable} -P -m kafkalite",
+                   "install"], REPO / "java" / "kafkalite-junit5", _broker_env(), 850)
+    assert result.returncode == 0, result.stdout[-8000:]
+    assert "Tests run: 7, Failures: 0, Errors: 0, Skipped: 0" in result.stdout, result.stdout[-4000:]
+    assert (repo / "dev" / "kafkalite" / "kafkalite-junit5" / "0.1.0" / "kafkalite-junit5-0.1.0.jar").is_file()

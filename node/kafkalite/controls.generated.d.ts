@@ -205,13 +205,13 @@ export declare class GeneratedControls {
   /** Apply the next `count` requests of `api` and hold each response `ms` milliseconds. */
   delayResponses(args: DelayResponsesArgs): Promise<unknown>;
   /** Apply the next `count` requests of `api` and send no response; that connection then reads and
-  /** discards everything until the client closes it (its request times out and is retried). */
+   * discards everything until the client closes it (its request times out and is retried). */
   dropResponses(args: DropResponsesArgs): Promise<unknown>;
   /** Delete the snapshot `name`. */
   dropSnapshot(args: DropSnapshotArgs): Promise<unknown>;
   /** Answer the next `count` requests of `api` with `error` in the API's response shape (every
-  /** entry carrying it), without applying them. Optional filters: topic, client_id,
-  /** transactional_id. */
+   * entry carrying it), without applying them. Optional filters: topic, client_id,
+   * transactional_id. */
   failRequests(args: FailRequestsArgs): Promise<unknown>;
   /** Hold reassignments in progress (true) or let them complete (false). */
   holdReassignments(args: HoldReassignmentsArgs): Promise<unknown>;
@@ -222,44 +222,44 @@ export declare class GeneratedControls {
   /** The armed throttles. */
   listThrottles(): Promise<unknown>;
   /** Move the coordinator of a group or of a transactional id to `node`: the leader of the key's
-  /** __consumer_offsets / __transaction_state partition moves (with every other key on it). */
+   * __consumer_offsets / __transaction_state partition moves (with every other key on it). */
   moveCoordinator(args: MoveCoordinatorArgs): Promise<unknown>;
   /** Make `node` the leader of topic-partition, with a new leader epoch (a node that is not a
-  /** replica takes the current leader's place among the replicas). */
+   * replica takes the current leader's place among the replicas). */
   moveLeader(args: MoveLeaderArgs): Promise<unknown>;
   /** Take a node down: its ports refuse connections, its connections close, the partitions it led
-  /** move to another in-sync replica or go leaderless. */
+   * move to another in-sync replica or go leaderless. */
   nodeDown(args: NodeDownArgs): Promise<unknown>;
   /** Bring a node back: its ports accept connections again (the same ports), it rejoins the ISRs
-  /** and leads the partitions that had no leader. */
+   * and leads the partitions that had no leader. */
   nodeUp(args: NodeUpArgs): Promise<unknown>;
   /** Start recording the requests the broker receives (the newest `limit` are kept), or stop with
-  /** enabled=false. Returns whether it records and how many entries it holds. */
+   * enabled=false. Returns whether it records and how many entries it holds. */
   recordRequests(args?: RecordRequestsArgs): Promise<unknown>;
   /** The requests received since recording started or the last reset, oldest first, filtered by api
-  /** (a name or key), client_id, topic, group_id and transactional_id; clear=true empties the log
-  /** afterwards. Recording starts with the record-requests control. */
+   * (a name or key), client_id, topic, group_id and transactional_id; clear=true empties the log
+   * afterwards. Recording starts with the record-requests control. */
   requests(args?: RequestsArgs): Promise<unknown>;
   /** Return the broker to the state of a fresh start, clients staying connected: every topic,
-  /** group, offset, transactional id and producer state, ACL, run-time SCRAM user and fault gone,
-  /** the clock back to real time. Returns what was removed and `took_ms`. */
+   * group, offset, transactional id and producer state, ACL, run-time SCRAM user and fault gone,
+   * the clock back to real time. Returns what was removed and `took_ms`. */
   reset(): Promise<unknown>;
   /** Reset the broker and put back the state saved as `name` (clients stay connected, as after a
-  /** reset). */
+   * reset). */
   restore(args: RestoreArgs): Promise<unknown>;
   /** Put every replica of topic-partition that is up back into its ISR. */
   restoreIsr(args: RestoreIsrArgs): Promise<unknown>;
   /** Apply a seed document (`document`: the JSON object of a seed file; or `path`: a seed file on
-  /** the broker's machine): topics with records, group offsets, ACLs, SCRAM users. */
+   * the broker's machine): topics with records, group offsets, ACLs, SCRAM users. */
   seed(args?: SeedArgs): Promise<unknown>;
   /** Switch the clock to `manual` (time stands still until advanced) or back to `system`. */
   setClock(args: SetClockArgs): Promise<unknown>;
   /** Set topic-partition's in-sync replicas to `replicas` (replicas of the partition, the leader
-  /** among them): acks=all then fails with NOT_ENOUGH_REPLICAS while the ISR is smaller than
-  /** min.insync.replicas. */
+   * among them): acks=all then fails with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+   * min.insync.replicas. */
   shrinkIsr(args: ShrinkIsrArgs): Promise<unknown>;
   /** Save the broker's whole state (topics with their records and configs, groups and offsets,
-  /** transactions, ACLs, SCRAM users) as `name`, replacing a snapshot of that name. */
+   * transactions, ACLs, SCRAM users) as `name`, replacing a snapshot of that name. */
   snapshot(args: SnapshotArgs): Promise<unknown>;
   /** The snapshots saved, by name, with their size on disk. */
   snapshots(): Promise<unknown>;
