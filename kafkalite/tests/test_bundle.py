@@ -4,11 +4,13 @@ The bundle is built from this checkout and the test venv's libraries, then run b
 own python3 (/usr/bin/python3, the Debian one, which has none of them) with -I -S from an empty
 folder and an environment holding only PATH, HOME and SHIV_ROOT (the folder the bundle unpacks
 into on its first run). It must start, serve a real client on PLAINTEXT and on a TLS listener
-with the self-signed CA, answer the controls, the console and the schema registry."""
+with the self-signed CA, answer the controls, the console and the schema registry; and the Go
+helper, given only the bundle, runs a franz-go test on it."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -116,3 +118,25 @@ def test_bundle_says_what_it_was_built_for(bundle, tmp_path):
     assert out.returncode == 2
     assert "this bundle was built for cpython-311 on Linux" in out.stderr and "elsewhere" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.franz
+@pytest.mark.timeout(600)
+def test_go_helper_runs_the_bundle_with_the_system_python(bundle, tmp_path):
+    """go/kafkalitetest given only the bundle (KAFKALITE_CMD=kafkalite.pyz) and Debian's python3
+    first on PATH: a franz-go test's broker is the one file, nothing installed."""
+    import shutil
+
+    from compat_tests.clients.golang import go_env
+
+    go = shutil.which("go")
+    assert go is not None, "go is not installed (scripts/install-test-deps.sh)"
+    env = {**go_env(), "KAFKALITE_CMD": str(bundle), "SHIV_ROOT": str(tmp_path / "shiv"),
+           "PATH": os.pathsep.join(["/usr/bin", "/bin", str(Path(go).parent)])}
+    env.pop("PYTHONPATH", None)
+    go_dir = Path(__file__).resolve().parents[2] / "go" / "kafkalitetest"
+    result = subprocess.run(["go", "test", "-count=1", "-v", "-run", "TestSnapshotRestoreAndResetWithFranz", "./..."],
+                            cwd=go_dir, env=env, capture_output=True, text=True, timeout=500)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "--- PASS: TestSnapshotRestoreAndResetWithFranz" in result.stdout
+    assert list((tmp_path / "shiv").glob("*/site-packages/kafkalite")), "the bundle was not what ran"
