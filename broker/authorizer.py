@@ -23,7 +23,9 @@ an operation on at least one resource of a type (the idempotent producer's WRITE
 topic), with denials by literal name or dominating prefix taken into account.
 
 ACLs persist in `__cluster_metadata/acls.json` of the data directory, written atomically on
-every change, and are read back when the broker starts.
+every change, and are read back when the broker starts. All or nothing: the ACLs are saved as
+they will be before memory changes; a save that fails (a full disk) raises OSError with the ACLs
+as they were, and the handler answers KAFKA_STORAGE_ERROR (broker.all_or_nothing).
 """
 
 from __future__ import annotations
@@ -234,9 +236,9 @@ class Authorizer:
         self._reindex()
         log.info("loaded %d ACL(s)", len(self._acls))
 
-    def _save(self) -> None:
+    def _save(self, acls: set[Acl]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"acls": [list(astuple(a)) for a in sorted(self._acls)]}
+        data = {"acls": [list(astuple(a)) for a in sorted(acls)]}
         write_atomic(self.path, json.dumps(data, indent=1).encode(), fsync=True)
 
     def _reindex(self) -> None:
@@ -277,19 +279,22 @@ class Authorizer:
         """Adds the (validated) ACLs; one that exists already is no change."""
         new = [a for a in acls if a not in self._acls]
         if new:
-            self._acls.update(new)
-            self._reindex()
-            self._save()
+            self._replace(self._acls | set(new))
 
     def delete(self, filters: list[AclFilter]) -> list[list[Acl]]:
         """Removes every ACL some filter matches; per filter, the ACLs it matched."""
         matched = [self.acls(f) for f in filters]
         gone = {a for group in matched for a in group}
         if gone:
-            self._acls -= gone
-            self._reindex()
-            self._save()
+            self._replace(self._acls - gone)
         return matched
+
+    def _replace(self, acls: set[Acl]) -> None:
+        """All or nothing: the ACLs as they will be are saved first; a save that fails (a full
+        disk) raises OSError with the ACLs in memory as they were."""
+        self._save(acls)
+        self._acls = acls
+        self._reindex()
 
     # --- decisions ----------------------------------------------------------------------------
     def authorize(self, principal: str, host: str, op: int, rtype: int, name: str) -> bool:

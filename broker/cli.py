@@ -18,10 +18,11 @@ Where settings come from, a later source overriding an earlier one key by key:
 Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALITE_LISTENERS,
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
 KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_SCHEMA_REGISTRY, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
-KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNED, KAFKALITE_SEED; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNED, KAFKALITE_SEED,
+KAFKALITE_HTTP_ALLOWED_HOSTS, KAFKALITE_CONTROLS_TOKEN; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
-`kafkalite control [--url URL] NAME key=value ...` runs one control of a running broker (see
+`kafkalite control [--url URL] [--token TOKEN] NAME key=value ...` runs one control of a running broker (see
 kafkalite.controls) instead of starting one; `kafkalite bundle OUT` writes the broker into one
 file that runs with nothing installed (kafkalite.bundle).
 
@@ -53,10 +54,11 @@ from .settings.broker_config import BrokerConfig
 from .settings.broker_keys import BROKER_KEYS, UnknownConfig
 from .settings.sources import env_name
 from .fast_start import hide_hypothesis, import_kio_serial_without_asyncio
-from .settings.layering import DEFAULT_HOST, DEFAULT_PORT, resolve
+from .settings.layering import DEFAULT_HOST, DEFAULT_PORT, Settings, resolve
 from .startup_checks import StartupError, check_data_dir, check_http_extra, check_security
 
 if TYPE_CHECKING:  # the services import kio, which must wait for hide_hypothesis
+    from .http_endpoint import HttpAccess
     from .seed import Seed
     from .services import Wiring
 
@@ -67,7 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="kafkalite",
         description="A Kafka-compatible broker for tests and CI.",
-        usage="kafkalite [options]\n       kafkalite control [--url URL] NAME [key=value ...]\n       kafkalite bundle OUT",
+        usage="kafkalite [options]\n       kafkalite control [--url URL] [--token TOKEN] NAME [key=value ...]\n"
+              "       kafkalite bundle OUT",
         epilog="commands:\n"
                "  control NAME [key=value ...]\n"
                "                        run one test control (faults, the clock, ...) of a running broker\n"
@@ -112,6 +115,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         env = "KAFKALITE_" + flag[2:].upper().replace("-", "_")
         p.add_argument(flag, default=None, metavar="[HOST:]PORT",
                        help=f"serve {serves} (host defaults to the first listener's; 0 picks a free port{needs}) [{env}]")
+    p.add_argument("--http-allowed-hosts", default=None, metavar="NAME,...",
+                   help="Host names the HTTP endpoints answer besides their own address, localhost and IP "
+                        "addresses (a DNS name of this machine; * for any); other names get 421 "
+                        "[KAFKALITE_HTTP_ALLOWED_HOSTS]")
+    p.add_argument("--controls-token", default=None, metavar="SECRET",
+                   help="a shared secret the controls (and the console's control forms) ask for as "
+                        "'Authorization: Bearer SECRET'; prefer the environment variable, which other users "
+                        "cannot read in the process list [KAFKALITE_CONTROLS_TOKEN]")
     p.add_argument("--clock", default=None, metavar="MODE",
                    help="system (default): wall-clock time, moved on by the advance-clock control; manual: "
                         "time stands still and moves only when advanced [KAFKALITE_CLOCK]")
@@ -227,7 +238,7 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
     try:
         seed = _load_seed(settings.seed, config)
         trio.run(run, config, settings.metrics, settings.ready_file, wiring, settings.console, settings.controls,
-                 settings.schema_registry, seed)
+                 settings.schema_registry, seed, http_access(settings, config))
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - a startup error is one line, without a traceback
@@ -245,6 +256,15 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         if ephemeral:
             shutil.rmtree(data_dir, ignore_errors=True)
     return code
+
+
+def http_access(settings: Settings, config: BrokerConfig) -> HttpAccess:
+    """Who may talk to the HTTP endpoints, from --http-allowed-hosts, --controls-token and
+    http.request.max.bytes."""
+    from .http_endpoint import HttpAccess
+
+    return HttpAccess(allowed_hosts=frozenset(settings.http_allowed_hosts), controls_token=settings.controls_token,
+                      max_body_bytes=config["http.request.max.bytes"])
 
 
 def _load_seed(path: str | None, config: BrokerConfig) -> Seed | None:

@@ -124,9 +124,10 @@ class JumpTimer:
 
     def __init__(self, clock: Callable[[], int]) -> None:
         self._jumped = trio.Event()
-        self._unregister = on_jump(clock, self._wake)
+        self._unregister = on_jump(clock, self.wake)
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Cut the current (or next) sleep short: the clock jumped, or the sleeper has new work."""
         self._jumped.set()
 
     async def sleep(self, seconds: float) -> None:

@@ -4,7 +4,12 @@ Rules:
 - Topic metadata persists in the topics store (broker.topic_store), rewritten on every change;
   each partition's log is the directory `<data dir>/<topic>-<partition>` as in Kafka, opened
   here and then reached only through its `Partition` (broker.partition).
-- Creating a topic is all or nothing: on a failing disk no partial topic is served or stored.
+- All or nothing: a change of the topics (creating or deleting one, adding partitions, its
+  configs, its replica lists) is written to topics.json as the cluster will be before memory
+  changes; a write that fails (a full or failing disk) raises OSError with memory as it was, and
+  the caller answers KAFKA_STORAGE_ERROR. Creating a topic or adding partitions opens the
+  partition directories first and removes them again when the save fails: no partial topic is
+  served or stored.
 - A partition opened is replayed into its producer state (broker.producer_replay) before it
   serves.
 
@@ -105,12 +110,26 @@ class Cluster:
             return min(len(self.node_ids), 3)
         return self.config["default.replication.factor"]
 
-    def save(self, *, fsync: bool = True) -> None:
-        save_topics(self.meta_dir, [
-            {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs,
-             "replicas": [p.replicas for p in t.partitions]}
-            for t in self.topics.values()
-        ], fsync=fsync)
+    def save(self, *, fsync: bool = True, without: Iterable[Topic] = (), changed: Topic | None = None,
+             configs: dict[str, str] | None = None, replicas: list[list[int]] | None = None) -> None:
+        """Write topics.json as the cluster will be once a change is made, before memory is changed
+        (the all-or-nothing rule at the top): the topics in memory, less `without`, with
+        `changed`'s configs and replica lists replaced by `configs` and `replicas` where given."""
+        gone = {id(t) for t in without}
+        entries: list[StoredTopic] = []
+        for t in self.topics.values():
+            if id(t) in gone:
+                continue
+            mine = t is changed
+            lists = replicas if mine and replicas is not None else [p.replicas for p in t.partitions]
+            entries.append({"name": t.name, "id": str(t.topic_id), "partitions": len(lists),
+                            "configs": configs if mine and configs is not None else t.configs,
+                            "replicas": lists})
+        save_topics(self.meta_dir, entries, fsync=fsync)
+
+    def replicas_with(self, part: Partition, replicas: list[int]) -> list[list[int]]:
+        """The replica lists of `part`'s topic with `part`'s replaced (for `save`)."""
+        return [list(replicas) if p is part else p.replicas for p in part.topic.partitions]
 
     # --- topics ----------------------------------------------------------------------------
     def log_config(self, topic: Topic) -> LogConfig:
@@ -202,9 +221,16 @@ class Cluster:
         if assignment is None:
             rf = len(topic.partitions[0].replicas) if topic.partitions else 1
             assignment = self.placement(topic.name, total, rf)[first:]
-        for i in range(first, total):
-            self._open_partition(topic, i, assignment[i - first])
-        self.save()
+        try:
+            for i in range(first, total):
+                self._open_partition(topic, i, assignment[i - first])
+            self.save()
+        except OSError:
+            # all or nothing, as create_topic: the partitions opened go with their directories
+            for part in topic.partitions[first:]:
+                part.delete()
+            del topic.partitions[first:]
+            raise
 
     def delete_topic(self, topic: Topic) -> None:
         self.delete_topics([topic])
@@ -215,10 +241,10 @@ class Cluster:
         without `fsync`, topics.json is not fsynced (the restore control replaces it at once)."""
         if not topics:
             return
+        self.save(fsync=fsync, without=topics)
         for topic in topics:
             del self.topics[topic.name]
             del self.topics_by_id[topic.topic_id]
-        self.save(fsync=fsync)
         for topic in topics:
             for part in topic.partitions:
                 part.wake()
@@ -226,9 +252,9 @@ class Cluster:
             log.info("deleted topic %s", topic.name)
 
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        self.save(changed=topic, configs=dict(configs))
         topic.configs = dict(configs)
         topic.policy = self.produce_policy(topic)
-        self.save()
         for part in topic.partitions:
             part.update_config(self.log_config(topic))
 
@@ -248,9 +274,10 @@ class Cluster:
         the new leader is in the ISR (logical replicas are always caught up)."""
         if node not in part.replicas:
             old = part.leader if part.leader in part.replicas else part.replicas[0]
-            part.replicas[part.replicas.index(old)] = node
+            replicas = [node if n == old else n for n in part.replicas]
+            self.save(changed=part.topic, replicas=self.replicas_with(part, replicas))
+            part.replicas = replicas
             part.isr = [n for n in part.isr if n != old]
-            self.save()
         if node not in part.isr:
             part.isr.append(node)
         if part.leader != node:

@@ -5,10 +5,19 @@ Rules:
   connection while it works on a request). The answer to a Produce request whose successor
   Produce is already received waits for it, and such answers leave in one send (at most
   COALESCE_MAX); not on SASL listeners, nor while a dispatch hook is registered.
-- A frame larger than socket.request.max.bytes, an undecodable request or an API version we do
-  not serve closes that connection with a log line; the broker goes on serving every other
-  connection. ApiVersions with a version we do not know is answered in the v0 format with
-  UNSUPPORTED_VERSION, as Kafka does. A handler that fails closes its connection only.
+- Frames (broker.framing): a frame larger than socket.request.max.bytes, or before a SASL
+  listener's connection is authenticated larger than sasl.server.max.receive.size, closes the
+  connection with a log line, as does an undecodable request or an API version we do not serve;
+  the broker goes on serving every other connection. ApiVersions with a version we do not know
+  is answered in the v0 format with UNSUPPORTED_VERSION, as Kafka does. The frame a request came
+  in goes back to queued.max.request.bytes once the request is decoded (or the connection ends).
+- Server errors: an exception in a handler (or in encoding its answer) is logged once with its
+  traceback and answered with UNKNOWN_SERVER_ERROR in that API's own response shape, every
+  topic, partition, resource or member of the request carrying it (Kafka's
+  AbstractRequest.getErrorResponse, protocol.error_responses); the connection stays open. It
+  closes only where Kafka's RequestHandlerHelper.sendErrorOrCloseConnection closes: an acks=0
+  Produce, which has no response to carry the error; and, on a SASL listener, a request failing
+  before authentication, which Kafka's SaslServerAuthenticator handles and fails the channel for.
 - TLS listeners wrap the accepted socket in a trio.SSLStream (a handshake not finished within
   ssl.handshake.timeout.ms closes the connection; it holds up no other connection).
 - The SASL gate: on SASL listeners a connection may send only ApiVersions (once) and
@@ -32,6 +41,7 @@ import logging
 import socket
 import struct
 import time
+from typing import Any
 
 import trio
 
@@ -138,10 +148,12 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 await stream.aclose()
             return
         out_stream, principal = done
-        reader = FrameReader(StreamSource(out_stream), broker.config["socket.request.max.bytes"])
+        reader = FrameReader(StreamSource(out_stream), broker.config["socket.request.max.bytes"],
+                             broker.request_memory)
     else:
-        reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"])
+        reader = FrameReader(stream.socket, broker.config["socket.request.max.bytes"], broker.request_memory)
     sasl = SaslSession(security, broker.scram) if security.sasl else None
+    _limit_frames(broker, reader, sasl)
     conn = Connection(security, principal, sasl)
     # Produce answers not sent yet: while the next Produce request of a pipelining client
     # (max.in.flight > 1) is already received, its predecessor's answer waits for it, and the
@@ -167,6 +179,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 await out_stream.send_all(_SIZE.pack(len(token)) + token)
                 if sasl.authenticated:
                     conn.principal = sasl.principal or ANONYMOUS
+                _limit_frames(broker, reader, sasl)
                 continue
             header, hsize = peek_header(frame)
             if sasl is not None:
@@ -199,6 +212,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.warning("closing connection from %s: undecodable %s v%d request (client %r): %s",
                             peer, rng.name, header.api_version, header.client_id, exc)
                 return
+            # decoded (kio copies what it reads): the frame's share of queued.max.request.bytes
+            # goes back now, as Kafka releases a request's buffer once it is parsed, so that a
+            # request waiting on others (a JoinGroup, a Fetch's max_wait) holds none of it
+            reader.release()
             if sasl is not None and header.api_key == API_VERSIONS and not sasl.authenticated:
                 sasl.state = "HANDSHAKE_REQUEST"  # one ApiVersions before the handshake, as Kafka
             ctx = RequestContext(broker, header, listener, peer, node_id, conn)
@@ -217,10 +234,20 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                     log.info("closing connection from %s (client %r): %s", peer, header.client_id, exc)
                     return
                 except Exception:
-                    metrics.record_error(header.api_key, t0, len(frame) + 4)
-                    log.exception("error handling %s v%d from %s (client %r); closing the connection",
+                    answer = None if sasl is not None and not sasl.authenticated else _server_error_answer(
+                        header, request)
+                    if answer is None:
+                        metrics.record_error(header.api_key, t0, len(frame) + 4)
+                        log.exception("error handling %s v%d from %s (client %r); closing the connection",
+                                      rng.name, header.api_version, peer, header.client_id)
+                        return
+                    log.exception("error handling %s v%d from %s (client %r); answered UNKNOWN_SERVER_ERROR",
                                   rng.name, header.api_version, peer, header.client_id)
-                    return
+                    if pending:
+                        await _send_pending(out_stream, pending)
+                    await out_stream.send_all(answer)
+                    metrics.record_error(header.api_key, t0, len(frame) + 4, len(answer))
+                    continue
                 if interception is not None:
                     if pending:
                         await _send_pending(out_stream, pending)
@@ -261,8 +288,10 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 log.info("closing connection from %s on %s (client %r): %s",
                          peer, listener.name, header.client_id, conn.close_after_response)
                 return
-            if sasl is not None and sasl.authenticated:
-                conn.principal = sasl.principal or ANONYMOUS
+            if sasl is not None:
+                if sasl.authenticated:
+                    conn.principal = sasl.principal or ANONYMOUS
+                _limit_frames(broker, reader, sasl)
     except ConnectionClosed:
         pass
     except MalformedRequest as exc:
@@ -280,6 +309,7 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
                 flush_scope.shield = True
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     await _send_pending(out_stream, pending)
+        reader.release()
         metrics.connections_closed += 1
         log.debug("connection closed from %s on %s", peer, listener.name)
         # share sessions die with their connection, as in Kafka's share session cache
@@ -288,6 +318,29 @@ async def serve_connection(broker: Broker, stream: trio.SocketStream, listener: 
             share.connection_closed(peer)
         with trio.move_on_after(0):
             await out_stream.aclose()
+
+
+def _limit_frames(broker: Broker, reader: FrameReader, sasl: SaslSession | None) -> None:
+    """The largest frame the connection reads next: sasl.server.max.receive.size until a SASL
+    listener's connection is authenticated (and while it re-authenticates), as Kafka's
+    SaslServerAuthenticator; socket.request.max.bytes otherwise."""
+    if sasl is not None and not sasl.authenticated:
+        reader.set_limit(broker.config["sasl.server.max.receive.size"], "sasl.server.max.receive.size")
+    else:
+        reader.set_limit(broker.config["socket.request.max.bytes"], "socket.request.max.bytes")
+
+
+def _server_error_answer(header: RequestHeader, request: Any) -> bytes | None:
+    """The encoded UNKNOWN_SERVER_ERROR answer to a request whose handler failed, in the API's
+    own response shape (Kafka's getErrorResponse); None for an acks=0 Produce, which Kafka
+    answers by closing the connection. No message: Kafka's ApiError.fromThrowable leaves it out
+    for UNKNOWN_SERVER_ERROR so as not to leak the exception."""
+    if header.api_key == API_PRODUCE and request.acks == 0:
+        return None
+    from kafkalite.protocol.error_responses import error_response
+
+    body = error_response(header.api_key, header.api_version, request, ErrorCode.unknown_server_error)
+    return encode_response(header.api_key, header.api_version, header.correlation_id, body)
 
 
 async def _send_pending(stream: trio.abc.SendStream, pending: list[bytes]) -> None:

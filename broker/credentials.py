@@ -4,7 +4,9 @@ and mechanism, as Kafka keeps them; never a password.
 They live in `<data dir>/scram-credentials.json`, written atomically on every change. Users
 come from the `scram.users` setting (kafka-storage format's `--add-scram` syntax:
 `SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-512=[name=bob,iterations=8192,password=x]`,
-applied at every start) and from AlterUserScramCredentials at run time.
+applied at every start) and from AlterUserScramCredentials at run time. All or nothing: a
+change is saved as the credentials will be before memory changes; a save that fails (a full
+disk) raises OSError with them as they were (broker.all_or_nothing).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from kafkalite.storage.files import write_atomic
 
 # Kafka's ScramMechanism ids (DescribeUserScramCredentials / AlterUserScramCredentials)
 MECHANISM_IDS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
@@ -127,15 +130,32 @@ class ScramStore:
             del self.users[user]
         return True
 
+    def alter(self, deletions: list[tuple[str, str]], upserts: list[tuple[str, str, ScramCredential]]) -> None:
+        """AlterUserScramCredentials' changes (checked by its handler), all or nothing: the
+        credentials as they will be are written first and only then replace those in memory; a
+        write that fails raises OSError and changes nothing."""
+        users = {u: dict(mechs) for u, mechs in self.users.items()}
+        for user, mechanism in deletions:
+            users.get(user, {}).pop(mechanism, None)
+            if not users.get(user, True):
+                del users[user]
+        for user, mechanism, cred in upserts:
+            users.setdefault(user, {})[mechanism] = cred
+        self.replace(users)
+
+    def replace(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        """These credentials instead of all there are: written first, then taken (a write that
+        fails raises OSError and changes nothing)."""
+        self._write(users)
+        self.users = users
+
     def save(self) -> None:
-        raw = {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(raw, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        self._write(self.users)
+
+    def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        raw = {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in users.items()}
+        # readable by the broker's user only: the file holds salted passwords
+        write_atomic(self.path, json.dumps(raw).encode(), fsync=True, mode=0o600)
 
     def apply_config(self, text: str) -> None:
         """Add the users of `scram.users` (replacing a credential of the same user and mechanism)."""

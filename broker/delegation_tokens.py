@@ -16,12 +16,15 @@ DelegationTokenManager does, and usable to authenticate with SCRAM.
 - A token authenticates SCRAM-SHA-256/512 with the `tokenauth=true` extension: the user name is the
   token id, the password the base64 HMAC; the connection's principal is the token's owner. Tokens
   past their expiry are not found.
-- Tokens persist in `__cluster_metadata/delegation_tokens.json` (Kafka's metadata log).
+- Tokens persist in `__cluster_metadata/delegation_tokens.json` (Kafka's metadata log), saved as
+  they will be before memory changes: a save that fails (a full disk) raises OSError with the
+  tokens as they were, and the handler answers KAFKA_STORAGE_ERROR (broker.all_or_nothing).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -91,8 +94,7 @@ class DelegationTokens:
         password = base64.b64encode(mac).decode()
         token = Token(token_id, mac, owner, requester, renewers, now, min(now + self.expiry_time_ms, max_ms), max_ms,
                       {m: ScramCredential.from_password(m, password) for m in HASHES})
-        self.tokens[token_id] = token
-        self._save()
+        self._replace({**self.tokens, token_id: token})
         return token
 
     def by_hmac(self, mac: bytes) -> Token:
@@ -110,24 +112,24 @@ class DelegationTokens:
         self._may_change(token, principal)
         if token.expiry_ms < now:
             raise TokenError("delegation_token_expired")
-        token.expiry_ms = min(token.max_ms, now + (self.expiry_time_ms if period_ms < 0 else period_ms))
-        self._save()
-        return token.expiry_ms
+        renewed = dataclasses.replace(token, expiry_ms=min(token.max_ms, now + (self.expiry_time_ms if period_ms < 0
+                                                                               else period_ms)))
+        self._replace({**self.tokens, token.token_id: renewed})
+        return renewed.expiry_ms
 
     def expire(self, mac: bytes, principal: str, period_ms: int, now: int) -> int:
         token = self.by_hmac(mac)
         self._may_change(token, principal)
         if token.expiry_ms < now:
             raise TokenError("delegation_token_expired")
+        others = {k: t for k, t in self.tokens.items() if k != token.token_id}
         if period_ms < 0:
-            del self.tokens[token.token_id]
-            self._save()
+            self._replace(others)
             return now
-        token.expiry_ms = min(token.max_ms, now + period_ms)
-        if token.expiry_ms < now:
-            del self.tokens[token.token_id]
-        self._save()
-        return token.expiry_ms
+        expiry_ms = min(token.max_ms, now + period_ms)
+        self._replace(others if expiry_ms < now else {**others, token.token_id:
+                                                      dataclasses.replace(token, expiry_ms=expiry_ms)})
+        return expiry_ms
 
     def visible(self, principal: str, owners: list[str] | None, now: int,
                 granted: Callable[[Token], bool]) -> list[Token]:
@@ -149,6 +151,9 @@ class DelegationTokens:
         cred = t.scram.get(mechanism)
         return None if cred is None else (cred, t.owner)
 
-    def _save(self) -> None:
+    def _replace(self, tokens: dict[str, Token]) -> None:
+        """All or nothing: the tokens as they will be are saved first; a save that fails (a full
+        disk) raises OSError with the tokens in memory as they were."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps([t.to_json() for t in self.tokens.values()]).encode(), fsync=True)
+        write_atomic(self.path, json.dumps([t.to_json() for t in tokens.values()]).encode(), fsync=True)
+        self.tokens = tokens

@@ -16,10 +16,12 @@ Values are applied where they mean something to kafkalite: the broker settings i
 defaults such as log.retention.ms and log.segment.bytes, message.max.bytes, min.insync.replicas,
 producer.id.expiration.ms, log.flush.interval.ms) take the per-broker value of the first node, else
 the cluster default, else the static setting, at once and for every node. Listener, SASL and SSL
-settings, thread counts, the cleaner's and the replication throttles are stored and described
-only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
+settings, thread counts, the cleaner's (but log.cleaner.backoff.ms, which the next pass of the log
+cleaner reads) and the replication throttles are stored and described only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
 Everything persists in `__cluster_metadata/broker_configs.json` (Kafka's metadata log) and is
-applied again at start.
+applied again at start. All or nothing: a change is saved as the sets will be before memory
+changes or anything is applied; a save that fails (a full disk) raises OSError with both as they
+were (broker.all_or_nothing).
 """
 
 from __future__ import annotations
@@ -65,6 +67,15 @@ class DynamicConfigError(Exception):
 def is_list_config(key: str) -> bool:
     spec = KAFKA_DYNAMIC_BROKER_CONFIGS.get(key)
     return spec is not None and spec[0] == "LIST"
+
+
+def kafka_default(key: str) -> str | None:
+    """Kafka's KafkaConfig default of a dynamic key, as text: what IncrementalAlterConfigs' APPEND and
+    SUBTRACT start from when the resource has no value for it (the controller's
+    ConfigurationControlManager.getParts asks KafkaConfigSchema.getDefault, never the static
+    setting or the cluster default)."""
+    spec = KAFKA_DYNAMIC_BROKER_CONFIGS.get(key)
+    return None if spec is None else spec[1]
 
 
 def validate(props: Mapping[str, str], per_broker: bool) -> None:
@@ -116,13 +127,15 @@ class DynamicBrokerConfigs:
         validate(props, node is not None)
         if validate_only:
             return
+        defaults, per_broker = self.defaults, dict(self.per_broker)
         if node is None:
-            self.defaults = dict(props)
+            defaults = dict(props)
         elif props:
-            self.per_broker[node] = dict(props)
+            per_broker[node] = dict(props)
         else:
-            self.per_broker.pop(node, None)
-        self._save()
+            per_broker.pop(node, None)
+        self._write(defaults, per_broker)
+        self.defaults, self.per_broker = defaults, per_broker
         self._apply()
         log.info("dynamic broker configs of %s now %s", "the cluster default" if node is None else f"broker {node}",
                  {k: v for k, v in props.items() if not _sensitive(k)})
@@ -136,9 +149,10 @@ class DynamicBrokerConfigs:
             except ValueError as exc:  # a value Kafka's type allows but kafkalite's setting does not
                 log.warning("dynamic %s=%s is stored but not applied: %s", key, text, exc)
 
-    def _save(self) -> None:
+    def _write(self, defaults: dict[str, str], per_broker: dict[int, dict[str, str]]) -> None:
+        """Save the sets as they will be, before memory changes (a failure raises OSError)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"default": self.defaults, "brokers": {str(n): v for n, v in self.per_broker.items()}}
+        data = {"default": defaults, "brokers": {str(n): v for n, v in per_broker.items()}}
         write_atomic(self.path, json.dumps(data, sort_keys=True).encode(), fsync=True)
 
     # --- DescribeConfigs ------------------------------------------------------------------

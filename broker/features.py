@@ -15,7 +15,8 @@ allow_downgrade does not count, as on Kafka), and any metadata.version downgrade
 twice takes its last update. What a level changes: transaction.version is the transaction
 coordinator's (a coordinator built after the change runs it; clients pick their protocol from
 ApiVersions at once); the other levels are reported, not enforced. Levels persist in
-`__cluster_metadata/features.json`.
+`__cluster_metadata/features.json`, saved as they will be before memory changes: a save that
+fails (a full disk) raises OSError with the levels as they were (broker.all_or_nothing).
 """
 
 from __future__ import annotations
@@ -112,15 +113,16 @@ class Features:
             return [u.feature for u in updates]
         changed = {name: u.level for name, u in by_feature.items() if self.levels.get(name, 0) != u.level}
         if changed:
-            self.levels.update(changed)
-            self.epoch += 1
+            # saved as they will be before memory changes: a save that fails raises OSError
+            levels = {**self.levels, **changed}
+            self._save(levels, self.epoch + 1)
+            self.levels, self.epoch = levels, self.epoch + 1
             if "transaction.version" in changed:
                 self.config.values["transaction.version"] = changed["transaction.version"]
-            self._save()
             log.info("finalized features now %s (epoch %d)", self.finalized(), self.epoch)
         return [u.feature for u in updates]
 
-    def _save(self) -> None:
+    def _save(self, levels: dict[str, int], epoch: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps({"levels": self.levels, "epoch": self.epoch}, sort_keys=True).encode(),
+        write_atomic(self.path, json.dumps({"levels": levels, "epoch": epoch}, sort_keys=True).encode(),
                      fsync=True)

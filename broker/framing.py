@@ -2,16 +2,30 @@
 and file regions written back.
 
 Rules:
-- A frame is a 4-byte big-endian size and that many bytes; a size below 0 or above
-  socket.request.max.bytes is MalformedRequest (the connection loop closes the connection).
-- A small frame is a read-only view into the reader's one receive buffer, valid until the next
-  read_frame: requests of a connection are handled one at a time and kio copies what it decodes.
+- A frame is a 4-byte big-endian size and that many bytes; a size below 0 or above the reader's
+  limit is MalformedRequest (the connection loop closes the connection with a log line). The
+  limit is socket.request.max.bytes, and sasl.server.max.receive.size on a SASL listener until
+  the connection is authenticated (as Kafka since CVE-2022-34917).
+- Memory follows the bytes that arrive, never the size a header claims: a small frame is a
+  read-only view into the reader's one receive buffer (an anonymous mmap whose pages are backed
+  only once data lands in them), valid until the next read_frame (requests of a connection are
+  handled one at a time and kio copies what it decodes); a frame larger than that buffer grows
+  as its bytes come. A header announcing 64 MiB that is never followed costs nothing.
+- queued.max.request.bytes (RequestMemoryPool) bounds the frames all connections hold at once,
+  as Kafka's SimpleMemoryPool in its non-strict mode: a frame's announced size is taken from the
+  pool when its header is read, if anything is left, and given back by `release` (the connection
+  loop calls it once the request is decoded, as Kafka releases a parsed request's buffer), at the
+  latest when the next frame is read; while nothing is left, connections wait at their next frame header (no
+  more is read from their sockets) until memory is given back. A frame once granted always
+  completes, so connections never wait on each other's half-read frames. -1 (Kafka's default):
+  no bound.
 - File regions (Fetch) go out with os.sendfile on a plain TCP socket and are read and sent like
   bytes on any other stream (TLS).
 """
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -22,6 +36,7 @@ import trio
 from kafkalite.protocol.messages import MalformedRequest
 from kafkalite.protocol.regions import Chunk, FileRegion
 
+log = logging.getLogger("kafkalite.server")
 _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
 
@@ -30,13 +45,48 @@ class ConnectionClosed(Exception):
     pass
 
 
+class RequestMemoryPool:
+    """queued.max.request.bytes: the request bytes all connections of a broker may hold at once,
+    as Kafka's SimpleMemoryPool (non-strict: a reservation succeeds while anything is left, so
+    the pool may go below zero by one frame; a limit of 0 or less bounds nothing)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.available = limit
+        self._freed = trio.lowlevel.ParkingLot()
+        self._logged_exhaustion = False
+
+    @property
+    def bounded(self) -> bool:
+        return self.limit > 0
+
+    async def reserve(self, size: int) -> None:
+        """Take `size` bytes, first waiting while the pool is used up."""
+        if self.limit <= 0:
+            return
+        while self.available <= 0:
+            if not self._logged_exhaustion:
+                self._logged_exhaustion = True
+                log.warning("queued.max.request.bytes=%d is used up: connections wait at their next request "
+                            "until memory is freed", self.limit)
+            await self._freed.park()
+        self.available -= size
+
+    def release(self, size: int) -> None:
+        if self.limit <= 0 or not size:
+            return
+        self.available += size
+        if self.available > 0:
+            self._logged_exhaustion = False
+            self._freed.unpark_all()
+
+
 class FrameReader:
-    """Reads size-prefixed frames straight from the socket.
+    """Reads size-prefixed frames straight from the socket (the rules at the top of this module).
 
     Small frames are read-only views into one reusable receive buffer, valid until the next
-    read_frame (requests of a connection are handled one at a time, and kio copies what it
-    decodes out of the frame); a frame larger than that buffer is received directly into a
-    buffer of its own size. Either way the request's bytes are not copied before kio reads them.
+    read_frame; a frame larger than that buffer is received through it into a buffer of its own
+    that grows as the bytes arrive.
     """
 
     BUFFER_SIZE = 256 * 1024
@@ -45,16 +95,33 @@ class FrameReader:
     # two again, not the 256 KiB it touched
     RELEASE_ABOVE = 64 * 1024
 
-    def __init__(self, sock: Any, max_size: int):
+    def __init__(self, sock: Any, max_size: int, pool: RequestMemoryPool | None = None,
+                 limit_name: str = "socket.request.max.bytes"):
         # a socket, or anything with an async recv_into (StreamSource over a TLS stream)
         self.sock = sock
         self.max_size = max_size
+        # the setting that max_size comes from, for the log line of a refused frame
+        self.limit_name = limit_name
+        self.pool = pool
+        # what this connection took from the pool for the frame last returned
+        self.reserved = 0
         # anonymous mmap, not bytearray: its zero pages are only backed by memory once data
         # lands in them, so an idle connection costs a page or two, not the whole buffer
         self.buf = mmap.mmap(-1, self.BUFFER_SIZE)
         self.view = memoryview(self.buf)
         self.start = 0
         self.end = 0
+
+    def set_limit(self, max_size: int, limit_name: str) -> None:
+        """The largest frame from now on, and the setting it comes from."""
+        self.max_size = max_size
+        self.limit_name = limit_name
+
+    def release(self) -> None:
+        """Give back to the pool what the frame last returned took (the connection is done with it)."""
+        if self.reserved and self.pool is not None:
+            self.pool.release(self.reserved)
+        self.reserved = 0
 
     async def _receive_more(self) -> None:
         if self.start == self.end:
@@ -81,28 +148,38 @@ class FrameReader:
         return _API_KEY.unpack_from(self.buf, self.start + 4)[0]
 
     async def read_frame(self) -> bytes | memoryview:
+        self.release()
         while self.end - self.start < 4:
             await self._receive_more()
         (size,) = _SIZE.unpack_from(self.buf, self.start)
         if size < 0 or size > self.max_size:
-            raise MalformedRequest(f"frame of {size} bytes exceeds socket.request.max.bytes={self.max_size}")
+            raise MalformedRequest(f"frame of {size} bytes exceeds {self.limit_name}={self.max_size}")
+        if self.pool is not None and self.pool.bounded:
+            await self.pool.reserve(size)
+            self.reserved = size
         if size <= len(self.buf) - 4:
             while self.end - self.start - 4 < size:
                 await self._receive_more()
             body_start = self.start + 4
             self.start = body_start + size
             return self.view[body_start : body_start + size].toreadonly()
+        return await self._read_large(size)
+
+    async def _read_large(self, size: int) -> memoryview:
+        """A frame larger than the receive buffer: received through the buffer, appended to a
+        buffer of its own as the bytes arrive (bytearray over-allocates by an eighth as it grows),
+        so its memory is what was sent, never what the header announced."""
         body_start = self.start + 4
-        frame: bytearray = bytearray(size)
-        have = self.end - body_start
-        frame[:have] = self.view[body_start : self.end]
+        frame = bytearray(self.view[body_start : self.end])
         self.start = self.end = 0
-        fview = memoryview(frame)
-        while have < size:
-            n = await self.sock.recv_into(fview[have:])
+        while len(frame) < size:
+            # never past this frame: the next frame's bytes stay for the receive buffer's reads
+            n = await self.sock.recv_into(self.view[: min(size - len(frame), self.BUFFER_SIZE)])
             if not n:
                 raise ConnectionClosed()
-            have += n
+            frame += self.view[:n]
+        if size > self.RELEASE_ABOVE:
+            self.buf.madvise(mmap.MADV_DONTNEED, 0, self.BUFFER_SIZE)
         # kio's native readers take read-only buffers only
         return memoryview(frame).toreadonly()
 

@@ -5,7 +5,8 @@ Rules:
 - Which keys exist, what they accept and what they fall back to is settings.group_keys'; a
   change is validated there on the group's whole new set, so nothing changes unless all of it is
   valid.
-- Every change is written atomically before it is answered.
+- All or nothing: every change is written atomically, as the configs will be, before memory
+  changes; a write that fails (a full disk) raises OSError with the configs as they were.
 - DescribeConfigs of a GROUP resource reports each key with GROUP_CONFIG when the group sets it,
   and Kafka's synonym chain (the group's value, then the broker setting's, or GroupConfig's
   default as DEFAULT_CONFIG under the key's own name when no broker setting stands behind it).
@@ -92,16 +93,21 @@ class GroupConfigs:
         validate_group_configs(new, [k for k, _v in changes], self.broker_value)
         if validate_only:
             return
+        values = dict(self.values)
         if new:
-            self.values[group_id] = new
+            values[group_id] = new
         else:
-            self.values.pop(group_id, None)
-        self._save()
+            values.pop(group_id, None)
+        self._write(values)
+        self.values = values
 
     def delete_group(self, group_id: str) -> None:
-        if self.values.pop(group_id, None) is not None:
-            self._save()
+        if group_id in self.values:
+            values = {g: c for g, c in self.values.items() if g != group_id}
+            self._write(values)
+            self.values = values
 
-    def _save(self) -> None:
+    def _write(self, values: dict[str, dict[str, str]]) -> None:
+        """Save the configs as they will be, before memory changes (a failure raises OSError)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(self.values, sort_keys=True).encode(), fsync=True)
+        write_atomic(self.path, json.dumps(values, sort_keys=True).encode(), fsync=True)

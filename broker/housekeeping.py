@@ -1,9 +1,16 @@
-"""Housekeeping: retention, compaction and the fsync=interval flush, off the request path.
+"""Housekeeping: retention, the log cleaner (compaction) and the fsync=interval flush, off the
+request path.
 
 Rules:
 - Retention is due by the broker's clock (broker.clock), and a jump of that clock wakes the loop,
   so an advance past log.retention.check.interval.ms applies retention at once, at the advanced
-  time.
+  time. Retention only deletes segments; it does not compact.
+- The log cleaner keeps Kafka's schedule, apart from retention: with log.cleaner.enable (Kafka's
+  default, true) it passes over the partitions whose cleanup.policy includes compact every
+  log.cleaner.backoff.ms (Kafka's default, 15 s) of the broker's clock, as Kafka's cleaner thread
+  backs off between passes, so advance-clock runs it too; a pass cleans a log whose dirty ratio is
+  above min.cleanable.dirty.ratio (storage.compaction). Both keys are read at every pass, so a
+  dynamic broker config changes them at once. With log.cleaner.enable=false nothing is compacted.
 - What to do is decided on the trio loop (the floors come from transaction state, which only the
   loop may read); the work runs in a worker thread (storage allows retention and compaction
   beside appends and reads).
@@ -24,9 +31,16 @@ log = logging.getLogger("kafkalite.server")
 
 
 async def housekeeping(broker: Broker) -> None:
-    """Retention, compaction and the fsync=interval flush, off the request path. Retention is due
-    by the broker's clock and a jump of it wakes this loop, so an advance past
-    log.retention.check.interval.ms applies retention at once, at the advanced time."""
+    """Retention and the fsync=interval flush, and the log cleaner beside them."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(retention_and_flush, broker)
+        nursery.start_soon(log_cleaner, broker)
+
+
+async def retention_and_flush(broker: Broker) -> None:
+    """The fsync=interval flush, and retention, due by the broker's clock: a jump of it wakes this
+    loop, so an advance past log.retention.check.interval.ms applies retention at once, at the
+    advanced time."""
     config = broker.config
     flush_every = config["log.flush.interval.ms"] / 1000
     retention_every_ms = config["log.retention.check.interval.ms"]
@@ -40,9 +54,29 @@ async def housekeeping(broker: Broker) -> None:
                     await trio.to_thread.run_sync(_flush_all, parts)
             if now_ms() >= next_retention:
                 next_retention = now_ms() + retention_every_ms
-                jobs = retention_jobs(broker)
-                if jobs:
-                    await trio.to_thread.run_sync(run_retention_jobs, jobs)
+                parts = retention_jobs(broker)
+                if parts:
+                    await trio.to_thread.run_sync(run_retention_jobs, parts)
+
+
+async def log_cleaner(broker: Broker) -> None:
+    """Kafka's LogCleaner schedule: a pass over the compacted partitions every
+    log.cleaner.backoff.ms of the broker's clock while log.cleaner.enable is on."""
+    config = broker.config
+    next_pass = now_ms() + config["log.cleaner.backoff.ms"]
+    with JumpTimer(CLOCK) as timer:
+        while True:
+            wait_ms = next_pass - now_ms()
+            if wait_ms > 0:
+                # woken early by a clock jump, or to read a changed backoff
+                await timer.sleep(min(wait_ms, config["log.cleaner.backoff.ms"]) / 1000)
+                continue
+            next_pass = now_ms() + config["log.cleaner.backoff.ms"]
+            if not config["log.cleaner.enable"]:
+                continue
+            jobs = compaction_jobs(broker)
+            if jobs:
+                await trio.to_thread.run_sync(run_compaction_jobs, jobs)
 
 
 def _flush_all(parts: Iterable[Partition]) -> None:
@@ -53,20 +87,35 @@ def _flush_all(parts: Iterable[Partition]) -> None:
             pass  # a partition deleted meanwhile
 
 
-def retention_jobs(broker: Broker) -> list[tuple[Partition, int]]:
-    """What retention and compaction must do, decided on the trio loop (the floors come from
+def retention_jobs(broker: Broker) -> list[Partition]:
+    """The partitions retention looks at, their floors set on the trio loop (the floors come from
     transaction state, which only the loop may read)."""
-    jobs = []
-    for part in broker.cluster.all_partitions():
-        jobs.append((part, part.plan_retention()))
-    return jobs
+    parts = list(broker.cluster.all_partitions())
+    for part in parts:
+        part.plan_retention()
+    return parts
 
 
-def run_retention_jobs(jobs: list[tuple[Partition, int]]) -> None:
-    """Runs in a worker thread: storage allows retention and compaction beside appends and reads."""
+def run_retention_jobs(parts: list[Partition]) -> None:
+    """Runs in a worker thread: storage allows retention beside appends and reads."""
+    now = now_ms()
+    for part in parts:
+        try:
+            part.apply_retention(now)
+        except Exception:
+            log.exception("retention failed on %s-%d", part.topic.name, part.index)
+
+
+def compaction_jobs(broker: Broker) -> list[tuple[Partition, int]]:
+    """The compacted partitions and their last stable offsets, read on the trio loop."""
+    return [(part, part.last_stable_offset) for part in broker.cluster.all_partitions() if part.compact_enabled]
+
+
+def run_compaction_jobs(jobs: list[tuple[Partition, int]]) -> None:
+    """Runs in a worker thread: storage allows compaction beside appends and reads."""
     now = now_ms()
     for part, last_stable_offset in jobs:
         try:
-            part.apply_retention(now, last_stable_offset)
+            part.apply_compaction(now, last_stable_offset)
         except Exception:
-            log.exception("retention failed on %s-%d", part.topic.name, part.index)
+            log.exception("compaction failed on %s-%d", part.topic.name, part.index)

@@ -27,7 +27,7 @@ from typing import Any
 
 import trio
 
-from .http_endpoint import AsgiApp, lifespan, send_text, serve_app
+from .http_endpoint import AsgiApp, Guard, lifespan, send_text, serve_app
 
 log = logging.getLogger("kafkalite.metrics")
 
@@ -56,10 +56,11 @@ class Metrics:
         self.bytes_in += nbytes_in
         self.bytes_out += nbytes_out
 
-    def record_error(self, api_key: int, started: float, nbytes_in: int) -> None:
-        """A request that ended in a broker-side failure (the connection is closed)."""
+    def record_error(self, api_key: int, started: float, nbytes_in: int, nbytes_out: int = 0) -> None:
+        """A request that ended in a broker-side failure: answered with UNKNOWN_SERVER_ERROR
+        (`nbytes_out` sent), or its connection closed."""
         self.errors[api_key] += 1
-        self.record(api_key, started, nbytes_in, 0)
+        self.record(api_key, started, nbytes_in, nbytes_out)
 
 
 def open_transactions(broker: Any) -> int:
@@ -94,7 +95,7 @@ def render(broker: Any) -> str:
     labels = {k: f'api="{_api_name(k)}",api_key="{k}"' for k in keys}
     head("kafkalite_requests_total", "counter", "Requests handled, per API.")
     out += [f"kafkalite_requests_total{{{labels[k]}}} {m.requests[k]}" for k in keys]
-    head("kafkalite_request_errors_total", "counter", "Requests that failed inside the broker (connection closed), per API.")
+    head("kafkalite_request_errors_total", "counter", "Requests that failed inside the broker (answered UNKNOWN_SERVER_ERROR or connection closed), per API.")
     out += [f"kafkalite_request_errors_total{{{labels[k]}}} {m.errors[k]}" for k in keys]
     head("kafkalite_request_duration_seconds", "summary", "Time from reading a request to sending its response, per API.")
     for k in keys:
@@ -144,5 +145,6 @@ def make_app(broker: Any) -> AsgiApp:
 
 async def serve_metrics(broker: Any, host: str, port: int, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Serve GET /metrics until cancelled; reports (host, bound port) through task_status."""
-    await serve_app(lambda: make_app(broker), host or "0.0.0.0", port, "kafkalite.metrics.http",
-                    task_status=task_status)
+    host = host or "0.0.0.0"
+    await serve_app(lambda: make_app(broker), host, port, "kafkalite.metrics.http",
+                    Guard(broker.http_access, host, json_bodies=False), task_status=task_status)

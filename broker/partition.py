@@ -236,16 +236,18 @@ class Partition:
         """fsync what was written (the fsync policy decides when); housekeeping's worker thread."""
         self.log.flush()
 
-    def plan_retention(self) -> int:
-        """On the loop: keep the open transactions' data through retention, and return the last
-        stable offset, below which compaction may work (`apply_retention` then runs in a thread)."""
+    def plan_retention(self) -> None:
+        """On the loop: keep the open transactions' data through retention (`apply_retention`
+        then runs in a thread)."""
         self.log.retention_floor = self.first_unstable_offset()
-        return self.last_stable_offset
 
-    def apply_retention(self, now_ms: int, last_stable_offset: int) -> None:
-        """In a worker thread: delete old segments, then compact below `last_stable_offset` when
-        cleanup.policy includes compact."""
+    def apply_retention(self, now_ms: int) -> None:
+        """In a worker thread: delete the segments retention.ms and retention.bytes let go."""
         self.log.apply_retention(now_ms)
+
+    def apply_compaction(self, now_ms: int, last_stable_offset: int) -> None:
+        """In a worker thread: the log cleaner's pass when cleanup.policy includes compact, below
+        `last_stable_offset` (read on the loop: an open transaction's data is not cleaned)."""
         if self.log.config.compact_enabled:
             self.log.compact(now_ms, first_unstable_offset=last_stable_offset)
 

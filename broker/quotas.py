@@ -31,6 +31,9 @@ Enforcement (ClientQuotaManager with its DefaultQuotaCallback)
   out the way of the other quotas (broker.throttling).
 - `throttle-client` (broker.controls.quotas) arms forced throttles, matched by client id and/or
   user, that set a throttle time on the next responses regardless of any quota.
+- All or nothing: AlterClientQuotas saves the quotas as they will be before memory changes; a
+  save that fails (a full disk) answers each entity it was for KAFKA_STORAGE_ERROR and changes
+  nothing (broker.all_or_nothing).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalite.storage.files import write_atomic
 
+from .all_or_nothing import storage_error_message
 from .java_text import hash_order
 
 log = logging.getLogger("kafkalite.quotas")
@@ -359,21 +363,31 @@ class ClientQuotas:
             changes.extend((key, k, v) for k, v in alterations.items())
             results[key] = (entity, ErrorCode.none, None)
         if not validate_only:
-            applied = False
+            # all or nothing: the quotas as they will be are saved before memory changes; a save
+            # that fails (a full disk) answers each of these entities KAFKA_STORAGE_ERROR
+            values = {entity: dict(quotas) for entity, quotas in self.values.items()}
+            applied = set()
             for key, k, v in changes:
                 if results[key][1] != ErrorCode.none:
                     continue
-                mine = self.values.setdefault(key, {})
+                mine = values.setdefault(key, {})
                 if v is None:
                     mine.pop(k, None)
                 else:
                     mine[k] = v
                 if not mine:
-                    del self.values[key]
-                applied = True
+                    del values[key]
+                applied.add(key)
             if applied:
-                self._save()
-                log.info("client quotas now %s", self.values)
+                try:
+                    self._save(values)
+                except OSError as exc:
+                    log.error("saving client quotas failed: %s", exc)
+                    for key in applied:
+                        results[key] = (results[key][0], ErrorCode.kafka_storage_error, storage_error_message(exc))
+                else:
+                    self.values = values
+                    log.info("client quotas now %s", self.values)
         return list(results.values())
 
     @staticmethod
@@ -414,9 +428,9 @@ class ClientQuotas:
                 return f"Unexpected config type {ctype} should be Long or Double"
         return None
 
-    def _save(self) -> None:
+    def _save(self, quotas: dict[Entity, dict[str, float]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        rows = [{"entity": [list(p) for p in entity], "values": values} for entity, values in self.values.items()]
+        rows = [{"entity": [list(p) for p in entity], "values": values} for entity, values in quotas.items()]
         write_atomic(self.path, json.dumps(rows, sort_keys=True).encode(), fsync=True)
 
     # --- enforcement ----------------------------------------------------------------------

@@ -7,12 +7,23 @@ Reassignment (KIP-455)
   replication factor needs allow_replication_factor_change (INVALID_REPLICATION_FACTOR).
 - While it runs, the partition's replicas are the target followed by the replicas leaving
   (Metadata shows them all), `adding` are the target's new replicas and `removing` the leaving ones
-  (ListPartitionReassignments). Logical replicas have nothing to copy, so a reassignment completes
-  at once unless reassignments are held (the hold-reassignments control): completed, the replicas
-  are the target, the ISR its live members, and a leader outside the target hands over to the
-  first live replica of the target (a new leader epoch).
+  (ListPartitionReassignments). As on Kafka, a reassignment that adds replicas is in progress
+  while they catch up: logical replicas have nothing to copy, so they take
+  `reassignment.catch.up.ms` (kafkalite's setting, 500 ms) by the broker's clock, which the
+  advance-clock control moves (manual time holds them until advanced); 0 completes them within
+  the request. One that only drops or reorders replicas of the ISR completes at once, as Kafka's
+  controller completes it when every target replica is in sync. The hold-reassignments control
+  keeps them running until released. Completed, the replicas are the target, the ISR its live
+  members, and a leader outside the target hands over to the first live replica of the target (a
+  new leader epoch). A reassignment whose new replicas include a node that is down waits for it.
 - A null target cancels the running reassignment (the original replicas return);
   NO_REASSIGNMENT_IN_PROGRESS when there is none. A target equal to the replicas is a no-op.
+- All or nothing: the partition's new replica lists are saved (topics.json, broker.cluster)
+  before memory changes; a save that fails raises OSError with the partition and its
+  reassignment as they were (the handler answers KAFKA_STORAGE_ERROR). A held reassignment
+  saves its target: the hold lives in memory only, so after a restart it has completed.
+- A deleted topic's reassignments go with it (`topic_deleted`); the reset control opens a new
+  `Reassignments`, none running and none held.
 
 Leader election (KIP-460)
 - PREFERRED: the first replica leads if it is up and in sync; ELECTION_NOT_NEEDED when it already
@@ -20,23 +31,30 @@ Leader election (KIP-460)
 - UNCLEAN: only a partition whose leader is down or missing gets one: the first live in-sync
   replica, else (unclean) the first live replica, which becomes the whole ISR;
   ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is up.
+- Leaders and ISR live in memory only (broker.cluster): an election writes nothing, so a full
+  disk cannot fail it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kio.schema.errors import ErrorCode
+
+from .clock import CLOCK, JumpTimer, now_ms
 
 if TYPE_CHECKING:
     from .cluster import Cluster
     from .partition import Partition
+    from .state import Broker
 
 log = logging.getLogger("kafkalite.reassignments")
 
 PREFERRED, UNCLEAN = 0, 1
+ELECTION_TYPES = (PREFERRED, UNCLEAN)
 # Errors' default messages, which Kafka's controller answers with
 ELECTION_MESSAGES = {
     ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
@@ -49,6 +67,8 @@ ELECTION_MESSAGES = {
 class Ongoing:
     original: list[int]
     target: list[int]
+    # when the new replicas have caught up (the broker's clock); None while held
+    caught_up_ms: int | None = None
 
     @property
     def adding(self) -> list[int]:
@@ -64,10 +84,13 @@ class Ongoing:
 
 
 class Reassignments:
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "Cluster", catch_up_ms: int = 0):
         self.cluster = cluster
+        self.catch_up_ms = catch_up_ms
         self.ongoing: dict[tuple[str, int], Ongoing] = {}
         self.held = False
+        # wakes the task that completes reassignments (complete_caught_up) when one starts
+        self.wake: Callable[[], None] = lambda: None
 
     # --- AlterPartitionReassignments ------------------------------------------------------
 
@@ -99,32 +122,56 @@ class Reassignments:
         if target is None:
             if running is None:
                 return ErrorCode.no_reassignment_in_progress
-            del self.ongoing[key]
             self._settle(part, running.original)
+            del self.ongoing[key]
             log.info("reassignment of %s-%d cancelled: replicas %s", part.topic.name, part.index, running.original)
             return ErrorCode.none
         original = running.original if running is not None else list(part.replicas)
         if target == original and running is None:
             return ErrorCode.none
         step = Ongoing(original, list(target))
-        if self.held:
+        in_sync = all(n in part.isr for n in target)
+        if self.held or (self.catch_up_ms > 0 and not in_sync):
+            # topics.json holds where the reassignment goes: no running reassignment outlives the
+            # process, so the next start finds it done
+            self.cluster.save(changed=part.topic, replicas=self.cluster.replicas_with(part, step.target))
+            step.caught_up_ms = None if self.held else now_ms() + self.catch_up_ms
             self.ongoing[key] = step
             part.replicas = step.replicas
-            self.cluster.save()
-            log.info("reassignment of %s-%d to %s running (held): replicas %s adding %s removing %s", part.topic.name,
-                     part.index, target, step.replicas, step.adding, step.removing)
+            log.info("reassignment of %s-%d to %s running%s: replicas %s adding %s removing %s", part.topic.name,
+                     part.index, target, " (held)" if self.held else "", step.replicas, step.adding, step.removing)
+            self.wake()
         else:
-            self.ongoing.pop(key, None)
             self._settle(part, list(target))
+            self.ongoing.pop(key, None)
         return ErrorCode.none
 
+    def complete_due(self, now: int) -> int | None:
+        """Complete the reassignments whose new replicas have caught up by `now` (and are up);
+        returns the ms until the next one is due, None when none is."""
+        wait: int | None = None
+        for (topic, index), step in list(self.ongoing.items()):
+            if step.caught_up_ms is None:
+                continue
+            if step.caught_up_ms > now or not all(self.cluster.alive(n) for n in step.adding):
+                # a new replica on a node that is down catches up once it is back: look again then
+                due = step.caught_up_ms - now if step.caught_up_ms > now else self.catch_up_ms
+                wait = due if wait is None else min(wait, due)
+                continue
+            del self.ongoing[(topic, index)]
+            part = self.cluster.partition(topic, index)
+            if part is not None:
+                self._settle(part, step.target)
+        return wait
+
     def _settle(self, part: "Partition", replicas: list[int]) -> None:
-        """The reassignment's end: these replicas, their live members in sync, a leader among them."""
+        """The reassignment's end: these replicas, their live members in sync, a leader among them.
+        The replica lists are saved first: a save that fails raises OSError with nothing changed."""
+        self.cluster.save(changed=part.topic, replicas=self.cluster.replicas_with(part, replicas))
         part.replicas = list(replicas)
         part.isr = [n for n in replicas if self.cluster.alive(n)] or [replicas[0]]
         if part.leader not in replicas:
             part.set_leader(next((n for n in replicas if self.cluster.alive(n)), -1))
-        self.cluster.save()
         log.info("partition %s-%d now has replicas %s, ISR %s, leader %d", part.topic.name, part.index, part.replicas,
                  part.isr, part.leader)
 
@@ -137,15 +184,23 @@ class Reassignments:
         finished = 0
         for (topic, index), step in list(self.ongoing.items()):
             part = self.cluster.partition(topic, index)
-            del self.ongoing[(topic, index)]
             if part is not None:
                 self._settle(part, step.target)
                 finished += 1
+            del self.ongoing[(topic, index)]
         return finished
+
+    def topic_deleted(self, topic: str) -> None:
+        """A deleted topic's reassignments go with it: none is applied to a later topic of the
+        same name (Kafka's controller drops them with the topic's partitions)."""
+        for key in [k for k in self.ongoing if k[0] == topic]:
+            del self.ongoing[key]
 
     # --- ElectLeaders ---------------------------------------------------------------------
 
     def elect(self, part: "Partition", election_type: int) -> ErrorCode:
+        """One partition's election (the handler refuses election types other than these two)."""
+        assert election_type in ELECTION_TYPES, election_type
         alive = self.cluster.alive
         if election_type == PREFERRED:
             preferred = part.replicas[0]
@@ -168,3 +223,15 @@ class Reassignments:
         part.set_leader(unclean)
         log.warning("unclean leader election: %s-%d is led by %d, out of sync", part.topic.name, part.index, unclean)
         return ErrorCode.none
+
+
+async def complete_caught_up(broker: "Broker") -> None:
+    """The broker's task that completes reassignments once their new replicas have caught up: it
+    sleeps until the next is due, and wakes when one starts or the broker's clock jumps. It reads
+    broker.reassignments each time round, since the reset control replaces it."""
+    with JumpTimer(CLOCK) as timer:
+        while True:
+            reassignments = broker.reassignments
+            reassignments.wake = timer.wake
+            wait_ms = reassignments.complete_due(now_ms())
+            await timer.sleep(math.inf if wait_ms is None else wait_ms / 1000)

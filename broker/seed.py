@@ -31,7 +31,9 @@ plugin's ini `kafkalite_seed`) or at run time (the `seed` control), from one JSO
   (default 4096).
 
 `load_seed` reads and checks the whole document (records files included) before anything is
-applied; a mistake is a `SeedError` whose text is one line naming the file, the entry and what is
+applied. A file is read only when it is a regular file of at most `seed.max.bytes` (a FIFO, a
+device such as /dev/zero or a directory would never end or never fit), and the seed control reads
+and checks off the event loop (in a worker thread), so clients are answered meanwhile; a mistake is a `SeedError` whose text is one line naming the file, the entry and what is
 wrong (the CLI prints it and exits with status 2). `apply_seed` then writes it on the broker's
 loop, in one step, through the same code as the requests it stands for (Partition.append and
 append_marker, the group coordinator's commit, the authorizer, the SCRAM store).
@@ -41,6 +43,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +83,32 @@ class SeedError(ValueError):
     """A seed document that cannot be applied; the text names the file, the entry and the fault."""
 
 
+def read_text_limited(path: Path, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes`; OSError or ValueError (its text
+    says what is wrong) otherwise. The file is opened without blocking (a FIFO without a writer
+    would wait forever) and what it is, is asked of the open file, not of its name."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode)
+                    else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a file")
+            raise ValueError(f"{path} is {kind}, not a regular file")
+        if info.st_size > max_bytes:
+            raise ValueError(f"{path} has {info.st_size} bytes, more than seed.max.bytes ({max_bytes})")
+        data = f.read(max_bytes + 1)  # a file that grows while it is read stops at the cap too
+    if len(data) > max_bytes:
+        raise ValueError(f"{path} has more than seed.max.bytes ({max_bytes}) bytes")
+    return data.decode("utf-8")
+
+
+def seed_max_bytes(broker_values: dict[str, Any] | None) -> int:
+    from .settings.broker_keys import BROKER_KEYS
+
+    value = (broker_values or {}).get("seed.max.bytes")
+    return int(value) if value is not None else int(BROKER_KEYS["seed.max.bytes"].default)
+
+
 @dataclass
 class SeedRecord:
     key: bytes | None
@@ -96,6 +126,8 @@ class SeedTopic:
     replication_factor: int | None
     configs: dict[str, str]
     records: list[SeedRecord]
+    # (partitions, the records encoded for that many) once prepare_seed ran
+    runs: "tuple[int, list[SeedRun]] | None" = None
 
 
 @dataclass
@@ -153,7 +185,8 @@ def _record(seed: Seed, entry: str, raw: Any, partitions: int | None) -> SeedRec
                       [(str(k), _bytes(v)) for k, v in headers_raw.items()], timestamp, partition, transaction)
 
 
-def _records(seed: Seed, entry: str, raw: Any, base_dir: Path, partitions: int | None) -> list[SeedRecord]:
+def _records(seed: Seed, entry: str, raw: Any, base_dir: Path, partitions: int | None,
+             max_bytes: int) -> list[SeedRecord]:
     if raw is None:
         return []
     if isinstance(raw, list):
@@ -164,11 +197,13 @@ def _records(seed: Seed, entry: str, raw: Any, base_dir: Path, partitions: int |
     if not path.is_absolute():
         path = base_dir / path
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text_limited(path, max_bytes).splitlines()
     except OSError as exc:
         raise seed.fail(f"{entry}.records", f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise seed.fail(f"{entry}.records", f"{path} is not UTF-8: {exc}") from None
+    except ValueError as exc:
+        raise seed.fail(f"{entry}.records", str(exc)) from None
     out = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -205,7 +240,8 @@ def _topic(seed: Seed, i: int, raw: Any, base_dir: Path, broker_values: dict[str
         validate_topic_configs(configs, broker_values=broker_values)
     except ConfigError as exc:
         raise seed.fail(f"{entry}.configs", str(exc)) from None
-    return SeedTopic(name, partitions, rf, configs, _records(seed, entry, t.get("records"), base_dir, partitions))
+    return SeedTopic(name, partitions, rf, configs, _records(seed, entry, t.get("records"), base_dir, partitions,
+                                                            seed_max_bytes(broker_values)))
 
 
 def _acl(seed: Seed, i: int, raw: Any) -> dict[str, str]:
@@ -292,11 +328,13 @@ def load_seed(path: str | Path, broker_values: dict[str, Any] | None = None) -> 
     """Read and check a seed file; raises SeedError."""
     p = Path(path).expanduser()
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_limited(p, seed_max_bytes(broker_values))
     except OSError as exc:
         raise SeedError(f"{p}: cannot read the seed file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise SeedError(f"{p}: the seed file is not UTF-8: {exc}") from None
+    except ValueError as exc:
+        raise SeedError(f"{p}: {exc}") from None
     try:
         document = json.loads(text)
     except ValueError as exc:
@@ -340,39 +378,72 @@ def default_partition(key: bytes | None, partitions: int, counter: list[int]) ->
     return (counter[0] - 1) % partitions
 
 
-def _write_records(broker: "Broker", topic, records: list[SeedRecord]) -> int:
-    """Append the records: runs of plain records as batches per partition, each transaction
-    group with its own producer id and a marker on every partition it wrote to."""
+@dataclass
+class SeedRun:
+    """Consecutive records of one kind (plain, or one transaction) placed on their partitions:
+    plain ones as finished batches, a transaction's as records (their producer id is chosen when
+    they are written)."""
+
+    transaction: str | None
+    batches: dict[int, Any]  # partition -> a batch (plain) or a list of Record (a transaction)
+    count: int
+
+
+def encode_records(records: list[SeedRecord], partitions: int) -> list[SeedRun]:
+    """The records placed on `partitions` partitions (Kafka's default partitioner where a record
+    names none) and, for plain runs, encoded as batches: the costly part of a seed, which needs
+    no broker state, so the seed control does it off the event loop."""
     counter = [0]
-    n = len(topic.partitions)
-    placed = [(r, r.partition if r.partition is not None else default_partition(r.key, n, counter))
+    placed = [(r, r.partition if r.partition is not None else default_partition(r.key, partitions, counter))
               for r in records]
-    written = 0
+    runs = []
     i = 0
     while i < len(placed):
         txn = placed[i][0].transaction
         j = i
         while j < len(placed) and placed[j][0].transaction == txn:
             j += 1
-        group = placed[i:j]
-        i = j
         by_partition: dict[int, list[Record]] = {}
         now = now_ms()
-        for rec, p in group:
+        for rec, p in placed[i:j]:
             by_partition.setdefault(p, []).append(
                 Record(key=rec.key, value=rec.value, headers=tuple(rec.headers),
                        timestamp_ms=rec.timestamp if rec.timestamp is not None else now))
+        batches: dict[int, Any] = by_partition
         if txn is None:
-            for p, recs in by_partition.items():
-                topic.partitions[p].append(build_batch(recs), now_ms=now)
+            batches = {p: build_batch(recs) for p, recs in by_partition.items()}
+        runs.append(SeedRun(txn, batches, j - i))
+        i = j
+    return runs
+
+
+def prepare_seed(seed: Seed, default_partitions: int) -> Seed:
+    """Encode every topic's records ahead of `apply_seed` (in a worker thread: see encode_records)."""
+    for t in seed.topics:
+        partitions = t.partitions or default_partitions
+        t.runs = (partitions, encode_records(t.records, partitions))
+    return seed
+
+
+def _write_records(broker: "Broker", topic, t: SeedTopic) -> int:
+    """Append the records: runs of plain records as batches per partition, each transaction
+    group with its own producer id and a marker on every partition it wrote to."""
+    n = len(topic.partitions)
+    runs = t.runs[1] if t.runs is not None and t.runs[0] == n else encode_records(t.records, n)
+    written = 0
+    for run in runs:
+        now = now_ms()
+        if run.transaction is None:
+            for p, batch in run.batches.items():
+                topic.partitions[p].append(batch, now_ms=now)
         else:
             pid = broker.services.producer_ids.generate()
-            for p, recs in by_partition.items():
+            for p, recs in run.batches.items():
                 topic.partitions[p].append(build_batch(recs, producer_id=pid, producer_epoch=0, base_sequence=0,
                                                        transactional=True), now_ms=now)
-            for p in by_partition:
-                topic.partitions[p].append_marker(pid, 0, 0, txn == "commit", now_ms=now)
-        written += len(group)
+            for p in run.batches:
+                topic.partitions[p].append_marker(pid, 0, 0, run.transaction == "commit", now_ms=now)
+        written += run.count
     return written
 
 
@@ -400,7 +471,7 @@ def apply_seed(broker: "Broker", seed: Seed, *, at_start: bool = False) -> dict[
             raise seed.fail(f"topics ({t.name})", f"a record names partition {bad[0]} of {partitions}")
         topic = cluster.create_topic(t.name, partitions, t.configs, replication_factor=rf)
         created.append(t.name)
-        records += _write_records(broker, topic, t.records)
+        records += _write_records(broker, topic, t)
     for group, offsets in seed.groups.items():
         missing = sorted({tp[0] for tp in offsets if cluster.partition(*tp) is None})
         if missing:

@@ -11,11 +11,15 @@ Rules:
   and its open connections; `node_up` binds the same ports again.
 - Each accepted connection is served by broker.connection (framing, TLS, the SASL gate,
   dispatch); this module never reads a request.
+- Out of descriptors (EMFILE and the like), accepting pauses with one log line per shortage and
+  resumes by itself; connections already accepted go on being served.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 from typing import Any, Callable
 
 import trio
@@ -25,6 +29,7 @@ from .settings.listeners import Listener
 from .connection import serve_connection
 from .handlers import load_all
 from .housekeeping import housekeeping
+from .reassignments import complete_caught_up
 from .services import Wiring
 from .state import Broker, close_broker, open_broker
 
@@ -104,6 +109,7 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
             broker.advertised.update(broker.node_advertised[cluster.node_id])
             await broker.services.start(nursery)
             nursery.start_soon(housekeeping, broker)
+            nursery.start_soon(complete_caught_up, broker)
             task_status.started(broker)
             if on_ready is not None:
                 on_ready(broker)
@@ -126,7 +132,40 @@ async def _bind(host: str, port: int) -> tuple[list[trio.SocketListener], int]:
 
 async def _accept_loop(broker: Broker, listeners: list[trio.SocketListener], listener: Listener,
                        node: int | None = None) -> None:
-    async def handler(stream: trio.SocketStream) -> None:
-        await serve_connection(broker, stream, listener, node)
+    async with trio.open_nursery() as nursery:
+        for sock in listeners:
+            nursery.start_soon(_accept_from, broker, sock, listener, node, nursery)
 
-    await trio.serve_listeners(handler, listeners)
+
+# what accept() fails with when the process or the system is out of descriptors or memory for a
+# new socket (trio's list): the connection stays in the listen queue until one is freed
+_OUT_OF_CAPACITY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+# how long accepting pauses after such a failure (trio.serve_listeners pauses as long)
+ACCEPT_PAUSE_S = 0.1
+
+
+async def _accept_from(broker: Broker, sock: trio.SocketListener, listener: Listener, node: int | None,
+                       nursery: trio.Nursery) -> None:
+    """Accept connections on one socket, each served in `nursery`, until cancelled (the socket is
+    then closed). Out of descriptors, accepting pauses ACCEPT_PAUSE_S at a time with one log line
+    per shortage, not a traceback every pause as trio.serve_listeners logs; the broker goes on
+    serving the connections it has."""
+    short_since: float | None = None
+    async with sock:
+        while True:
+            try:
+                stream = await sock.accept()
+            except OSError as exc:
+                if exc.errno not in _OUT_OF_CAPACITY:
+                    raise
+                if short_since is None:
+                    short_since = trio.current_time()
+                    log.warning("cannot accept connections on %s: %s; new connections wait in the listen queue "
+                                "until descriptors are freed", listener.name, os.strerror(exc.errno or 0))
+                await trio.sleep(ACCEPT_PAUSE_S)
+                continue
+            if short_since is not None:
+                log.warning("accepting connections on %s again after %.1f s", listener.name,
+                            trio.current_time() - short_since)
+                short_since = None
+            nursery.start_soon(serve_connection, broker, stream, listener, node)

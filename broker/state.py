@@ -35,7 +35,9 @@ from .delegation_tokens import DelegationTokens
 from .dynamic_configs import DynamicBrokerConfigs
 from .features import Features
 from .fetch_sessions import FetchSessionCache
+from .framing import RequestMemoryPool
 from .hooks import DispatchHooks
+from .http_endpoint import HttpAccess
 from .kafka_versions import KafkaRelease
 from .kafka_versions import release as kafka_release
 from .metrics import Metrics
@@ -85,6 +87,8 @@ class Broker:
     fetch_sessions: FetchSessionCache = field(init=False)
     # the controls endpoint's URL once it serves (--controls), else None
     controls_url: str | None = None
+    # who may talk to the HTTP endpoints (broker.http_endpoint); set by broker.supervisor
+    http_access: HttpAccess = field(default_factory=HttpAccess)
     # what test controls intercept before dispatch (broker.hooks); empty unless a test arms one
     hooks: DispatchHooks = field(default_factory=DispatchHooks)
     # what the broker received (broker.controls.request_log); None until the record-requests control
@@ -117,12 +121,15 @@ class Broker:
     telemetry: ClientTelemetry = field(init=False)
     # API keys served but left out of ApiVersions (the telemetry APIs, as Kafka without a receiver)
     unadvertised: frozenset[int] = field(init=False)
+    # queued.max.request.bytes: the request bytes all connections may hold at once (broker.framing)
+    request_memory: RequestMemoryPool = field(init=False)
 
     def __post_init__(self) -> None:
         self.authorizer = authorizer_from_config(self.config, self.cluster.data_dir)
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"],
                                                 self.config["min.incremental.fetch.session.eviction.ms"])
         self.scram = ScramStore(self.config.data_dir)
+        self.request_memory = RequestMemoryPool(self.config["queued.max.request.bytes"])
         version = self.config.kafka_version
         self.release = None if version is None else kafka_release(version)
         self.api_ranges = API_TABLE if self.release is None else self.release.api_ranges()
@@ -137,7 +144,11 @@ class Broker:
         self.quotas = ClientQuotas(meta_dir)
         self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id)
         self.features = Features(meta_dir, self.config, self.release, node_id)
-        self.reassignments = Reassignments(self.cluster)
+        replaced = getattr(self, "reassignments", None)
+        self.reassignments = Reassignments(self.cluster, self.config["reassignment.catch.up.ms"])
+        if replaced is not None:
+            # the task that completes reassignments sleeps on the old one's wake-up
+            self.reassignments.wake = replaced.wake
         self.delegation_tokens = DelegationTokens(meta_dir, self.config["delegation.token.secret.key"],
                                                   self.config["delegation.token.max.lifetime.ms"],
                                                   self.config["delegation.token.expiry.time.ms"])

@@ -28,6 +28,7 @@ from .fast_start import imports_done
 from .startup_checks import StartupError, address_in_use
 
 if TYPE_CHECKING:
+    from .http_endpoint import HttpAccess
     from .seed import Seed
     from .services import Wiring
 
@@ -115,6 +116,32 @@ def _serve_schema_registry() -> Callable[..., Awaitable[Any]]:
     return serve_schema_registry
 
 
+def warn_open_controls(broker: Any, console_addr: tuple[str, int] | None,
+                       controls_addr: tuple[str, int] | None) -> None:
+    """One warning line when the controls (and the console, which forwards them) listen beyond
+    this machine with no token: anyone who reaches the port can reset or stop the broker."""
+    if broker.http_access.controls_token is not None or controls_addr is None:
+        return
+    exposed = [f"{what} on {address[0] or '0.0.0.0'}:{address[1]}"
+               for what, address in (("the controls", controls_addr), ("the console", console_addr))
+               if address is not None and not is_loopback(address[0])]
+    if exposed:
+        log.warning("%s listen beyond this machine without a token: anyone who reaches them can change the "
+                    "broker; set KAFKALITE_CONTROLS_TOKEN (docs/reachable.md)", " and ".join(exposed))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind is this machine's own (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 async def _endpoint(nursery: trio.Nursery, broker: Any, what: str, address: tuple[str, int] | None,
                     serve: Callable[[], Callable[..., Awaitable[Any]]], path: str = "") -> str | None:
     """Starts one HTTP endpoint beside the broker when asked for; its URL."""
@@ -130,7 +157,8 @@ async def run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
               ready_file: str | None = None, wiring: Wiring | None = None,
               console_addr: tuple[str, int] | None = None,
               controls_addr: tuple[str, int] | None = None,
-              schema_registry_addr: tuple[str, int] | None = None, seed: Seed | None = None) -> None:
+              schema_registry_addr: tuple[str, int] | None = None, seed: Seed | None = None,
+              http_access: HttpAccess | None = None) -> None:
     from .server import serve
 
     imports_done()
@@ -156,6 +184,9 @@ async def run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                 raise StartupError(f"cannot listen on {', '.join(l.address() for l in config.listeners)}: "
                                    f"{oserr.strerror}") from None
             raise StartupError(f"cannot start: {oserr}") from None
+        if http_access is not None:
+            broker.http_access = http_access
+        warn_open_controls(broker, console_addr, controls_addr)
         if seed is not None:  # --seed: in place before the ready line
             from .seed import SeedError, apply_seed
 

@@ -23,6 +23,9 @@ A client instance (its client_instance_id; the broker assigns one when it sends 
   (TELEMETRY_TOO_LARGE); after a terminating push every push is INVALID_REQUEST.
 - Accepted pushes are kept (the last PUSHES_KEPT per instance), with the metric names read from
   the OTLP payload (MetricsData, decompressed).
+- Subscriptions persist in `__cluster_metadata/client_metrics.json`, saved as they will be before
+  memory changes: a save that fails (a full disk) raises OSError with them as they were
+  (broker.all_or_nothing).
 """
 
 from __future__ import annotations
@@ -117,12 +120,15 @@ class ClientTelemetry:
         validate(props)
         if validate_only:
             return
+        subscriptions = dict(self.subscriptions)
         if props:
-            self.subscriptions[name] = dict(props)
+            subscriptions[name] = dict(props)
         else:
-            self.subscriptions.pop(name, None)
+            subscriptions.pop(name, None)
+        # saved before memory changes: a write that fails raises OSError and changes nothing
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(self.subscriptions, sort_keys=True).encode(), fsync=True)
+        write_atomic(self.path, json.dumps(subscriptions, sort_keys=True).encode(), fsync=True)
+        self.subscriptions = subscriptions
 
     # --- GetTelemetrySubscriptions ---------------------------------------------------------
 

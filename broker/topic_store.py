@@ -11,9 +11,10 @@ Rules:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, TypedDict
+
+from kafkalite.storage.files import write_atomic
 
 FILE_NAME = "topics.json"
 
@@ -41,10 +42,4 @@ def save_topics(meta_dir: Path, topics: list[StoredTopic], *, fsync: bool = True
     """Replace the stored topics with `topics`, atomically, and durably unless `fsync` is off (the
     restore control replaces the file at once again)."""
     meta_dir.mkdir(parents=True, exist_ok=True)
-    tmp = meta_dir / (FILE_NAME + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump({"topics": topics}, f, indent=1)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, meta_dir / FILE_NAME)
+    write_atomic(meta_dir / FILE_NAME, json.dumps({"topics": topics}, indent=1).encode(), fsync=fsync)

@@ -53,9 +53,10 @@ def _kafka_node_class():
 
 
 class Cluster:
-    def __init__(self, data_dir: Path, size: int = 3, timeout: float = 300.0):
+    def __init__(self, data_dir: Path, size: int = 3, timeout: float = 300.0, *, kafka: bool | None = None):
+        """`kafka`: Apache Kafka (True) or kafkalite (False); by default the broker the suite runs on."""
         self._closers: list[Any] = []
-        if not brokers.on_kafka():
+        if not (brokers.on_kafka() if kafka is None else kafka):
             import kafkalite
 
             b = kafkalite.start(data_dir=data_dir, nodes=size, config=COMMON)

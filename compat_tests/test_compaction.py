@@ -8,6 +8,11 @@ horizon, set by the first pass that keeps it to that time plus delete.retention.
 goes on a pass after it: with delete.retention.ms=0 the tombstones are gone once more segments
 roll (a pass needs dirty data, so the test rolls segments until the result holds), with the
 default (a day) they stay. kafkalite kept every tombstone for ever before.
+
+The cleaner keeps Kafka's schedule, apart from retention: a pass every log.cleaner.backoff.ms
+(15 s by default, on both brokers), so a compacted topic with a low dirty ratio is compacted
+within about 20 s of its segment rolling, as client test suites expect; on kafkalite the
+advance-clock control runs the pass too.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+import kafkalite
 from compat_tests import brokers
 from compat_tests.waiting import wait_until
 
@@ -65,8 +71,7 @@ def read_all(bootstrap: str, topic: str) -> list[tuple[str, str | None]]:
 @pytest.fixture(scope="module")
 def cleaning_broker(tmp_path_factory):
     brokers.requires_own_broker("a broker whose cleaner runs often")
-    config = {"log.cleaner.backoff.ms": "300"} if brokers.on_kafka() else {"log.retention.check.interval.ms": "300"}
-    with brokers.start(tmp_path_factory.mktemp("compaction"), config) as b:
+    with brokers.start(tmp_path_factory.mktemp("compaction"), {"log.cleaner.backoff.ms": "300"}) as b:
         yield b
 
 
@@ -112,3 +117,64 @@ def test_compaction_keeps_what_kafkas_cleaner_keeps(cleaning_broker, topic_name,
         return True
 
     wait_until(cleaned, timeout=120, interval=0.5, what="the cleaner's result")
+
+
+SCHEDULE_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": "500", "segment.bytes": "1048576",
+                         "min.cleanable.dirty.ratio": "0.01", "max.compaction.lag.ms": "100"}
+
+
+def produce_schedule_scenario(bootstrap: str, topic: str) -> None:
+    """40 keyed records (30 over 3 keys, 10 of their own key), then 20 records of 60 KB that roll
+    the first segment (1 MiB)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=SCHEDULE_TOPIC_CONFIG)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False})
+    for i in range(30):
+        producer.produce(topic, key=f"key{i % 3}".encode(), value=f"v{i}".encode(), partition=0)
+    for i in range(10):
+        producer.produce(topic, key=f"unique{i}".encode(), value=f"u{i}".encode(), partition=0)
+    producer.flush(30)
+    for i in range(20):
+        producer.produce(topic, key=f"big{i}".encode(), value=b"x" * 60_000, partition=0)
+        producer.flush(30)
+
+
+def keyed_left(bootstrap: str, topic: str) -> int:
+    return sum(1 for k, _v in read_all(bootstrap, topic) if not k.startswith("big"))
+
+
+def test_compaction_on_the_cleaners_schedule(tmp_path_factory, topic_name):
+    """A compacted topic whose dirty ratio is low (min.cleanable.dirty.ratio=0.01) is cleaned
+    within about 20 s, by the cleaner's own pass every log.cleaner.backoff.ms (15 s, the default),
+    not by the retention check (once a day in the suite): the 40 keyed records come down to one
+    per key, 13."""
+    brokers.requires_own_broker("a broker with the default cleaner schedule")
+    with brokers.start(tmp_path_factory.mktemp("cleaner-schedule")) as b:
+        produce_schedule_scenario(b.bootstrap, topic_name)
+        # a pass at most 15 s away, then the pass itself and the read on a loaded machine
+        wait_until(lambda: keyed_left(b.bootstrap, topic_name) == 13, timeout=30, interval=1,
+                   what="the 40 keyed records compacted to 13")
+
+
+def test_advance_clock_runs_the_cleaner():
+    """kafkalite: a cleaner pass an hour away (log.cleaner.backoff.ms) runs at once when the
+    broker's clock is advanced by that hour."""
+    brokers.requires_kafkalite("the clock control is kafkalite's own")
+    with kafkalite.running(controls=0, config={"log.cleaner.backoff.ms": 3_600_000}) as b:
+        produce_schedule_scenario(b.bootstrap, "advanced-cleaner")
+        assert keyed_left(b.bootstrap, "advanced-cleaner") == 40
+        b.controls.advance_clock(ms=3_600_000)
+        wait_until(lambda: keyed_left(b.bootstrap, "advanced-cleaner") == 13, timeout=10, interval=0.2,
+                   what="the 40 keyed records compacted to 13")
+
+
+def test_no_compaction_with_the_cleaner_off():
+    """log.cleaner.enable=false: a cleaner pass never comes, as on Kafka (advance-clock past it)."""
+    brokers.requires_kafkalite("the clock control is kafkalite's own")
+    with kafkalite.running(controls=0, config={"log.cleaner.enable": False, "log.cleaner.backoff.ms": 1000}) as b:
+        produce_schedule_scenario(b.bootstrap, "no-cleaner")
+        b.controls.advance_clock(ms=60_000)
+        b.controls.advance_clock(ms=60_000)
+        assert keyed_left(b.bootstrap, "no-cleaner") == 40

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
 import time
 import uuid
 from dataclasses import dataclass
@@ -387,6 +388,19 @@ def test_request_before_authentication_closes(secured):
     with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
         c.send_only(_metadata())
         assert _closed(c)
+
+
+def test_oversized_frame_before_authentication_closes(secured):
+    """sasl.server.max.receive.size (512 KiB by default) caps a frame before authentication: a
+    header announcing 64 MiB closes the connection at once, the rest never awaited
+    (CVE-2022-34917)."""
+    with WireClient(secured.listener("SASL_PLAINTEXT"), timeout=10) as c:
+        c.sock.sendall(struct.pack(">i", 64 << 20) + b"\0\x12")
+        try:
+            data = c.sock.recv(1)
+        except ConnectionResetError:
+            data = b""
+        assert data == b"", data  # closed: no answer, and no hang (a timeout raises)
 
 
 def test_authenticate_before_handshake_closes(secured):

@@ -40,3 +40,8 @@ def test_testcontainers_java(kafkalite_image, client_image, docker_env, tmp_path
     assert out["client"]["brokers"] == ["kafka:19092"]
     assert out["client"]["consumed"] == [f"from-container-{i}" for i in range(3)]
     assert out["fromNetwork"] == out["client"]["consumed"]
+    # withControls(): published on the host's loopback, guarded by the container's token
+    assert out["controlsUrl"].startswith("http://127.0.0.1:")
+    status, body = out["controls"]["withToken"]
+    assert status == 200 and body["result"]["offset_ms"] == 1000, out["controls"]
+    assert out["controls"]["without"] == 401

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
@@ -127,3 +129,27 @@ def test_transactions_through_the_container(kafkalite_image, docker_env):
 
         assert read("read_committed") == [f"committed-{i}" for i in range(3)]
         assert read("read_uncommitted") == [f"aborted-{i}" for i in range(3)] + [f"committed-{i}" for i in range(3)]
+
+
+def test_controls_through_the_container_with_their_token(kafkalite_image, docker_env):
+    """controls=True: the controls listen on the container's 0.0.0.0:8083, so the module gives
+    them a random token, which get_controls() sends; without it the broker answers 401."""
+    import urllib.request
+
+    from kafkalite.controls import ControlFailed, Controls
+    from kafkalite.testcontainers import CONTROLS_PORT
+
+    container = loopback(KafkaliteContainer(kafkalite_image, controls=True))
+    container.ports[str(CONTROLS_PORT)] = ("127.0.0.1", None)  # type: ignore[assignment]
+    with container as kafka:
+        controls = kafka.get_controls()
+        assert controls.call("advance-clock", ms=1000)["offset_ms"] == 1000
+        with pytest.raises(ControlFailed) as refused:
+            Controls(kafka.get_controls_url(), token="not-the-token").call("clock")
+        assert refused.value.status == 401
+        # curl's way: JSON with the bearer token
+        req = urllib.request.Request(kafka.get_controls_url() + "controls/clock", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {kafka.controls_token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.status == 200

@@ -149,3 +149,85 @@ def test_full_disk_answers_offset_commits_with_not_coordinator_and_keeps_committ
         with WireClient(broker.bootstrap) as c:
             assert committed(c, name, tid) == 9
         assert "Traceback" not in broker.log_text()
+
+
+def _admin_state(admin) -> dict:
+    """What the admin changes below would alter, as confluent-kafka's AdminClient describes it."""
+    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ConfigResource, \
+        ResourcePatternType, ResourceType
+
+    topics = admin.list_topics(timeout=10).topics
+    configs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, "kept")], request_timeout=10)
+    (described,) = configs.values()
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    acls = admin.describe_acls(everything, request_timeout=10).result()
+    users = admin.describe_user_scram_credentials(None, request_timeout=10).result()
+    return {"topics": sorted((name, len(t.partitions)) for name, t in topics.items() if not name.startswith("__")),
+            "retention.ms": described.result()["retention.ms"].value,
+            "acls": sorted(str(a) for a in acls),
+            "scram users": sorted(users)}
+
+
+def test_admin_changes_on_a_full_disk_change_nothing_also_after_a_restart(small_disk, tmp_path):
+    """confluent-kafka's AdminClient on a full disk: CreateTopics, DeleteTopics, CreatePartitions,
+    IncrementalAlterConfigs, CreateAcls, DeleteAcls and AlterUserScramCredentials each answer
+    KAFKA_STORAGE_ERROR, what Describe shows is unchanged, and a restart (after a kill) reads the
+    same state from the disk (every admin API, in-process: broker/tests/handlers/
+    test_admin_all_or_nothing.py)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, \
+        AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic, ResourcePatternType, \
+        ResourceType, ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+
+    from kafkalite.broker.authorizer import STANDARD_AUTHORIZER
+
+    data_dir = small_disk / "data"
+    config = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ANONYMOUS"}
+    sha256 = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+
+    def acl(name: str) -> AclBinding:
+        return AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:alice", "*",
+                          AclOperation.READ, AclPermissionType.ALLOW)
+
+    def refused(futures) -> list[int]:
+        codes = []
+        for f in (futures.values() if isinstance(futures, dict) else [futures]):
+            with pytest.raises(KafkaException) as exc:
+                f.result()
+            codes.append(exc.value.args[0].code())
+        return codes
+
+    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("kept", 1, 1)], request_timeout=10)["kept"].result()
+        admin.create_acls([acl("kept")], request_timeout=10)[acl("kept")].result()
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("old", sha256, b"old-secret")],
+                                           request_timeout=10)["old"].result()
+        before = _admin_state(admin)
+        assert before["topics"] == [("kept", 1)] and before["scram users"] == ["old"] and len(before["acls"]) == 1
+        _fill(small_disk / "filler")
+        codes = refused(admin.create_topics([NewTopic("new", 2, 1)], request_timeout=10))
+        codes += refused(admin.delete_topics(["kept"], request_timeout=10))
+        codes += refused(admin.create_partitions([NewPartitions("kept", 3)], request_timeout=10))
+        codes += refused(admin.incremental_alter_configs([ConfigResource(
+            ResourceType.TOPIC, "kept", incremental_configs=[
+                ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])],
+            request_timeout=10))
+        codes += refused(admin.create_acls([acl("new")], request_timeout=10))
+        (deleted,) = admin.delete_acls([AclBindingFilter(
+            ResourceType.TOPIC, "kept", ResourcePatternType.LITERAL, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)], request_timeout=10).values()
+        codes += refused(deleted)
+        codes += refused(admin.alter_user_scram_credentials(
+            [UserScramCredentialDeletion("old", ScramMechanism.SCRAM_SHA_256),
+             UserScramCredentialUpsertion("new", sha256, b"new-secret")], request_timeout=10))
+        assert codes == [KafkaError.KAFKA_STORAGE_ERROR] * 8, codes  # the SCRAM change: one per user
+        assert _admin_state(admin) == before
+        assert "Traceback" not in broker.log_text()
+        broker.kill()
+    (small_disk / "filler").unlink()
+    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        assert _admin_state(admin) == before
+        assert "Traceback" not in broker.log_text()

@@ -21,6 +21,7 @@ API_VERSIONS, METADATA, CREATE_TOPICS, DELETE_TOPICS = 18, 3, 19, 20
 # versions of each API this module can build (kio provides them)
 _KNOWN = {METADATA: range(4, 14), CREATE_TOPICS: range(2, 8), DELETE_TOPICS: range(1, 7)}
 TOPIC_ALREADY_EXISTS = 36
+UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 3, 5
 
 
 def _import_kio() -> None:
@@ -134,8 +135,15 @@ class AdminConnection:
         if v is None:
             if configs:
                 raise KafkaError(f"cannot create {name!r} with configs: the broker does not serve CreateTopics")
-            resp = self.metadata([name], allow_auto_create=True)
-            topic = resp.topics[0]
+            # the Metadata that creates the topic answers it UNKNOWN_TOPIC_OR_PARTITION (as Kafka
+            # does while creating it): ask again until it is answered
+            deadline = time.monotonic() + timeout
+            while True:
+                topic = self.metadata([name], allow_auto_create=True).topics[0]
+                if _code(topic.error_code) not in (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE) \
+                        or time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
             if _code(topic.error_code) != 0:
                 raise KafkaError(f"cannot create {name!r} (no CreateTopics; Metadata auto-creation answered "
                                  f"{_err_name(topic.error_code)})", _code(topic.error_code))

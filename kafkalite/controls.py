@@ -6,8 +6,8 @@ HTTP/JSON controls endpoint (`kafkalite --controls PORT`), with the standard lib
         broker.controls.advance_clock(ms=60_000)      # the same: `_` stands for `-`
         broker.controls.names()                       # what the broker offers
 
-    # a broker started elsewhere
-    Controls("http://127.0.0.1:PORT/").call(...)
+    # a broker started elsewhere; with --controls-token, its token (default: $KAFKALITE_CONTROLS_TOKEN)
+    Controls("http://127.0.0.1:PORT/", token="...").call(...)
 
     # isolation: reset, snapshots, seeds, the request log (docs/ci-usage.md "Isolating tests")
     broker.controls.reset()
@@ -18,8 +18,8 @@ HTTP/JSON controls endpoint (`kafkalite --controls PORT`), with the standard lib
 
 A control that refuses its arguments raises `ControlFailed` with the broker's text.
 
-From a shell: `kafkalite control [--url URL] NAME key=value ...` (URL defaults to
-$KAFKALITE_CONTROLS_URL) prints the JSON result; a value that reads as JSON (3, true, null,
+From a shell: `kafkalite control [--url URL] [--token TOKEN] NAME key=value ...` (URL defaults to
+$KAFKALITE_CONTROLS_URL, the token to $KAFKALITE_CONTROLS_TOKEN) prints the JSON result; a value that reads as JSON (3, true, null,
 [1,2], "x") is taken as such, anything else as a string. `kafkalite control --url URL` with no
 name lists the controls. `kafkalite control seed file=SEED.json` sends a seed file of this
 machine (its JSON Lines records files read here) to the broker.
@@ -40,6 +40,8 @@ from typing import Any, Iterator, Sequence, overload
 __all__ = ["Controls", "ControlFailed", "Requests", "main"]
 
 URL_ENV = "KAFKALITE_CONTROLS_URL"
+# the broker's --controls-token reads the same variable
+TOKEN_ENV = "KAFKALITE_CONTROLS_TOKEN"
 
 
 class ControlFailed(Exception):
@@ -53,15 +55,20 @@ class ControlFailed(Exception):
 
 
 class Controls:
-    """The controls of one broker, reached at `url` (the `controls=` URL of its ready line)."""
+    """The controls of one broker, reached at `url` (the `controls=` URL of its ready line);
+    `token` is the broker's --controls-token (default: $KAFKALITE_CONTROLS_TOKEN, unset: none)."""
 
-    def __init__(self, url: str, timeout: float = 30.0):
+    def __init__(self, url: str, timeout: float = 30.0, token: str | None = None):
         self.url = url if url.endswith("/") else url + "/"
         self.timeout = timeout
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
     def _request(self, path: str, name: str, body: bytes | None = None) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(self.url + path, data=body, method="POST" if body is not None else "GET",
-                                     headers={"Content-Type": "application/json"})
+                                     headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return json.load(resp)
@@ -203,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "JSON result; without NAME, list the controls.")
     p.add_argument("--url", default=None,
                    help=f"the broker's controls URL (its ready line's controls=...) [{URL_ENV}]")
+    p.add_argument("--token", default=None,
+                   help=f"the broker's --controls-token, when it has one [{TOKEN_ENV}]")
     p.add_argument("name", nargs="?", help="the control, e.g. advance-clock")
     p.add_argument("arguments", nargs="*", metavar="KEY=VALUE",
                    help="arguments; a value that reads as JSON is taken as such (3, true, null, [1,2])")
@@ -224,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             print(f"kafkalite control: cannot read the seed file: {exc}", file=sys.stderr)
             return 2
-    controls = Controls(url)
+    controls = Controls(url, token=args.token)
     try:
         if args.name is None:
             for ctl in controls.list():

@@ -40,7 +40,8 @@ from .launcher import Broker, _broker_env, broker_args, parse_ready_line
 __all__ = ["ForkServer", "ForkedBroker"]
 
 _START_KEYS = ("host", "port", "config", "listeners", "advertised_listeners", "log_level", "metrics_port", "console",
-               "controls", "clock", "kafka_version", "nodes", "tls_self_signed", "seed", "extra_args")
+               "controls", "clock", "kafka_version", "nodes", "tls_self_signed", "seed", "http_allowed_hosts",
+               "controls_token", "extra_args")
 
 
 class ForkedProcess:
@@ -124,7 +125,10 @@ class ForkServer:
         if unknown:
             raise TypeError(f"ForkServer.start() got unexpected argument(s) {', '.join(sorted(unknown))}")
         kwargs.setdefault("host", "127.0.0.1")
-        answer = self._call({"op": "start", "args": broker_args(**kwargs), "timeout": self.timeout})
+        token = kwargs.pop("controls_token", None)
+        # a forked broker runs no new program: its command line stays the fork server's, unseen
+        args = broker_args(**kwargs) + (["--controls-token", token] if token is not None else [])
+        answer = self._call({"op": "start", "args": args, "timeout": self.timeout})
         data_dir, log_path = Path(answer["data_dir"]), Path(answer["log"])
         if answer.get("ready") is None:
             log = log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -135,7 +139,7 @@ class ForkServer:
         return ForkedBroker(process=ForkedProcess(self, answer["pid"]), bootstrap=info["bootstrap"],  # type: ignore[arg-type]
                              data_dir=data_dir, log_path=log_path, listeners=info.get("listeners", {}),
                              metrics_url=info.get("metrics"), console_url=info.get("console"),
-                             controls_url=info.get("controls"), nodes=info.get("nodes", {}),
+                             controls_url=info.get("controls"), nodes=info.get("nodes", {}), controls_token=token,
                              ca_path=Path(info["ca"]) if "ca" in info else None, _owned_data_dir=True)
 
     @contextlib.contextmanager

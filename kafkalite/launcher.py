@@ -81,6 +81,8 @@ class Broker:
     controls_url: str | None = None
     # the schema registry (running(schema_registry=...)), "http://HOST:PORT/"
     schema_registry_url: str | None = None
+    # the controls' shared secret (running(controls_token=...)); None: $KAFKALITE_CONTROLS_TOKEN or none
+    controls_token: str | None = field(default=None, repr=False)
     # the CA certificate of tls_self_signed=True (clients of TLS listeners trust it)
     ca_path: Path | None = None
     _owned_data_dir: bool = field(default=False, repr=False)
@@ -99,7 +101,7 @@ class Broker:
         """The broker's test controls: ``broker.controls.call("advance-clock", ms=1000)``."""
         if self.controls_url is None:
             raise RuntimeError("this broker was started without controls; start it with controls=0")
-        return Controls(self.controls_url)
+        return Controls(self.controls_url, token=self.controls_token)
 
     @property
     def pid(self) -> int:
@@ -194,6 +196,8 @@ class BrokerSettings(TypedDict, total=False):
     nodes: int | None
     tls_self_signed: bool
     seed: str | os.PathLike | None
+    http_allowed_hosts: Sequence[str]  # Host names the HTTP endpoints answer besides their address
+    controls_token: str | None       # the controls' shared secret (given to the broker in its environment)
     extra_args: Sequence[str]
 
 
@@ -222,6 +226,8 @@ def broker_args(**settings: Unpack[BrokerSettings]) -> list[str]:
             args += [flag, str(value)]
     if settings.get("tls_self_signed"):
         args.append("--tls-self-signed")
+    if settings.get("http_allowed_hosts"):
+        args += ["--http-allowed-hosts", ",".join(settings.get("http_allowed_hosts", ()))]
     return args + list(settings.get("extra_args", ()))
 
 
@@ -251,6 +257,9 @@ def start(
     certificate's path is ``ca_path``.
     ``seed`` is a seed file (JSON: topics with records, group offsets, ACLs, SCRAM users; see
     ``kafkalite.broker.seed``), in place when the broker is ready.
+    ``controls_token`` is a shared secret the controls then ask for (given to the broker in its
+    environment; ``broker.controls`` sends it); ``http_allowed_hosts`` are Host names its HTTP
+    endpoints answer besides their address and localhost (docs/reachable.md).
     """
     data_dir = settings.get("data_dir")
     owned = data_dir is None
@@ -266,6 +275,10 @@ def start(
             log_path = data_path / "broker.log"
     log_path = Path(log_path)
     settings["data_dir"] = data_path
+    # the token goes in the environment: a command line is readable by every user of the machine
+    token = settings.pop("controls_token", None)
+    if token is not None:
+        env = {**(env or {}), "KAFKALITE_CONTROLS_TOKEN": token}
     args = broker_args(**settings)
     try:
         with open(log_path, "ab") as log_file:
@@ -289,7 +302,7 @@ def start(
     return Broker(process=proc, bootstrap=info["bootstrap"], data_dir=data_path, log_path=log_path,
                   listeners=info.get("listeners", {}), metrics_url=info.get("metrics"),
                   console_url=info.get("console"), controls_url=info.get("controls"), nodes=info.get("nodes", {}),
-                  schema_registry_url=info.get("schema_registry"),
+                  schema_registry_url=info.get("schema_registry"), controls_token=token,
                   ca_path=Path(info["ca"]) if "ca" in info else None,
                   _owned_data_dir=owned, _owned_log=owned_log)
 

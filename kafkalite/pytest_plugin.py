@@ -51,6 +51,10 @@ Options
         serves its test controls (default ``127.0.0.1:0``, a free port; ``kafkalite_broker.controls_url``).
     ini ``kafkalite_seed``: a seed file (``kafkalite --seed``; relative to the ini file's directory)
         for the session broker and every ``kafkalite_fresh`` broker.
+    ini ``kafkalite_http_allowed_hosts``: Host names the brokers' HTTP endpoints answer besides their
+        address and localhost (``kafkalite --http-allowed-hosts``), for controls reached by a name.
+    ``KAFKALITE_CONTROLS_TOKEN`` (or ini ``kafkalite_controls_token``): the shared secret the brokers'
+        controls ask for (``kafkalite --controls-token``); the fixtures send it.
 
 The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -108,6 +112,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where the kafkalite broker the session starts serves its test controls "
                          "(default 127.0.0.1:0, a free loopback port)")
     parser.addini("kafkalite_controls", default="", help="[HOST:]PORT of the kafkalite broker's test controls")
+    parser.addini("kafkalite_http_allowed_hosts", type="linelist", default=[],
+                  help="Host names the kafkalite broker's HTTP endpoints answer besides their address and localhost")
+    parser.addini("kafkalite_controls_token", default="",
+                  help="the shared secret of the kafkalite broker's controls (default: $KAFKALITE_CONTROLS_TOKEN)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -176,6 +184,13 @@ def _http_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in HTTP_PACKAGES)
 
 
+def _http_settings(config: pytest.Config) -> dict[str, Any]:
+    """The brokers' allowed Host names and controls token (ini, else the token's environment
+    variable, which the broker and kafkalite.Controls read themselves)."""
+    token = config.getini("kafkalite_controls_token") or None
+    return {"http_allowed_hosts": config.getini("kafkalite_http_allowed_hosts"), "controls_token": token}
+
+
 def _start_broker(config: pytest.Config):
     """The session's broker, started on first use (or, with a console, once tests are collected)."""
     broker = config.stash.get(_BROKER, None)
@@ -191,7 +206,7 @@ def _start_broker(config: pytest.Config):
                              nodes=int(nodes) if nodes else None,
                              controls=_controls(config),
                              schema_registry="127.0.0.1:0" if _registry_available() else None,
-                             seed=_seed(config))
+                             seed=_seed(config), **_http_settings(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -406,7 +421,7 @@ def kafkalite_fresh(pytestconfig: pytest.Config, request: pytest.FixtureRequest)
     broker = _fork_server(pytestconfig).start(
         config=_broker_config(pytestconfig), log_level=level, seed=_seed(pytestconfig),
         listeners=pytestconfig.getini("kafkalite_listeners"),
-        controls="127.0.0.1:0" if _http_available() else None)
+        controls="127.0.0.1:0" if _http_available() else None, **_http_settings(pytestconfig))
     request.node.stash[_FRESH] = broker
     try:
         yield broker

@@ -14,7 +14,11 @@ The container runs two listeners:
   (``get_internal_bootstrap_server()``).
 
 With ``schema_registry=True`` the broker also serves Confluent Schema Registry's REST API on
-container port 8081, exposed (``get_schema_registry_url()``).
+container port 8081, exposed (``get_schema_registry_url()``). With ``controls=True`` it serves
+its test controls on container port 8083, exposed, guarded by a token (``controls_token``, by
+default a random one; docs/reachable.md): ``get_controls()`` is a ``kafkalite.Controls`` that
+sends it. The HTTP endpoints answer the Docker host's name (``--http-allowed-hosts``), which is
+how the tests reach them.
 
 The mapped port is only known once the container runs, so, as testcontainers' own
 KafkaContainer does, the broker waits for a file: the container starts with
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import io
 import re
+import secrets
 import tarfile
 import time
 from typing import Any, Mapping
@@ -54,6 +59,7 @@ def _hostport(host: str, port: int) -> str:
 
 
 SCHEMA_REGISTRY_PORT = 8081
+CONTROLS_PORT = 8083
 
 
 class KafkaliteContainer(DockerContainer):
@@ -69,6 +75,8 @@ class KafkaliteContainer(DockerContainer):
         config: Mapping[str, Any] | None = None,
         log_level: str | None = None,
         schema_registry: bool = False,
+        controls: bool = False,
+        controls_token: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(image, **kwargs)
@@ -85,6 +93,14 @@ class KafkaliteContainer(DockerContainer):
         if schema_registry:
             self.with_exposed_ports(SCHEMA_REGISTRY_PORT)
             self.with_env("KAFKALITE_SCHEMA_REGISTRY", f"0.0.0.0:{SCHEMA_REGISTRY_PORT}")
+        self.controls = controls
+        self.controls_token: str | None = None
+        if controls:
+            # the controls listen on the container's every address: a token, always
+            self.controls_token = controls_token or secrets.token_urlsafe(24)
+            self.with_exposed_ports(CONTROLS_PORT)
+            self.with_env("KAFKALITE_CONTROLS", f"0.0.0.0:{CONTROLS_PORT}")
+            self.with_env("KAFKALITE_CONTROLS_TOKEN", self.controls_token)
 
     def with_config(self, key: str, value: Any) -> "KafkaliteContainer":
         """A broker setting by its Kafka name (``with_config("num.partitions", 3)``)."""
@@ -102,6 +118,19 @@ class KafkaliteContainer(DockerContainer):
             raise RuntimeError("this container was started without the schema registry; pass schema_registry=True")
         port = int(self.get_exposed_port(SCHEMA_REGISTRY_PORT))
         return f"http://{_hostport(self.get_container_host_ip(), port)}/"
+
+    def get_controls_url(self) -> str:
+        """``http://host:port/`` of the test controls (started with ``controls=True``)."""
+        if not self.controls:
+            raise RuntimeError("this container was started without the controls; pass controls=True")
+        port = int(self.get_exposed_port(CONTROLS_PORT))
+        return f"http://{_hostport(self.get_container_host_ip(), port)}/"
+
+    def get_controls(self) -> Any:
+        """The broker's test controls (a ``kafkalite.Controls`` that sends the token)."""
+        from kafkalite.controls import Controls
+
+        return Controls(self.get_controls_url(), token=self.controls_token)
 
     def internal_host(self) -> str:
         """The name other containers reach this one by: its first network alias, else its IP."""
@@ -129,8 +158,10 @@ class KafkaliteContainer(DockerContainer):
                 f"INTERNAL://{_hostport(self.internal_host(), self.internal_port)}")
 
     def env_file(self) -> bytes:
-        """What ``start()`` hands the waiting entry point."""
-        return f"KAFKALITE_ADVERTISED_LISTENERS={self.advertised_listeners()}\n".encode()
+        """What ``start()`` hands the waiting entry point: the advertised listeners, and the Docker
+        host's name for the HTTP endpoints' Host check (an IP or localhost passes it anyway)."""
+        return (f"KAFKALITE_ADVERTISED_LISTENERS={self.advertised_listeners()}\n"
+                f"KAFKALITE_HTTP_ALLOWED_HOSTS={self.get_container_host_ip()}\n").encode()
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> "KafkaliteContainer":

@@ -13,6 +13,9 @@ serves every API and version we serve without one builder per API:
   spellings of the same key: `topic`, `partition`); entries of a plain list (`partition_indexes`,
   `coordinator_keys`, `groups`) fill the first field of the same type;
 - key fields are copied from the request entry they mirror.
+
+One API departs from the mirror, as Kafka's own getErrorResponse does: Fetch from v13 answers
+the top-level error alone, with the request's session id.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from kio.schema.errors import ErrorCode
 from .messages import response_type
 
 # the same key under Kafka's different names in requests and responses
-_ALIASES = {"topic": "name", "topic_name": "name", "partition": "partition_index", "index": "partition_index",
+_ALIASES = {"topic": "name", "topic_name": "name", "user": "name", "partition": "partition_index", "index": "partition_index",
             "partition_id": "partition_index", "group": "group_id"}
 _ZERO_UUID = uuid.UUID(int=0)
+_FETCH = 1
 # the fields that name what an entry is about, copied from the request entry it mirrors; the
 # rest take their "nothing" value (an error response's producer id is -1, not the request's)
 _KEYS = {"name", "topic_id", "partition_index", "group_id", "key", "transactional_id", "resource_name",
@@ -93,7 +97,7 @@ def _empty(f: _Field) -> Any:
         return 0.0
     if kt == "string":
         return ""
-    if kt == "bytes":
+    if kt in ("bytes", "records"):  # ShareFetch's records are not nullable
         return b""
     if kt == "bool":
         return False
@@ -119,12 +123,21 @@ def _request_values(req: Any) -> dict[str, Any]:
 
 
 def _source_list(f: _Field, req: Any) -> list[Any]:
-    """The request's list that response array `f` mirrors (empty when there is none)."""
+    """The request's list that response array `f` mirrors (empty when there is none). An entry
+    that is nothing but an error (CreateAcls' results, DeleteAcls' filter results) mirrors the
+    request's one list of entries by count; lists that name the same key equally well are
+    merged, each key once, sorted (AlterUserScramCredentials' users from its deletions and
+    upsertions)."""
     if req is None or not dataclasses.is_dataclass(req) or f.element is None:
         return []
-    wanted = {_key(x.name) for x in _fields(f.element) if x.element is None and not x.is_array}
-    best: tuple[int, list[Any]] | None = None
     req_type: Any = type(req)
+    scalars = [x for x in _fields(f.element) if x.element is None and not x.is_array]
+    wanted = {_key(x.name) for x in scalars}
+    if scalars and all(x.kafka_type == "error_code" or x.name == "error_message" for x in scalars):
+        entries = [rf for rf in _fields(req_type) if rf.is_array and rf.element is not None]
+        return list(getattr(req, entries[0].name)) if len(entries) == 1 else []
+    best: tuple[int, list[Any]] | None = None
+    ties: list[list[Any]] = []
     for rf in _fields(req_type):
         if not rf.is_array:
             continue
@@ -140,7 +153,24 @@ def _source_list(f: _Field, req: Any) -> list[Any]:
             score = 1 if any(x.kafka_type == rf.kafka_type for x in _fields(f.element)) else 0
         if score and (best is None or score > best[0]):
             best = (score, list(values))
-    return best[1] if best else []
+            ties = [best[1]]
+        elif best is not None and score == best[0] and rf.element is not None:
+            ties.append(list(values))
+    if best is None:
+        return []
+    if len(ties) > 1 and all(dataclasses.is_dataclass(e) for t in ties for e in t):
+        return _merged(ties, wanted)
+    return best[1]
+
+
+def _merged(lists: list[list[Any]], wanted: set[str]) -> list[Any]:
+    """Entries of several request lists, one per value of the key fields they share, sorted."""
+    by_key: dict[tuple, Any] = {}
+    for entries in lists:
+        for e in entries:
+            values = _request_values(e)
+            by_key.setdefault(tuple(str(values[k]) for k in sorted(wanted) if k in values), e)
+    return [by_key[k] for k in sorted(by_key)]
 
 
 def _build(entity: type, req: Any, error: ErrorCode) -> Any:
@@ -188,6 +218,36 @@ def error_response(api_key: int, version: int, request: Any, error: ErrorCode, m
     """The response of `api_key` v`version` to `request` with `error` in every entry (and
     `message` in its top-level error message, where the response has one)."""
     body = _build(response_type(api_key, version), request, error)
+    if api_key == _FETCH and version >= 13:
+        # Kafka's FetchRequest.getErrorResponse: from v13 the top-level error alone, no partitions
+        # (librdkafka refuses a partition whose records are null), and the request's session id
+        body = dataclasses.replace(body, responses=(), session_id=-1 if request is None else request.session_id)
     if message is not None and any(f.name == "error_message" for f in dataclasses.fields(body)):
         body = dataclasses.replace(body, error_message=message)
     return body
+
+
+@lru_cache(maxsize=1)
+def _kafka_messages() -> dict[int, str]:
+    """Each error code's default message in Kafka's Errors enum, which kio's ErrorCode keeps as
+    the docstring of each member (read from its source: enum members keep no __doc__)."""
+    import ast
+    import inspect
+
+    from kio.schema import errors
+
+    body = next(n for n in ast.parse(inspect.getsource(errors)).body
+                if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
+    out: dict[int, str] = {}
+    for stmt, nxt in zip(body, body[1:]):
+        if (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str) and hasattr(ErrorCode, stmt.targets[0].id)):
+            out[int(getattr(ErrorCode, stmt.targets[0].id))] = nxt.value.value
+    return out
+
+
+def kafka_message(code: ErrorCode) -> str | None:
+    """The message Kafka's `new ApiError(code)` carries: the error's default message (null for
+    NONE)."""
+    return _kafka_messages().get(int(code))

@@ -37,8 +37,8 @@ def writev_all(fd: int, parts: list[Buffer]) -> None:
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 
 
-def _write_file(path: Path, flags: int, data: Buffer, fsync: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
+def _write_file(path: Path, flags: int, data: Buffer, fsync: bool, mode: int = 0o644) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, mode)
     try:
         write_all(fd, data)
         if fsync:
@@ -52,16 +52,21 @@ def append_file(path: Path, data: bytes, fsync: bool) -> None:
     _write_file(path, os.O_APPEND, data, fsync)
 
 
-def write_new(path: Path, data: Buffer, fsync: bool) -> None:
-    """Create (or truncate) `path` with `data`, fsynced when asked."""
-    _write_file(path, os.O_TRUNC, data, fsync)
+def write_new(path: Path, data: Buffer, fsync: bool, mode: int = 0o644) -> None:
+    """Create (or truncate) `path` with `data`, fsynced when asked (`mode`: a new file's permissions)."""
+    _write_file(path, os.O_TRUNC, data, fsync, mode)
 
 
-def write_atomic(path: Path, data: bytes, fsync: bool) -> None:
-    """Replace `path` by rename: a reader (or a crash) sees the old content or the new."""
+def write_atomic(path: Path, data: bytes, fsync: bool, mode: int = 0o644) -> None:
+    """Replace `path` by rename: a reader (or a crash) sees the old content or the new. A write
+    that fails (a full disk) raises OSError with `path` as it was and no temporary file left."""
     tmp = path.with_name(path.name + ".tmp")
-    write_new(tmp, data, fsync)
-    os.replace(tmp, path)
+    try:
+        write_new(tmp, data, fsync, mode)
+        os.replace(tmp, path)
+    except OSError:
+        unlink(tmp)
+        raise
 
 
 def unlink(path: Path) -> None:

@@ -23,9 +23,15 @@ at the first bad batch; missing or inconsistent index files are rebuilt from the
 
 Threads: append, read and the lookups run on the broker's event loop and take no lock.
 flush, compact and apply_retention may run in a worker thread; they, roll, truncation,
-DeleteRecords and close serialise on one lock. Segments that leave the log are closed only
-at the next maintenance call, so a read running in another thread never sees its fd
-closed (or reused) under it.
+DeleteRecords and close serialise on one lock. Every read leases the segments it reads
+(storage.open_files) between finding them in the list and its last byte; a sendfile region
+pins its file until it is released. A segment that leaves the log (retention, DeleteRecords,
+the cleaner's replacement) is closed at once, and its file stays open, under the name it had,
+until the last lease and the last region end: a read sees the old segment or the new one,
+whole, and never a closed file. A lease on a segment closed meanwhile is refused and the read
+looks at the list again, where the log start has already moved: a read from below it answers
+OffsetOutOfRange (Kafka closes such files after file.delete.delay.ms instead; a lease ends
+exactly when the read does).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from .config import LogConfig
 from .compaction import compact_segments
 from .files import fsync_path, unlink, write_atomic
 from .headers import BatchLocation, SegmentSummary, batch_headers_from
+from .open_files import OPEN_FILES
 from .segment import AbortedTxn, Segment, segment_name
 from .retention import segments_past_retention
 from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
@@ -70,6 +77,9 @@ _I64 = struct.Struct(">q")
 _STAMP = struct.Struct(">qii")
 assert (BASE_OFFSET_OFFSET, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, MAGIC_OFFSET)
 _base = attrgetter("base_offset")
+# Looks at the segment list a read makes before giving up: it looks again only when a segment
+# of the list it read was closed in between, which housekeeping does once per change
+LEASE_ATTEMPTS = 1000
 
 
 class OffsetOutOfRange(Exception):
@@ -105,7 +115,6 @@ class PartitionLog:
         # restart cleans the whole log once more)
         self.first_dirty_offset = 0
         self._lock = threading.RLock()
-        self._retired: list[Segment] = []
         self._dir_dirty = False
         self._txn_dirty: set[Path] = set()
         self._closed = False
@@ -253,26 +262,59 @@ class PartitionLog:
     # --- read ----------------------------------------------------------------------------------
     def _first_batch(self, offset: int, upper_bound: int | None) -> tuple[Segment, int, int, int] | None:
         """(segment, position, total size, upper bound) of the batch that contains `offset`,
-        or None when there is nothing to read below `upper_bound` (default log_end_offset)."""
-        log_start_offset = self.log_start_offset
-        leo = self.log_end_offset
-        if offset < log_start_offset or offset > leo:
-            raise OffsetOutOfRange(offset, log_start_offset, leo)
-        ub = leo if upper_bound is None else min(upper_bound, leo)
-        if offset >= ub:
-            return None
-        segs = self.segments
-        i = max(bisect_right(segs, offset, key=_base) - 1, 0)
-        while i < len(segs):
-            seg = segs[i]
-            if seg.base_offset >= ub:
+        or None when there is nothing to read below `upper_bound` (default log_end_offset).
+        The segment comes leased: the caller reads it, then unleases it."""
+        for _attempt in range(LEASE_ATTEMPTS):
+            # the list first, then the offsets: housekeeping moves the log start before it
+            # replaces the list, so a new list is never read with an old start
+            segs = self.segments
+            log_start_offset = self.log_start_offset
+            leo = self.log_end_offset
+            if offset < log_start_offset or offset > leo:
+                raise OffsetOutOfRange(offset, log_start_offset, leo)
+            ub = leo if upper_bound is None else min(upper_bound, leo)
+            if offset >= ub:
                 return None
-            found = seg.locate(offset)
-            if found is not None:
-                pos, base, first_size = found
-                return None if base >= ub else (seg, pos, first_size, ub)
-            i += 1
-        return None
+            i = max(bisect_right(segs, offset, key=_base) - 1, 0)
+            while i < len(segs):
+                seg = segs[i]
+                if seg.base_offset >= ub:
+                    return None
+                if not OPEN_FILES.lease((seg,)):
+                    break       # closed since the list was read: read the list again
+                try:
+                    found = seg.locate(offset)
+                except BaseException:
+                    OPEN_FILES.unlease((seg,))
+                    raise
+                if found is not None and found[1] < ub:
+                    pos, _base_offset, first_size = found
+                    return seg, pos, first_size, ub
+                OPEN_FILES.unlease((seg,))
+                if found is not None:
+                    return None
+                i += 1
+            else:
+                return None
+        raise self._list_kept_changing()
+
+    def _list_kept_changing(self) -> OSError:
+        return OSError(errno.EAGAIN, f"{self.directory}: segments kept leaving the log under a read")
+
+    @contextlib.contextmanager
+    def _leased_segments(self) -> Iterator[list[Segment]]:
+        """The segment list as it is now, every segment of it leased for the block (the walks
+        and lookups that may read any of them)."""
+        for _attempt in range(LEASE_ATTEMPTS):
+            segs = self.segments
+            if OPEN_FILES.lease(segs):
+                break
+        else:
+            raise self._list_kept_changing()
+        try:
+            yield segs
+        finally:
+            OPEN_FILES.unlease(segs)
 
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
              min_one: bool = True) -> bytes | memoryview:
@@ -283,10 +325,12 @@ class PartitionLog:
         if first is None:
             return b""
         seg, pos, first_size, ub = first
-        if first_size > max_bytes:
-            return seg.pread(first_size, pos) if min_one else b""
-        want = min(max_bytes, seg.size - pos)
-        data = seg.pread(want, pos)
+        try:
+            if first_size > max_bytes:
+                return seg.pread(first_size, pos) if min_one else b""
+            data = seg.pread(min(max_bytes, seg.size - pos), pos)
+        finally:
+            OPEN_FILES.unlease((seg,))
         n = len(data)
         q = first_size
         unpack_i32 = _I32.unpack_from
@@ -311,30 +355,35 @@ class PartitionLog:
         if first is None:
             return b""
         seg, pos, first_size, ub = first
-        if first_size > max_bytes:
-            return seg.region(pos, first_size) if min_one else b""
-        end = seg.batches_end(pos + first_size, pos + max_bytes, ub)
-        return seg.region(pos, end - pos)
+        try:
+            if first_size > max_bytes:
+                return seg.region(pos, first_size) if min_one else b""
+            end = seg.batches_end(pos + first_size, pos + max_bytes, ub)
+            return seg.region(pos, end - pos)
+        finally:
+            OPEN_FILES.unlease((seg,))   # the region pins the file from here
 
     def batches_from(self, offset: int) -> Iterator[tuple[int, bytes]]:
         """(base offset, batch bytes) of every batch whose last offset is >= offset, reading
         the segment files sequentially (startup replay of producer, group and txn state)."""
-        for seg in list(self.segments):
-            if seg.next_offset <= offset or seg.size == 0:
-                continue
-            start = 0
-            if offset > seg.base_offset:
-                found = seg.locate(offset)
-                if found is None:
+        with self._leased_segments() as segs:
+            for seg in segs:
+                if seg.next_offset <= offset or seg.size == 0:
                     continue
-                start = found[0]
-            for _pos, h in seg.iter_batches(start, seg.size):
-                f_base = h.base_offset
-                yield f_base, h.bytes()
+                start = 0
+                if offset > seg.base_offset:
+                    found = seg.locate(offset)
+                    if found is None:
+                        continue
+                    start = found[0]
+                for _pos, h in seg.iter_batches(start, seg.size):
+                    yield h.base_offset, h.bytes()
 
     def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
-        """Headers of the batches whose last offset is >= offset (storage.headers)."""
-        return batch_headers_from(list(self.segments), offset)
+        """Headers of the batches whose last offset is >= offset (storage.headers); a location's
+        `read()` finds its segment open while the walk goes on."""
+        with self._leased_segments() as segs:
+            yield from batch_headers_from(segs, offset)
 
     def segment_summaries(self) -> list[SegmentSummary]:
         return [SegmentSummary(s.base_offset, s.next_offset, s.size) for s in list(self.segments)]
@@ -343,12 +392,14 @@ class PartitionLog:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after log_start_offset whose
         timestamp is >= timestamp_ms, or None."""
-        return offset_for_timestamp(list(self.segments), self.log_start_offset, timestamp_ms)
+        with self._leased_segments() as segs:
+            return offset_for_timestamp(segs, self.log_start_offset, timestamp_ms)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the first record at or after
         log_start_offset carrying the largest timestamp, or None for an empty log."""
-        return max_timestamp_offset(list(self.segments), self.log_start_offset)
+        with self._leased_segments() as segs:
+            return max_timestamp_offset(segs, self.log_start_offset)
 
     # --- moving the start, truncating, retention -----------------------------------------------
     @property
@@ -359,7 +410,6 @@ class PartitionLog:
         """DeleteRecords: move log_start_offset up to `offset` (persisted) and delete the
         segments wholly below it. Returns the new log_start_offset."""
         with self._lock:
-            self._close_retired()
             if offset > self.log_end_offset:
                 raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
             if offset > self.log_start_offset:
@@ -379,20 +429,25 @@ class PartitionLog:
 
     def _drop_segments(self, k: int) -> None:
         """Remove the first k segments (never the active one)."""
-        gone = self.segments[:k]
-        self.segments = self.segments[k:]
+        gone, kept = self.segments[:k], self.segments[k:]
+        if kept[0].base_offset > self.log_start_offset:
+            # the start moves before the list: a read that finds the new list finds it moved
+            self.log_start_offset = kept[0].base_offset
+            self._write_log_start_checkpoint()
+        self.segments = kept
+        self._retire(gone)
+
+    def _retire(self, gone: list[Segment]) -> None:
+        """Delete the files of segments that left the list and close them: their readers keep
+        the open files until their leases end."""
         for seg in gone:
             seg.delete_files()
-            self._retired.append(seg)
+            seg.close()
         self._dir_dirty = True
-        if self.segments[0].base_offset > self.log_start_offset:
-            self.log_start_offset = self.segments[0].base_offset
-            self._write_log_start_checkpoint()
 
     def truncate_to(self, offset: int) -> None:
         """Remove every record at or after `offset`; log_end_offset becomes `offset`."""
         with self._lock:
-            self._close_retired()
             if offset >= self.log_end_offset:
                 return
             if offset < self.segments[0].base_offset or offset < self.log_start_offset:
@@ -404,10 +459,7 @@ class PartitionLog:
                 k -= 1
             gone = segs[k:]
             self.segments = segs[:k]
-            for seg in gone:
-                seg.delete_files()
-                self._retired.append(seg)
-            self._dir_dirty = True
+            self._retire(gone)
             active = self.segments[-1]
             active.truncate_to(offset, self.config.index_interval_bytes)
             self.log_end_offset = offset
@@ -415,28 +467,30 @@ class PartitionLog:
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         gone = self.segments
-        for seg in gone:
+        for seg in gone:    # before the new segment takes the name one of them may have
             seg.delete_files()
-            self._retired.append(seg)
-        self.segments = [Segment.create(self.directory, offset, now_ms)]
-        self._dir_dirty = True
         self.log_start_offset = offset
         self.log_end_offset = offset
         self._write_log_start_checkpoint()
+        self.segments = [Segment.create(self.directory, offset, now_ms)]
+        for seg in gone:
+            seg.close()
+        self._dir_dirty = True
         remove_snapshots_after(self.directory, offset)
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole old segments by retention.ms and retention.bytes (cleanup.policy
-        must include delete), and segments wholly below log_start_offset. Never the active
-        segment, never one holding offsets at or after retention_floor. Returns how many
-        segments were deleted."""
+        must include delete), and segments wholly below log_start_offset. The active segment
+        too when it is past retention (after rolling an empty one, as Kafka does); never one
+        holding offsets at or after retention_floor. Returns how many segments were deleted."""
         with self._lock:
-            self._close_retired()
             deleted = self._delete_segments_below_start()
             cfg = self.config
             if not cfg.delete_enabled:
                 return deleted
             k = segments_past_retention(self.segments, cfg, now_ms, self.retention_floor)
+            if k == len(self.segments):
+                self.roll(now_ms)   # the active segment goes too: a new, empty one takes its place
             if k:
                 self._drop_segments(k)
             return deleted + k
@@ -446,7 +500,6 @@ class PartitionLog:
         """Compact the closed segments below the first unstable offset (storage.compaction
         writes the replacements; the log swaps them in). Returns how many were rewritten."""
         with self._lock:
-            self._close_retired()
             cfg = self.config
             replaced, self.first_dirty_offset = compact_segments(
                 self.segments, self.log_end_offset, first_unstable_offset,
@@ -456,8 +509,10 @@ class PartitionLog:
             if replaced:
                 old = self.segments
                 self.segments = [replaced.get(i, seg) for i, seg in enumerate(old)]
-                # readers in other threads may still hold the old files: closed on the next change
-                self._retired.extend(old[i] for i in replaced)
+                # the old files are held (the cleaner replaced their names): closed when their
+                # readers' leases end
+                for i in replaced:
+                    old[i].close()
                 self._dir_dirty = True
             return len(replaced)
 
@@ -524,18 +579,20 @@ class PartitionLog:
             dirty = [s for s in segs if s.dirty]
             for s in dirty:
                 s.dirty = False
+            OPEN_FILES.lease(dirty)     # none is closed under the lock; housekeeping may close them after it
             txn_paths = list(self._txn_dirty)
             self._txn_dirty.clear()
             dir_dirty = self._dir_dirty
             self._dir_dirty = False
-        for s in dirty:
-            try:
-                s.fsync()
-            except OSError as exc:
-                if exc.errno != errno.EBADF:
+        try:
+            for s in dirty:
+                try:
+                    s.fsync()
+                except OSError:
                     s.dirty = True      # not on disk: the next flush tries again
                     raise
-                # EBADF: the segment was deleted (and closed) meanwhile
+        finally:
+            OPEN_FILES.unlease(dirty)
         for p in txn_paths:
             fsync_path(p)
         if dir_dirty:
@@ -558,7 +615,6 @@ class PartitionLog:
                 fsync_path(self.directory)
             for seg in self.segments:
                 seg.close()
-            self._close_retired()
 
     def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
         with self._lock:  # a flush or compaction in a worker thread swaps files under it
@@ -575,17 +631,11 @@ class PartitionLog:
             self._closed = True
             for seg in self.segments:
                 seg.close()
-            self._close_retired()
             if trash is not None:
                 with contextlib.suppress(OSError):
                     os.rename(self.directory, trash / self.directory.name)
                     return
             shutil.rmtree(self.directory, ignore_errors=True)
-
-    def _close_retired(self) -> None:
-        retired, self._retired = self._retired, []
-        for seg in retired:
-            seg.close()
 
     def __repr__(self) -> str:
         return (f"PartitionLog({self.directory}, start={self.log_start_offset}, end={self.log_end_offset}, "

@@ -9,6 +9,13 @@ same time), so the cache may exceed its limit for as long as more files than tha
 borrowed at once. Closing a file loses nothing: appends are `os.write`s to the page cache,
 and an fsync through a new descriptor flushes the file's data whichever descriptor wrote it.
 
+Readers lease the segments they are about to read (`lease`/`unlease`): a lease costs no descriptor, and
+a file closed for good (its segment deleted by retention or DeleteRecords, or replaced by the
+cleaner, which `hold` its descriptor first) stays open until the last lease and the last borrow
+end. So a read that found a segment in the log's list reads it whole, old or replaced, and
+never meets a closed file; a lease on a file already closed is refused, and the reader looks at
+the log's list again (storage.log).
+
 The limit comes from the broker setting `log.segment.open.files.max` (broker/config.py);
 `-1` means half the process's soft RLIMIT_NOFILE, leaving the other half to sockets.
 """
@@ -20,7 +27,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Sequence
 
 DEFAULT_LIMIT = 512      # where RLIMIT_NOFILE cannot be read
 MIN_LIMIT = 2            # a roll holds the old and the new segment
@@ -32,6 +39,7 @@ class CachedFile(Protocol):
     log_path: Path
     _fd: int
     _pins: int
+    _leases: int
     _closed: bool
     _held: bool
 
@@ -76,9 +84,10 @@ class OpenFiles:
             self._evict()
 
     def acquire(self, owner: CachedFile) -> int:
-        """The owner's open descriptor, opened if needed and pinned until `release`."""
+        """The owner's open descriptor, opened if needed and pinned until `release`. A file closed
+        for good is still borrowed while leases or other borrowers keep its descriptor open."""
         with self._lock:
-            if owner._closed:
+            if owner._closed and owner._fd < 0:
                 raise OSError(errno.EBADF, f"{owner.log_path} is closed")
             fd = owner._fd
             if fd >= 0:
@@ -102,6 +111,25 @@ class OpenFiles:
                 else:
                     self._evict()
 
+    def lease(self, owners: Sequence[CachedFile]) -> bool:
+        """Keep each of `owners`' files from being closed for good until `unlease` (a file may
+        still be evicted and is then reopened by path: one whose path is about to go is held
+        first). Every one or none: False when one is closed already, and the caller looks for
+        its data in the log's list again."""
+        with self._lock:
+            if any(owner._closed for owner in owners):
+                return False
+            for owner in owners:
+                owner._leases += 1
+            return True
+
+    def unlease(self, owners: Sequence[CachedFile]) -> None:
+        with self._lock:
+            for owner in owners:
+                owner._leases -= 1
+                if owner._leases == 0 and owner._closed:
+                    self._unhold(owner)
+
     def hold(self, owner: CachedFile) -> None:
         """Keep the owner's current file open until `close`, whatever happens to its path: a
         segment about to be deleted or replaced by the cleaner is still read, until it is
@@ -114,14 +142,23 @@ class OpenFiles:
 
     def close(self, owner: CachedFile) -> None:
         """The owner is done with its file for good (segment closed, retired or deleted): the
-        descriptor is closed now, or by the last borrower's `release`."""
+        descriptor is closed now, or when the last lease and the last borrow end."""
         with self._lock:
             owner._closed = True
-            if owner._held:
-                owner._held = False
-                owner._pins -= 1
-            if owner._pins == 0:
-                self._close(owner)
+            if owner._leases == 0:
+                self._unhold(owner)
+            elif not owner._held and owner._fd >= 0:
+                # leased readers read on from this descriptor: no eviction closes it under them
+                owner._held = True
+                owner._pins += 1
+
+    def _unhold(self, owner: CachedFile) -> None:
+        """A closed owner's last lease is gone: drop its hold, and the descriptor with the last pin."""
+        if owner._held:
+            owner._held = False
+            owner._pins -= 1
+        if owner._pins == 0:
+            self._close(owner)
 
     def _close(self, owner: CachedFile) -> None:
         fd = owner._fd

@@ -1,7 +1,10 @@
 """Retention: how many of a log's oldest segments retention.ms and retention.bytes remove.
 
 Rules:
-- Only whole segments go, oldest first, and never the active (last) one.
+- Only whole segments go, oldest first. The active (last) one goes too when it holds records
+  and is past retention, as in Kafka's UnifiedLog.deletableSegments: the log rolls a new, empty
+  active segment first (PartitionLog.apply_retention), so a topic nobody writes to any more
+  empties by time and its log start reaches its end.
 - By time: a segment whose largest record timestamp (its file's mtime when it has none) is
   older than retention.ms; by size: while the log is over retention.bytes by at least the
   segment's size. -1 turns either off.
@@ -18,13 +21,17 @@ from .segment import Segment
 
 
 def segments_past_retention(segs: list[Segment], cfg: LogConfig, now_ms: int, floor: int | None) -> int:
-    """How many of `segs`, from the first, retention removes."""
+    """How many of `segs`, from the first, retention removes (all of them when the active one
+    goes too)."""
     k = 0
     total = sum(s.size for s in segs)
     excess = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
-    while k < len(segs) - 1:
+    while k < len(segs):
         seg = segs[k]
-        nxt = segs[k + 1].base_offset
+        last = k == len(segs) - 1
+        if last and seg.size == 0:
+            break
+        nxt = seg.next_offset if last else segs[k + 1].base_offset
         if floor is not None and nxt > floor:
             break
         by_time = False

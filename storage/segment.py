@@ -83,6 +83,7 @@ class Segment:
         self.txn_index_path = directory / f"{stem}.txnindex"
         self._fd = -1                           # open descriptor, owned by OPEN_FILES
         self._pins = 0                          # borrowers of _fd right now
+        self._leases = 0                        # reads under way that must find the file open
         self._closed = False
         self._held = False                      # kept open until close (file deleted or replaced)
         self.size = 0
@@ -483,12 +484,6 @@ class Segment:
             unlink(self.txn_index_path)
             return
         write_atomic(self.txn_index_path, b"".join(_TXN_ENTRY.pack(0, *t) for t in self.txns), fsync=False)
-
-    def drop_txns_from(self, offset: int) -> None:
-        kept = [t for t in self.txns if t.last_offset < offset]
-        if len(kept) != len(self.txns):
-            self.txns = kept
-            self._rewrite_txn_index()
 
     def __repr__(self) -> str:
         return (f"Segment(base={self.base_offset}, next={self.next_offset}, size={self.size}, "

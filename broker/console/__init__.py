@@ -36,7 +36,7 @@ from typing import Any
 
 import trio
 
-from ..http_endpoint import serve_app
+from ..http_endpoint import Guard, serve_app
 
 log = logging.getLogger("kafkalite.console")
 
@@ -49,4 +49,9 @@ async def serve_console(broker: Any, host: str, port: int, task_status: Any = tr
 
         return make_app(broker)
 
-    await serve_app(make_app, host, port, "kafkalite.console.http", task_status=task_status)
+    from ..http_basic_auth import BasicAuth
+
+    # with SASL listeners the console shows records only to the broker's users; its control
+    # forms need the controls' token as well (a browser's login prompt sends it as the password)
+    guard = Guard(broker.http_access, host, token_prefix="/api/controls/", basic_auth=BasicAuth(broker).allows)
+    await serve_app(make_app, host, port, "kafkalite.console.http", guard, task_status=task_status)

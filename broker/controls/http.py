@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from ..http_endpoint import serve_app
+from ..http_endpoint import Guard, serve_app
 from . import ControlError, invoke, load_all
 
 log = logging.getLogger("kafkalite.controls")
@@ -106,4 +106,6 @@ def make_app(broker):
 async def serve_controls(broker, host: str, port: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Serve the endpoint until cancelled; reports (host, bound port) through task_status."""
     load_all()  # a control module that fails to import stops the start, not the first call
-    await serve_app(lambda: make_app(broker), host, port, "kafkalite.controls.http", task_status=task_status)
+    # every path needs the token (when one is set): the listing too, which maps what can be changed
+    await serve_app(lambda: make_app(broker), host, port, "kafkalite.controls.http",
+                    Guard(broker.http_access, host, token_prefix="/"), task_status=task_status)

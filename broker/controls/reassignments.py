@@ -4,12 +4,16 @@
                         true: reassignments started from now on stay in progress (their
                         partitions list the target and the leaving replicas, ListPartitionReassignments
                         shows them with their adding and removing replicas) until released;
-                        false: every held reassignment completes now, and later ones at once
+                        false: every held reassignment completes now, and later ones once
+                        their new replicas have caught up (reassignment.catch.up.ms)
     list-reassignments  the reassignments in progress: {"topic", "partition", "replicas",
                         "adding", "removing"}
 
-Logical replicas have nothing to copy, so without a hold a reassignment completes within its
-AlterPartitionReassignments request (broker.reassignments).
+Without a hold, a reassignment that adds replicas completes reassignment.catch.up.ms after it
+started, by the broker's clock (advance-clock finishes it sooner; broker.reassignments). A running
+reassignment goes with its topic when the topic is deleted, and the reset control ends every one
+and the hold; they live in memory only, so a restart finds them completed (topics.json holds
+their targets).
 """
 
 from __future__ import annotations

@@ -125,11 +125,7 @@ def _reset_scram(broker: "Broker") -> int:
                if m in configured.get(user, {}) and cred != configured[user][m]]
     if not added and not altered and sum(map(len, store.users.values())) == sum(map(len, configured.values())):
         return 0
-    store.users.clear()
-    for user, mechs in configured.items():
-        for mechanism, cred in mechs.items():
-            store.put(user, mechanism, cred)
-    store.save()
+    store.replace({user: dict(mechs) for user, mechs in configured.items()})
     return len(added)
 
 

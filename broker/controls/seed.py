@@ -5,14 +5,20 @@
                     broker's working directory); returns what was created
 
 A document the broker refuses is answered with the seed's one-line explanation (400), before
-anything is applied when the mistake is in the document itself.
+anything is applied when the mistake is in the document itself. The files are read, the
+document checked and its records encoded in a worker thread (broker.seed reads only regular files
+up to seed.max.bytes), so the broker answers its clients meanwhile; only the appending runs on the
+loop, in one step.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
-from ..seed import SeedError, apply_seed, load_seed, parse_seed
+import trio
+
+from ..seed import Seed, SeedError, apply_seed, load_seed, parse_seed, prepare_seed
 from . import ControlError, control
 
 
@@ -26,9 +32,15 @@ async def seed(broker, *, document: dict | None = None, path: str | None = None)
         if path is not None:
             if not isinstance(path, str):
                 raise ControlError(f"path must be a string, not {path!r}")
-            parsed = load_seed(path, broker.config.values)
+            read = partial(load_seed, path, dict(broker.config.values))
         else:
-            parsed = parse_seed(document, "seed control", Path.cwd(), broker.config.values)
+            read = partial(parse_seed, document, "seed control", Path.cwd(), dict(broker.config.values))
+
+        def read_and_encode() -> Seed:
+            return prepare_seed(read(), broker.config["num.partitions"])
+
+        # a cancelled call (the broker stops) leaves the thread to finish its bounded work alone
+        parsed = await trio.to_thread.run_sync(read_and_encode, abandon_on_cancel=True)
         return apply_seed(broker, parsed)
     except SeedError as exc:
         raise ControlError(str(exc)) from None

@@ -17,25 +17,31 @@
   removes every ACL any of its filters matches and lists, per filter, those it matched.
   Filters follow Kafka's AclBindingFilter (broker.authorizer.AclFilter): pattern type ANY,
   MATCH (every pattern that covers the named resource), LITERAL or PREFIXED.
+- CreateAcls and DeleteAcls save the ACLs as they will be before any changes (broker.authorizer):
+  a save that fails (a full disk) answers KAFKA_STORAGE_ERROR for each creation that was valid,
+  or each filter, and changes nothing.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..all_or_nothing import storage_error_message
 from ..context import RequestContext
 from ..authorizer import (Acl, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType, allowed_cluster,
                           validate_new_acl)
 from . import api
 from .common import CloseConnection, response_module
 
+log = logging.getLogger("kafkalite.admin")
+
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 NO_AUTHORIZER_ALTER = "No Authorizer is configured."  # CreateAcls' and DeleteAcls' text
-UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
 
 
 def _indefinite(c) -> bool:
@@ -88,7 +94,8 @@ async def describe_acls(ctx: RequestContext, request: Any) -> Any:
              acls=tuple(make(mod.AclDescription, principal=a.principal, host=a.host, operation=a.operation,
                              permission_type=a.permission_type) for a in acls))
         for (rt, name, pt), acls in groups.items())
-    return make(mod.DescribeAclsResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,
+    # Kafka leaves the field at its default, "" (AclApis sets no message on success)
+    return make(mod.DescribeAclsResponse, throttle_time=0, error_code=ErrorCode.none, error_message="",
                 resources=resources)
 
 
@@ -107,9 +114,9 @@ async def create_acls(ctx: RequestContext, request: Any) -> Any:
         return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(result(*refused) for _ in request.creations))
     if any(_indefinite(c) for c in request.creations):
         # Kafka cannot even build such a binding: the whole request fails, every creation with
-        # the generic server error
+        # the generic server error and no message (ApiError.fromThrowable of its exception)
         return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(
-            result(ErrorCode.unknown_server_error, UNKNOWN_SERVER_ERROR) for _ in request.creations))
+            result(ErrorCode.unknown_server_error, None) for _ in request.creations))
     results = []
     valid = []
     for c in request.creations:
@@ -122,7 +129,12 @@ async def create_acls(ctx: RequestContext, request: Any) -> Any:
         else:
             results.append(result(ErrorCode.invalid_request, why))
     assert auth is not None
-    auth.create(valid)
+    try:
+        auth.create(valid)
+    except OSError as exc:
+        log.error("saving ACLs failed: %s", exc)
+        failed = result(ErrorCode.kafka_storage_error, storage_error_message(exc))
+        results = [failed if r.error_code == ErrorCode.none else r for r in results]
     return make(mod.CreateAclsResponse, throttle_time=0, results=tuple(results))
 
 
@@ -141,7 +153,13 @@ async def delete_acls(ctx: RequestContext, request: Any) -> Any:
         return make(mod.DeleteAclsResponse, throttle_time=0, filter_results=tuple(failed(*refused) for _ in request.filters))
     assert auth is not None
     filters = [_filter(f, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter) for f in request.filters]
-    matched = auth.delete(filters)
+    try:
+        matched = auth.delete(filters)
+    except OSError as exc:
+        log.error("saving ACLs failed: %s", exc)
+        message = storage_error_message(exc)
+        return make(mod.DeleteAclsResponse, throttle_time=0, filter_results=tuple(
+            failed(ErrorCode.kafka_storage_error, message) for _ in request.filters))
     results = tuple(
         make(mod.DeleteAclsFilterResult, error_code=ErrorCode.none, error_message=None,
              matching_acls=tuple(

@@ -31,8 +31,17 @@ AlterConfigs / IncrementalAlterConfigs
   (broker.dynamic_configs owns which keys, their validation and where they apply): AlterConfigs
   replaces the resource's dynamic set, IncrementalAlterConfigs SETs and DELETEs keys and APPENDs to
   and SUBTRACTs from LIST keys ("Config value append is not allowed for config key: k",
-  INVALID_CONFIG, otherwise). GROUP resources take APPEND and SUBTRACT on their LIST keys too. Logger levels (resource
+  INVALID_CONFIG, otherwise). A key the resource has no value for starts from Kafka's own default
+  for it (log.cleanup.policy APPEND compact gives "delete,compact"), as Kafka's controller does,
+  never from a static setting or the cluster default. GROUP resources refuse APPEND and SUBTRACT on
+  every key, even the LIST-typed streams.rack.aware.assignment.tags ("Can't APPEND to key k
+  because its type is not LIST.", INVALID_CONFIG), as Kafka 4.4's controller does. Logger levels (resource
   type 8, incremental only) can be SET to FATAL/ERROR/WARN/INFO/DEBUG/TRACE and DELETEd.
+
+All or nothing: a resource's new configs are saved (topics.json, broker_configs.json,
+group_configs.json, client_metrics.json) before they take effect; a save that fails (a full
+disk) answers that resource KAFKA_STORAGE_ERROR and leaves its configs as they were. Logger
+levels are not saved (as in Kafka, they last until the broker stops).
 
 With an authorizer: DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster for
 broker and logger resources, on the topic or group otherwise; refused resources get CLUSTER_ /
@@ -57,6 +66,7 @@ from ..settings.values import ConfigError, ConfigSource, ConfigType
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
 from . import api
 from .admin_topics import AdminError, topic_name_error
+from ..all_or_nothing import storage_error_message
 from .common import response_module
 
 log = logging.getLogger("kafkalite.admin")
@@ -293,7 +303,7 @@ def _incremental_client_metrics(ctx: RequestContext, resource, validate_only: bo
 
 
 def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> None:
-    from ..settings.group_keys import GROUP_KEYS, GroupConfigError
+    from ..settings.group_keys import GroupConfigError
 
     if not resource.resource_name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
@@ -304,12 +314,10 @@ def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> No
         elif c.config_operation == DELETE:
             changes.append((c.name, None))
         elif c.config_operation in (APPEND, SUBTRACT):
-            configs = ctx.broker.services.share.configs
-            if c.name not in GROUP_KEYS or GROUP_KEYS[c.name].type_name != "LIST":
-                raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[c.config_operation]} to key {c.name} "
-                                 "because its type is not LIST.")
-            changes.append((c.name, _list_op(configs.get(resource.resource_name, c.name), c.config_operation,
-                                             c.value)))
+            # Kafka's controller splits no GROUP key into a list (KafkaConfigSchema has no GROUP
+            # ConfigDef), not even streams.rack.aware.assignment.tags, whose type is LIST
+            raise AdminError(ErrorCode.invalid_config, f"Can't {OP_NAMES[c.config_operation]} to key {c.name} "
+                             "because its type is not LIST.")
         else:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     try:
@@ -401,6 +409,10 @@ def _alter_each(ctx: RequestContext, request, *, incremental: bool, alter_one) -
                 alter_one(ctx, resource, request.validate_only)
             except AdminError as exc:
                 err = exc
+            except OSError as exc:
+                log.error("saving the configs of %s %r failed: %s",
+                          RESOURCE_TYPE_NAMES.get(resource.resource_type), resource.resource_name, exc)
+                err = AdminError(ErrorCode.kafka_storage_error, storage_error_message(exc))
         results.append(make(mod.AlterConfigsResourceResponse, error_code=err.code if err else ErrorCode.none,
                             error_message=err.message if err else None, resource_type=resource.resource_type,
                             resource_name=resource.resource_name))
@@ -427,13 +439,14 @@ def _incremental_topic(ctx: RequestContext, resource, validate_only: bool) -> No
 def _incremental_broker(ctx: RequestContext, resource, validate_only: bool) -> None:
     """ConfigAdminManager.prepareIncrementalConfigs on the resource's stored set, then validated whole."""
     from ..dynamic_configs import is_list_config as is_dynamic_list_config
+    from ..dynamic_configs import kafka_default
 
     node = _broker_resource_node(ctx, resource.resource_name)
     for c in resource.configs:
         if c.config_operation not in OP_NAMES:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     props = ctx.broker.dynamic_configs.current(node)
-    _apply_operations(props, resource.configs, is_dynamic_list_config, lambda name: None,
+    _apply_operations(props, resource.configs, is_dynamic_list_config, kafka_default,
                       lambda name, op: f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {name}")
     _replace_broker_configs(ctx, node, props, validate_only)
 

@@ -32,6 +32,7 @@ DeleteTopics
   topics that do not exist; INVALID_REQUEST for duplicates, for both a name and an id, or for
   neither. With delete.topic.enable=false: INVALID_REQUEST before v3, TOPIC_DELETION_DISABLED
   from v3.
+- A deleted topic's reassignments in progress go with it (broker.reassignments).
 - Internal topics (__consumer_offsets, __transaction_state) are never deleted: their
   coordinators live on them. The answer is INVALID_REQUEST with the message kafka-topics.sh
   gives for them (Kafka's controller itself would delete them).
@@ -41,6 +42,10 @@ CreatePartitions
   smaller one "The topic x currently has N partition(s); M would not be an increase."
   Assignments must number exactly the new partitions and name only this broker. validate_only
   changes nothing.
+
+All or nothing (broker.cluster): a topic created or deleted, or partitions added, are saved
+before memory changes; a save that fails (a full disk) answers the topic KAFKA_STORAGE_ERROR and
+leaves it as it was, on disk and in memory.
 
 DescribeTopicPartitions
 - Topics sorted by name from the cursor on; at most min(response_partition_limit, 2000)
@@ -73,6 +78,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalite.protocol.error_responses import kafka_message
 from kafkalite.protocol.messages import make
 
 from ..clock import now_ms
@@ -86,6 +92,7 @@ from ..settings.topic_keys import validate_topic_configs
 from ..settings.values import ConfigError
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_cluster, allowed_names, operations
 from . import api
+from ..all_or_nothing import storage_error_message
 from .common import response_module
 
 log = logging.getLogger("kafkalite.admin")
@@ -315,7 +322,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                                              assignment=assignment)
             except OSError as exc:
                 log.error("creating topic %s failed: %s", t.name, exc)
-                results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, str(exc)))
+                results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, storage_error_message(exc)))
                 continue
             topic_id = topic.topic_id
         results.append(_created_result(ctx, mod, t.name, topic_id, partitions, replication, configs))
@@ -385,11 +392,11 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             continue
         topic = cluster.topics_by_id.get(topic_id)
         if topic is None:
-            result(None, topic_id, ErrorCode.unknown_topic_id)
+            result(None, topic_id, ErrorCode.unknown_topic_id, kafka_message(ErrorCode.unknown_topic_id))
         elif deletable is not None and topic.name not in deletable:
             # the name only to whom may DESCRIBE the topic
             result(topic.name if describable is not None and topic.name in describable else None, topic_id,
-                   ErrorCode.topic_authorization_failed)
+                   ErrorCode.topic_authorization_failed, kafka_message(ErrorCode.topic_authorization_failed))
         else:
             to_delete[topic_id] = topic
     for name in name_counts:
@@ -397,11 +404,11 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             continue
         topic = cluster.topics.get(name)
         if describable is not None and name not in describable:
-            result(name, None, ErrorCode.topic_authorization_failed)
+            result(name, None, ErrorCode.topic_authorization_failed, kafka_message(ErrorCode.topic_authorization_failed))
         elif topic is None:
-            result(name, None, ErrorCode.unknown_topic_or_partition)
+            result(name, None, ErrorCode.unknown_topic_or_partition, kafka_message(ErrorCode.unknown_topic_or_partition))
         elif deletable is not None and name not in deletable:
-            result(name, None, ErrorCode.topic_authorization_failed)
+            result(name, None, ErrorCode.topic_authorization_failed, kafka_message(ErrorCode.topic_authorization_failed))
         elif topic.topic_id in duplicate_ids or topic.topic_id in to_delete:
             duplicate_ids.add(topic.topic_id)
             to_delete.pop(topic.topic_id, None)
@@ -426,8 +433,9 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             cluster.delete_topic(topic)
         except OSError as exc:
             log.error("deleting topic %s failed: %s", topic.name, exc)
-            result(topic.name, topic_id, ErrorCode.kafka_storage_error, str(exc))
+            result(topic.name, topic_id, ErrorCode.kafka_storage_error, storage_error_message(exc))
             continue
+        ctx.broker.reassignments.topic_deleted(topic.name)
         result(topic.name, topic_id, ErrorCode.none)
     return make(mod.DeleteTopicsResponse, throttle_time=0, responses=tuple(results))
 
@@ -494,7 +502,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
                                        [list(a.broker_ids) for a in t.assignments] if t.assignments else None)
             except OSError as exc:
                 log.error("adding partitions to %s failed: %s", t.name, exc)
-                result(t.name, ErrorCode.kafka_storage_error, str(exc))
+                result(t.name, ErrorCode.kafka_storage_error, storage_error_message(exc))
                 continue
             log.info("topic %s now has %d partition(s)", t.name, t.count)
         result(t.name)

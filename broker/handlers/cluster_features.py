@@ -7,7 +7,9 @@ UpdateFeatures
   "The update failed for all features since the following feature had an error: ...", and (v0-v1)
   no per-feature results. On success v0-v1 list each feature with NONE; v2 has no results.
   validate_only (v1+) checks and changes nothing. v0's allow_downgrade is not an upgrade type, so
-  v0 cannot downgrade, as on Kafka. ApiVersions reports the new levels at once.
+  v0 cannot downgrade, as on Kafka. ApiVersions reports the new levels at once. The new levels
+  are saved before they apply: a save that fails (a full disk) answers KAFKA_STORAGE_ERROR on
+  the whole request (v0-v1: no per-feature results) and changes nothing.
 
 DescribeQuorum
 - kafkalite answers as a KRaft quorum whose voters are its nodes (one, or N with --nodes) in
@@ -24,18 +26,22 @@ CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalite.protocol.messages import make
 
+from ..all_or_nothing import storage_error_message
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, allowed_cluster
 from ..clock import now_ms
 from ..features import FeatureUpdate, FeatureUpdateError
 from ..context import RequestContext
 from . import api
 from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
 
 METADATA_TOPIC = "__cluster_metadata"
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -58,6 +64,10 @@ async def update_features(ctx: RequestContext, request: Any) -> Any:
     except FeatureUpdateError as exc:
         return make(mod.UpdateFeaturesResponse, throttle_time=0, error_code=ErrorCode.invalid_update_version,
                     error_message=FAILED_ALL + str(exc), results=())
+    except OSError as exc:
+        log.error("saving the finalized features failed: %s", exc)
+        return make(mod.UpdateFeaturesResponse, throttle_time=0, error_code=ErrorCode.kafka_storage_error,
+                    error_message=storage_error_message(exc), results=())
     results = tuple(make(mod.UpdatableFeatureResult, feature=f, error_code=ErrorCode.none, error_message="NONE")
                     for f in features) if hasattr(mod, "UpdatableFeatureResult") else ()
     return make(mod.UpdateFeaturesResponse, throttle_time=0, error_code=ErrorCode.none, error_message=None,

@@ -19,3 +19,4 @@ def response_module(ctx: RequestContext) -> ModuleType:
 class CloseConnection(Exception):
     """Raised by a handler when Kafka would close the connection instead of answering
     (for example an error on an acks=0 produce, which has no response to carry it)."""
+

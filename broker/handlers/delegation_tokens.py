@@ -14,10 +14,13 @@ v1-v2, DescribeDelegationToken (41) v1-v3: KIP-48's tokens, which broker.delegat
   one; a token is an owner's when it is its owner, requester or renewer) that the requester owns,
   requested or renews, or may DESCRIBE (the token) or DESCRIBE_TOKENS (its owner, a USER
   resource); with no authorizer, every token.
+- Create, Renew and Expire save the tokens before they change: a save that fails (a full disk)
+  answers KAFKA_STORAGE_ERROR (the responses have no message) and changes nothing.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from datetime import datetime, timedelta, timezone
@@ -31,6 +34,8 @@ from ..delegation_tokens import DelegationTokens, TokenError
 from ..context import RequestContext
 from . import api
 from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
 
 
 def _tokens(ctx: RequestContext) -> DelegationTokens:
@@ -92,7 +97,11 @@ async def create_delegation_token(ctx: RequestContext, request: Any) -> Any:
     if not tokens.enabled:
         return refused(ErrorCode.delegation_token_auth_disabled)
     renewers = [f"{r.principal_type}:{r.principal_name}" for r in request.renewers]
-    token = tokens.create(owner, ctx.principal, renewers, _period_ms(request.max_lifetime), now_ms())
+    try:
+        token = tokens.create(owner, ctx.principal, renewers, _period_ms(request.max_lifetime), now_ms())
+    except OSError as exc:
+        log.error("saving a new delegation token failed: %s", exc)
+        return refused(ErrorCode.kafka_storage_error)
     return make(mod.CreateDelegationTokenResponse, error_code=ErrorCode.none, throttle_time=0, **_token_fields(token))
 
 
@@ -109,6 +118,9 @@ async def _change(ctx: RequestContext, request, response_name: str, change) -> o
         expiry = change(tokens)
     except TokenError as exc:
         return make(entity, error_code=ErrorCode[exc.name], expiry_timestamp=_time(-1), throttle_time=0)
+    except OSError as exc:
+        log.error("saving a delegation token failed: %s", exc)
+        return make(entity, error_code=ErrorCode.kafka_storage_error, expiry_timestamp=_time(-1), throttle_time=0)
     return make(entity, error_code=ErrorCode.none, expiry_timestamp=_time(expiry), throttle_time=0)
 
 

@@ -76,7 +76,6 @@ def described_groups(ctx: RequestContext, mod, group_ids, describe) -> tuple:
     return tuple(refused + out)
 KEY_TYPE_GROUP = 0
 GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
-SUBSCRIBED_TOPICS_REFUSED = "The group has subscribed topics that are not authorized."
 KEY_TYPE_TRANSACTION = 1
 
 
@@ -120,19 +119,22 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
         coordinators = []
         for key in request.coordinator_keys:
             refused = _refused_key(ctx, key_type, key)
+            msg: str | None
             if refused is not None:
-                error, msg, node, host, port = refused, None, -1, "", -1
+                # Kafka leaves the message at the field's default, "", as with a coordinator found
+                error, msg, node, host, port = refused, "", -1, "", -1
             else:
                 error, msg, node, host, port = _locate(ctx, key_type, key)
             coordinators.append(make(mod.Coordinator, key=key, node_id=node, host=host, port=port,
-                                     error_code=error, error_message=msg))
+                                     error_code=error, error_message="" if error == ErrorCode.none else msg))
         return make(mod.FindCoordinatorResponse, throttle_time=0, coordinators=tuple(coordinators))
     refused = _refused_key(ctx, key_type, request.key)
+    msg_v3: str | None
     if refused is not None:
-        error, msg, node, host, port = refused, AUTHORIZATION_MESSAGES[refused], -1, "", -1
+        error, msg_v3, node, host, port = refused, AUTHORIZATION_MESSAGES[refused], -1, "", -1
     else:
-        error, msg, node, host, port = _locate(ctx, key_type, request.key)
-    return make(mod.FindCoordinatorResponse, throttle_time=0, error_code=error, error_message=msg,
+        error, msg_v3, node, host, port = _locate(ctx, key_type, request.key)
+    return make(mod.FindCoordinatorResponse, throttle_time=0, error_code=error, error_message=msg_v3,
                 node_id=node, host=host, port=port)
 
 
@@ -331,7 +333,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         if described is not None and len(described) < len(set(subscribed)):
             return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0,
                         error_code=ErrorCode.topic_authorization_failed,
-                        error_message=SUBSCRIBED_TOPICS_REFUSED, member_id=None, member_epoch=0,
+                        error_message=None, member_id=None, member_epoch=0,
                         heartbeat_interval=0, assignment=None)
     if (refused := group_coordinator_error(ctx, request.group_id)) is not None:
         return make(mod.ConsumerGroupHeartbeatResponse, throttle_time=0, error_code=refused, error_message=None,

@@ -5,10 +5,12 @@ partition's leader (-1 with LEADER_NOT_AVAILABLE when it has none), leader epoch
 in-sync replicas and offline replicas (those on nodes that are down). The controller id is
 the first node that is up, as a KRaft broker answers with an alive broker. Topics have
 stable ids (v10+ lookups by id work). Unknown topics are created with num.partitions when
-the request allows it and auto.create.topics.enable is on (a dev-broker default, like Kafka's);
-the new topic is answered at once, with no LEADER_NOT_AVAILABLE round trip (unless a full or
-failing disk stops its creation: then LEADER_NOT_AVAILABLE, nothing created). A null topic
-list means every topic; internal topics are flagged is_internal.
+the request allows it and auto.create.topics.enable is on (a dev-broker default, like Kafka's).
+The Metadata that creates a topic answers it UNKNOWN_TOPIC_OR_PARTITION, as Kafka 4.4 answers a
+topic its controller is still creating (a client asks again; the next Metadata finds it); with
+`auto.create.topics.instant=true` (kafkalite's setting) the new topic is answered at once. A full
+or failing disk that stops the creation answers LEADER_NOT_AVAILABLE, nothing created. A null
+topic list means every topic; internal topics are flagged is_internal.
 
 With an authorizer (broker.authorizer), as Kafka's KafkaApis: topics the principal may not
 DESCRIBE are left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when
@@ -133,6 +135,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                         # while an auto-created topic is not ready, and the client asks again
                         log.warning("auto-creating topic %s failed: %s", name, exc)
                         topics_out.append(_make_topic(mod, ErrorCode.leader_not_available, name, None, False, ()))
+                        continue
+                    if not ctx.broker.config["auto.create.topics.instant"]:
+                        topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_or_partition, name, None, False,
+                                                      ()))
                         continue
                 else:
                     topics_out.append(_make_topic(mod, ErrorCode.unknown_topic_or_partition, name, None, False, ()))

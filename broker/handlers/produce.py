@@ -19,7 +19,9 @@ whose ISR is smaller than min.insync.replicas is NOT_ENOUGH_REPLICAS, before the
 Those rules, up to the batch to append, are broker.produce_validation's (validate_produce, asked
 once per partition); the producer-state rules are Partition.append's.
 The answer to a request whose every batch was taken is encoded here (encode_accepted, the
-same bytes kio writes); any other answer is built and encoded through kio.
+same bytes kio writes); any other answer is built and encoded through kio. A partition's
+error_message (v8+) is null but with the records it names (record_errors: timestamps, keys),
+as Kafka sends one only for its RecordValidationException; the broker log has every refusal's.
 
 With an authorizer (broker.authorizer): transactional batches need WRITE on the transactional
 id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), then each topic WRITE
@@ -226,8 +228,12 @@ def encoded_with_throttle_time(body: EncodedBody, version: int, throttle_ms: int
 
 
 def _partition_response(ctx: RequestContext, mod, idx: int, r: PartitionResult, endpoints: dict):
+    # Kafka answers an error message only with the records it names (its RecordValidationException:
+    # timestamps, keys of compacted topics); every other refusal's message is null on the wire
+    # and goes to the log here
     fields = dict(index=idx, error_code=r.error, base_offset=r.base_offset, log_append_time=r.log_append_time,
-                  log_start_offset=r.log_start_offset, record_errors=_record_errors(mod, r), error_message=r.message)
+                  log_start_offset=r.log_start_offset, record_errors=_record_errors(mod, r),
+                  error_message=r.message if r.record_errors else None)
     if r.part is not None and hasattr(mod, "LeaderIdAndEpoch"):  # KIP-951, v10+
         fields["current_leader"] = current_leader(ctx, mod, r.part, endpoints)
     return make(mod.PartitionProduceResponse, **fields)

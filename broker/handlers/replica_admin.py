@@ -3,7 +3,9 @@
 send. broker.reassignments owns the rules; this module reads requests and writes answers.
 
 ElectLeaders
-- v0 elects the preferred leader; v1+ carries the election type (PREFERRED or UNCLEAN). Each
+- v0 elects the preferred leader; v1+ carries the election type (PREFERRED or UNCLEAN; any other
+  is INVALID_REQUEST "Unknown election type N" on the answer and on every partition asked for,
+  and nothing is elected, as Kafka's controller answers). Each
   partition asked for gets a result: NONE (a new leader, no message), ELECTION_NOT_NEEDED,
   PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE with Kafka's default messages,
   UNKNOWN_TOPIC_OR_PARTITION "No such topic as t" / "No such partition as t-p". A null partition
@@ -13,7 +15,9 @@ ElectLeaders
 AlterPartitionReassignments
 - Per partition: UNKNOWN_TOPIC_OR_PARTITION "Unable to find a topic named t." / "Unable to find
   partition t:p.", then the target's checks; a null replica list cancels. allow_replication_factor_change
-  (v1, default true) is echoed in the answer.
+  (v1, default true) is echoed in the answer. The new replica lists are saved before they change:
+  a save that fails (a full disk) answers the partition KAFKA_STORAGE_ERROR and changes nothing.
+  A topic's reassignments go when it is deleted (and on the reset control).
 
 ListPartitionReassignments
 - The reassignments running (held by the hold-reassignments control): every one for a null topic
@@ -25,6 +29,7 @@ With an authorizer: ALTER on the cluster (ElectLeaders, AlterPartitionReassignme
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -32,10 +37,13 @@ from kio.schema.errors import ErrorCode
 from kafkalite.protocol.messages import make
 
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, allowed_cluster
-from ..reassignments import ELECTION_MESSAGES, PREFERRED
+from ..reassignments import ELECTION_MESSAGES, ELECTION_TYPES, PREFERRED
 from ..context import RequestContext
 from . import api
+from ..all_or_nothing import storage_error_message
 from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
 
 REFUSED = ErrorCode.cluster_authorization_failed
 
@@ -51,6 +59,8 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     election_type = getattr(request, "election_type", PREFERRED)
     if _refused(ctx, AclOperation.ALTER):
         return make(mod.ElectLeadersResponse, throttle_time=0, error_code=REFUSED, replica_election_results=())
+    if election_type not in ELECTION_TYPES:
+        return _unknown_election_type(mod, request, election_type)
     every = request.topic_partitions is None
     wanted = [(p.topic.name, p.index) for p in cluster.all_partitions()] if every else \
         [(t.topic, i) for t in request.topic_partitions for i in t.partitions]
@@ -72,6 +82,16 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
                                                   error_message=message))
     return make(mod.ElectLeadersResponse, throttle_time=0, error_code=ErrorCode.none, replica_election_results=tuple(
         make(mod.ReplicaElectionResult, topic=t, partition_result=tuple(ps)) for t, ps in results.items()))
+
+
+def _unknown_election_type(mod: Any, request: Any, election_type: int) -> Any:
+    """ElectLeadersRequest.getErrorResponse of the controller's InvalidRequestException: the error
+    on the whole answer and on every partition asked for; nothing is elected."""
+    code, message = ErrorCode.invalid_request, f"Unknown election type {election_type}"
+    return make(mod.ElectLeadersResponse, throttle_time=0, error_code=code, replica_election_results=tuple(
+        make(mod.ReplicaElectionResult, topic=t.topic, partition_result=tuple(
+            make(mod.PartitionResult, partition_id=i, error_code=code, error_message=message) for i in t.partitions))
+        for t in request.topic_partitions or ()))
 
 
 @api(45, 0, 1)
@@ -98,7 +118,11 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
                 if problem is not None:
                     code, message = problem
                 else:
-                    code = reassignments.reassign(part, target)
+                    try:
+                        code = reassignments.reassign(part, target)
+                    except OSError as exc:
+                        log.error("reassigning %s-%d failed: %s", t.name, p.partition_index, exc)
+                        code, message = ErrorCode.kafka_storage_error, storage_error_message(exc)
             partitions.append(make(mod.ReassignablePartitionResponse, partition_index=p.partition_index,
                                    error_code=code, error_message=message))
         responses.append(make(mod.ReassignableTopicResponse, name=t.name, partitions=tuple(partitions)))

@@ -9,11 +9,13 @@ gets DUPLICATE_RESOURCE, an empty name or an iteration count outside 4096..16384
 UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting a
 credential that does not exist RESOURCE_NOT_FOUND; Kafka's messages throughout. The other
 users of the request are altered all the same. Authentication uses a new credential from the
-next SCRAM exchange.
+next SCRAM exchange. The valid changes are saved together before any is made: a save that fails
+(a full disk) answers KAFKA_STORAGE_ERROR for each of those users and changes none.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,7 +25,10 @@ from kafkalite.protocol.messages import make
 from ..context import RequestContext
 from ..credentials import MAX_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES, MIN_ITERATIONS, ScramCredential
 from . import api
+from ..all_or_nothing import storage_error_message
 from .common import response_module
+
+log = logging.getLogger("kafkalite.admin")
 
 _TWICE = "A user credential cannot be altered twice in the same request"
 
@@ -105,19 +110,18 @@ async def alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any
             errors[u.name] = err
         else:
             upserts[u.name] = u
-    results = []
-    for name, d in deletions.items():
-        store.delete(name, MECHANISM_NAMES[int(d.mechanism)])
-        results.append(make(mod.AlterUserScramCredentialsResult, user=name, error_code=ErrorCode.none,
-                            error_message=None))
-    for name, u in upserts.items():
-        mechanism = MECHANISM_NAMES[int(u.mechanism)]
-        store.put(name, mechanism, ScramCredential.from_salted_password(
-            mechanism, bytes(u.salted_password), bytes(u.salt), int(u.iterations)))
-        results.append(make(mod.AlterUserScramCredentialsResult, user=name, error_code=ErrorCode.none,
-                            error_message=None))
+    code, message = ErrorCode.none, None
     if deletions or upserts:
-        store.save()
+        try:
+            store.alter([(name, MECHANISM_NAMES[int(d.mechanism)]) for name, d in deletions.items()],
+                        [(name, MECHANISM_NAMES[int(u.mechanism)], ScramCredential.from_salted_password(
+                            MECHANISM_NAMES[int(u.mechanism)], bytes(u.salted_password), bytes(u.salt),
+                            int(u.iterations))) for name, u in upserts.items()])
+        except OSError as exc:
+            log.error("saving SCRAM credentials failed: %s", exc)
+            code, message = ErrorCode.kafka_storage_error, storage_error_message(exc)
+    results = [make(mod.AlterUserScramCredentialsResult, user=name, error_code=code, error_message=message)
+               for name in (*deletions, *upserts)]
     for name, (code, message) in errors.items():
         results.append(make(mod.AlterUserScramCredentialsResult, user=name, error_code=code, error_message=message))
     return make(mod.AlterUserScramCredentialsResponse, throttle_time=0, results=tuple(results))

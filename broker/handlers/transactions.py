@@ -42,6 +42,7 @@ from typing import Any, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from kafkalite.protocol.error_responses import kafka_message
 from kafkalite.protocol.messages import make
 
 from ..context import RequestContext
@@ -322,14 +323,18 @@ async def describe_producers(ctx: RequestContext, request: Any) -> Any:
             part = ctx.cluster.partition(t.name, p)
             if not readable:
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=E.topic_authorization_failed,
-                                  error_message=None, active_producers=()))
+                                  error_message=kafka_message(E.topic_authorization_failed), active_producers=()))
                 continue
             # any replica answers with its producer state (Kafka's Partition.activeProducerState)
             refused = (E.unknown_topic_or_partition if part is None
                        else partition_error(ctx, part, follower_reads=True))
             if refused is not None or part is None:
+                # a topic Kafka does not know is answered with the error's default message; a
+                # partition it does not have, and a replica's own refusals, with none
+                unknown_topic = t.name not in ctx.cluster.topics
                 parts.append(make(mod.PartitionResponse, partition_index=p, error_code=refused,
-                                  error_message=None, active_producers=()))
+                                  error_message=kafka_message(refused) if unknown_topic and refused else None,
+                                  active_producers=()))
                 continue
             active = tuple(
                 make(mod.ProducerState, producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_seq,

@@ -8,7 +8,7 @@ Confluent's record format, with Confluent's compatibility rules for Avro, JSON S
     schemas.py        the three types behind one parse / compatibility entry
     avro_schemas.py, json_schemas.py, protobuf_schemas.py (+ protobuf_descriptors.py)   each type's rules
     api.py            the HTTP routes (Starlette), errors as Confluent answers them
-    auth.py           HTTP basic auth against the broker's SASL users, when a listener requires SASL
+    ..http_basic_auth HTTP basic auth against the broker's SASL users (the console asks it too)
     errors.py         Confluent's error codes and messages
 
 Like the console, the API is Starlette on hypercorn's trio worker on the broker's own loop
@@ -59,7 +59,7 @@ async def serve_schema_registry(broker: Any, host: str, port: int, task_status=t
     """Serve the REST API until cancelled; reports (host, bound port) through task_status. The
     registry is readable from the broker as `broker.schema_registry` (a decoding.RegistryView: the
 console's Schemas page and decoded records)."""
-    from ..http_endpoint import serve_app
+    from ..http_endpoint import Guard, serve_app
 
     missing = missing_libraries()
     if missing:
@@ -75,8 +75,10 @@ console's Schemas page and decoded records)."""
 
     def make_app():
         from .api import make_app
-        from .auth import BasicAuth
+        from ..http_basic_auth import BasicAuth
 
         return make_app(registry, BasicAuth(broker))
 
-    await serve_app(make_app, host, port, "kafkalite.schema_registry.http", task_status=task_status)
+    # the API checks its own media types and basic auth, and answers them in Confluent's shape
+    await serve_app(make_app, host, port, "kafkalite.schema_registry.http",
+                    Guard(broker.http_access, host, json_bodies=False), task_status=task_status)

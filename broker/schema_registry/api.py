@@ -28,7 +28,7 @@
 Answers are `application/vnd.schemaregistry.v1+json`; request bodies may be that,
 `application/vnd.schemaregistry+json`, `application/json` or untyped (other types: 415). Errors
 are `{"error_code", "message"}` with Confluent's codes (errors.py); when a listener requires SASL,
-requests need HTTP basic auth with a SASL user's name and password (auth.py, else 401); a body that is not JSON is 400,
+requests need HTTP basic auth with a SASL user's name and password (broker.http_basic_auth, else 401); a body that is not JSON is 400,
 an unknown path 404, a wrong method 405; anything unforeseen is logged and answered 500 50001.
 `normalize` is accepted and changes nothing: stored texts are already compact (Avro, JSON) or
 printed from the descriptor (Protobuf sent as a descriptor)."""
@@ -41,7 +41,7 @@ from typing import Any
 
 from . import errors
 from .records import SCHEMA_TYPES, SchemaValue, references_from_json
-from .auth import BasicAuth
+from ..http_basic_auth import BasicAuth
 from .registry import Registry
 
 log = logging.getLogger("kafkalite.schema_registry")
@@ -232,11 +232,7 @@ def make_app(registry: Registry, auth: BasicAuth | None = None):
 
     async def compatibility(r, p, q):
         _body, parsed = await candidate(r, p["subject"])
-        version_text = p.get("version")
-        if version_text is None and not registry.store.versions(p["subject"]):
-            problems: list[str] = []
-        else:
-            problems = registry.check(p["subject"], parsed, version_text)
+        problems = registry.check(p["subject"], parsed, p.get("version"))
         out: dict[str, Any] = {"is_compatible": not problems}
         if _flag(q, "verbose"):
             out["messages"] = problems

@@ -6,18 +6,22 @@ the data was valid for), with Confluent's difference names; the incompatible one
 - type: the reader must accept every type the writer allowed (integer is within number);
   TYPE_NARROWED / TYPE_CHANGED refuse, TYPE_EXTENDED is fine.
 - content models of objects: *open* (additionalProperties absent, true or {}), *closed* (false),
-  *partially open* (a schema). A property the reader adds is PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL
-  when the writer was open (old data may hold anything under that name: refused), fine when the
-  writer was closed and the property optional (OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL),
-  refused when required (REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL), and against a
-  partially open writer fine only when the property's schema accepts the writer's
-  additionalProperties schema (PROPERTY_ADDED_[NOT_]COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL).
+  *partially open* (a schema). A property the reader adds to an open writer is refused (old data
+  may hold anything under that name): OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+  REQUIRED_PROPERTY_[WITH_DEFAULT_]ADDED_TO_OPEN_CONTENT_MODEL (Confluent's default, strict
+  policy), unless its schema is empty (PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL).
+  Added to a closed writer it is fine when optional (OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL)
+  or required with a `default` (REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL),
+  refused when required without one (REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL); against a
+  partially open writer it is also refused when the property's schema does not accept the
+  writer's additionalProperties schema (PROPERTY_ADDED_[IS|NOT]_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL).
   A property the reader removes is fine when the reader is open, refused when it is closed
   (PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL), and against a partially open reader fine only
   when its additionalProperties schema accepts the removed property's schema.
 - additionalProperties: the reader closing or narrowing what the writer left open refuses
   (ADDITIONAL_PROPERTIES_REMOVED / _NARROWED).
-- required: the reader requiring a property the writer did not (REQUIRED_ATTRIBUTE_ADDED) refuses.
+- required: the reader requiring a property the writer did not refuses (REQUIRED_ATTRIBUTE_ADDED),
+  unless the reader's property has a `default` (REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED).
 - bounds (maxLength, minLength, pattern, maximum, minimum, exclusive bounds, multipleOf,
   maxItems, minItems, uniqueItems, maxProperties, minProperties): a bound the reader adds or
   tightens refuses (..._ADDED, ..._DECREASED / _INCREASED); one it removes or loosens is fine.
@@ -26,6 +30,8 @@ the data was valid for), with Confluent's difference names; the incompatible one
   every writer alternative must be read by some reader alternative (SUM_TYPE_NARROWED refuses).
 - boolean schemas: a reader `true` accepts all; a reader `false` accepts nothing.
 
+The names and verdicts are those of Confluent's `json/diff` (`ObjectSchemaDiff`, `SchemaDiff`'s
+COMPATIBLE_CHANGES_STRICT) in confluentinc/schema-registry 794611bd (Aug 2026).
 Confluent's level names map onto this: BACKWARD checks differences(old, new), FORWARD
 differences(new, old). References (`$ref` to a reference's name) resolve to that schema."""
 
@@ -41,7 +47,8 @@ COMPATIBLE = frozenset({
     "TYPE_EXTENDED", "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL", "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
     "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
     "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "ADDITIONAL_PROPERTIES_ADDED",
-    "REQUIRED_ATTRIBUTE_REMOVED", "ENUM_ARRAY_EXTENDED", "SUM_TYPE_EXTENDED",
+    "REQUIRED_ATTRIBUTE_REMOVED", "ENUM_ARRAY_EXTENDED", "SUM_TYPE_EXTENDED", "REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED",
+    "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL", "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL",
 })
 
 # bound keyword -> (kind of bound, name stem); "max": the reader may not lower it, "min": not raise it
@@ -235,22 +242,30 @@ class _Walk:
         r_model, r_extra = _content_model(reader)
         for name, r_schema in r_props.items():
             where = f"{path}/properties/{name}"
+            # a required property with a default is filled in for data that lacks it
+            with_default = isinstance(self._resolve(r_schema, 1), dict) and "default" in self._resolve(r_schema, 1)
             if name in w_props:
                 self.compare(w_props[name], r_schema, where)
                 if name in r_required and name not in w_required:
-                    self.add("REQUIRED_ATTRIBUTE_ADDED", f"{path}/required/{name}")
+                    self.add("REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED" if with_default else "REQUIRED_ATTRIBUTE_ADDED",
+                             f"{path}/required/{name}")
                 continue
+            required = "REQUIRED_PROPERTY_WITH_DEFAULT" if with_default else "REQUIRED_PROPERTY"
             if w_model == "open":
-                if not (r_schema is True or r_schema == {}):
-                    self.add("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", where)
-            elif name in r_required:
-                self.add("REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", where)
-            elif w_model == "closed":
-                self.add("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", where)
-            elif self.accepts(w_extra, r_schema):
-                self.add("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", where)
+                if r_schema is True or r_schema == {}:
+                    self.add("PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL", where)
+                elif name in r_required:
+                    self.add(f"{required}_ADDED_TO_OPEN_CONTENT_MODEL", where)
+                else:
+                    self.add("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", where)
+                continue
+            if w_model == "partial":
+                covered = self.accepts(w_extra, r_schema)
+                self.add(f"PROPERTY_ADDED_{'IS' if covered else 'NOT'}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", where)
+            if name in r_required:
+                self.add(f"{required}_ADDED_TO_UNOPEN_CONTENT_MODEL", where)
             else:
-                self.add("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", where)
+                self.add("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", where)
         for name, w_schema in w_props.items():
             if name in r_props:
                 continue

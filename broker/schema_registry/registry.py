@@ -12,12 +12,16 @@ the HTTP layer (api.py) only translates requests and answers. Rules, in Confluen
   already holds another schema. An explicit id outside IMPORT mode is refused (42205).
 - Deletes: a soft delete hides a version (or all of a subject's versions) from reads without
   `deleted=true`; a permanent delete (`permanent=true`) needs the soft delete first (40405/40407) and
-  removes the records. A version that another live schema references cannot be deleted (42206).
+  removes the records (a subject's, also its compatibility level and mode). A schema registered
+  again afterwards gets a new id, as in Confluent, whose register finds a schema's id by hash only
+  while a subject-version holds it. A version that another live schema references cannot be deleted (42206).
 - Reads of a version: "latest" and -1 mean the newest live version; a soft-deleted one is 40402
   unless `deleted=true`.
 - A compatibility check against a named version checks that version only, whatever the level
   (Confluent's `CompatibilityResource`; Karapace checks every version under a _TRANSITIVE level):
-  we follow Confluent. `GET /config/{s}?defaultToGlobal=true` answers the global level also for
+  we follow Confluent. Against "latest" of a subject without live versions (unknown, or all
+  soft-deleted) it is compatible; a numbered version that is not live is 40402, whether or not
+  the subject exists (`CompatibilityResource.testCompatibilityBySubjectName`). `GET /config/{s}?defaultToGlobal=true` answers the global level also for
   a subject without schemas (Confluent; Karapace answers 40401).
 
 Parsed schemas are cached by id (a stored schema never changes under its id)."""
@@ -201,7 +205,15 @@ class Registry:
         the versions the level names; empty when it passes."""
         level = self.level(subject)
         if version_text is not None:
-            olds = [self.version(subject, version_text)]
+            number = parse_version(version_text)
+            live = self.store.versions(subject)
+            if number is None:
+                # "latest" of a subject without live versions: nothing to be compatible with
+                olds = live[-1:]
+            else:
+                olds = [v for v in live if v.version == number]
+                if not olds:
+                    raise errors.version_not_found(number)
         else:
             olds = self.store.versions(subject)
             if not level.endswith("_TRANSITIVE"):
@@ -288,7 +300,13 @@ class Registry:
         if permanent:
             if live:
                 raise errors.subject_not_soft_deleted(subject)
-            self.store.write([(rec.schema_key(subject, v.version), None) for v in every])
+            tombstones: list[tuple[Any, Any]] = [(rec.schema_key(subject, v.version), None) for v in every]
+            # the subject's own level and mode go with it (Confluent's KafkaSchemaRegistry.deleteSubject)
+            if subject in self.store.index.configs:
+                tombstones.append((rec.config_key(subject), None))
+            if subject in self.store.index.modes:
+                tombstones.append((rec.mode_key(subject), None))
+            self.store.write(tombstones)
             return [v.version for v in every]
         if not live:
             raise errors.subject_soft_deleted(subject)

@@ -47,6 +47,11 @@ class BrokerConfig:
             merged[k] = parse_value(k, v)
         if self.kafka_version is not None:
             self._imitate(merged)
+        # Kafka's KafkaConfig.validateValues: a bound below one largest frame could never grant it
+        queued, largest = merged["queued.max.request.bytes"], merged["socket.request.max.bytes"]
+        if 0 < queued < largest:
+            raise UnknownConfig(f"queued.max.request.bytes must be larger or equal to socket.request.max.bytes "
+                                f"({queued} < {largest})")
         self.values = merged
 
     def _imitate(self, merged: dict[str, Any]) -> None:

@@ -70,6 +70,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "1"),
     "auto.create.topics.enable": K(parse_bool, True, "create unknown topics on Metadata",
              T.BOOLEAN, "true"),
+    "auto.create.topics.instant": K(parse_bool, False, "answer a topic in the Metadata that auto-creates it "
+             "(false: UNKNOWN_TOPIC_OR_PARTITION first, as Kafka answers while it creates the topic)",
+             T.BOOLEAN, None),
     "delete.topic.enable": K(parse_bool, True, "allow DeleteTopics",
              T.BOOLEAN, "true"),
     "message.max.bytes": K(int, 1048588, "largest record batch (topic max.message.bytes default)",
@@ -80,6 +83,10 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.INT, "120000"),
     "socket.request.max.bytes": K(int, 104857600, "largest request frame; larger closes the connection",
              T.INT, "104857600"),
+    "sasl.server.max.receive.size": K(int, 524288, "largest frame a SASL listener reads before the connection "
+             "is authenticated; larger closes it (CVE-2022-34917)", T.INT, "524288"),
+    "queued.max.request.bytes": K(int, -1, "request bytes all connections may hold at once; past it no more is "
+             "read from any socket until some is freed (-1: no bound)", T.LONG, "-1"),
     "log.segment.bytes": K(int, 1 << 30, "segment.bytes default",
              T.INT, str(1 << 30)),
     "log.roll.ms": K(int, 7 * 24 * 3600 * 1000, "segment.ms default",
@@ -94,14 +101,25 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.LIST, "delete"),
     "log.message.timestamp.type": K(str, "CreateTime", "message.timestamp.type default",
              T.STRING, "CreateTime"),
-    "log.retention.check.interval.ms": K(int, 60_000, "how often retention and compaction run",
+    "log.retention.check.interval.ms": K(int, 60_000, "how often retention runs",
              T.LONG, "300000"),
+    "log.cleaner.enable": K(parse_bool, True, "compact the topics whose cleanup.policy includes compact",
+             T.BOOLEAN, "true"),
+    "log.cleaner.backoff.ms": K(int, 15_000, "the log cleaner's pause between passes over the compacted "
+             "partitions (by the broker's clock)", T.LONG, "15000"),
     "log.flush.interval.ms": K(int, 1000, "fsync period with fsync=interval",
              T.LONG, None, (_s("log.flush.scheduler.interval.ms", str(LONG_MAX)),)),
     "fsync": K(_fsync, "interval", "always: fsync before acknowledging; interval; never",
              T.STRING, None),
     "log.segment.open.files.max": K(int, -1, "segment files kept open at once by all partitions together, "
              "least recently used closed first (-1: half the soft RLIMIT_NOFILE)", T.INT, None),
+    "seed.max.bytes": K(int, 256 * 1024 * 1024, "largest seed file or records file a seed reads "
+             "(--seed, the seed control); a larger one is refused", T.LONG, None),
+    "http.request.max.bytes": K(int, 32 * 1024 * 1024, "largest request body the HTTP endpoints (controls, "
+             "console, schema registry) read; a larger one is answered 413", T.INT, None),
+    "reassignment.catch.up.ms": K(int, 500, "how long the new replicas of a partition reassignment take to catch "
+             "up, by the broker's clock (ListPartitionReassignments lists it meanwhile); 0 completes it at once",
+             T.LONG, None),
     "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",
              T.INT, "50"),
     "offsets.retention.minutes": K(int, 7 * 24 * 60, "committed offsets of empty groups expire after this",

@@ -45,6 +45,8 @@ FLAG_ENV = {
     "ready_file": "KAFKALITE_READY_FILE",
     "tls_self_signed": "KAFKALITE_TLS_SELF_SIGNED",
     "seed": "KAFKALITE_SEED",
+    "http_allowed_hosts": "KAFKALITE_HTTP_ALLOWED_HOSTS",
+    "controls_token": "KAFKALITE_CONTROLS_TOKEN",
 }
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
@@ -79,6 +81,10 @@ class Settings:
     kafka_version: str | None = None
     tls_self_signed: bool = False
     seed: str | None = None
+    # Host names the HTTP endpoints answer besides their address and localhost ("*": any)
+    http_allowed_hosts: tuple[str, ...] = ()
+    # the shared secret of the controls (Authorization: Bearer), None: none
+    controls_token: str | None = None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -131,7 +137,15 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
     return Settings(data_dir=flag("data_dir"), log_level=level, metrics=metrics, listeners=listeners,
                     advertised=advertised, values=values, origins=origins, ready_file=flag("ready_file"),
                     console=console, controls=controls, clock=clock, kafka_version=flag("kafka_version"),
-                    tls_self_signed=tls_self_signed, schema_registry=schema_registry, seed=flag("seed"))
+                    tls_self_signed=tls_self_signed, schema_registry=schema_registry, seed=flag("seed"),
+                    http_allowed_hosts=allowed_hosts(flag("http_allowed_hosts")),
+                    controls_token=flag("controls_token") or None)
+
+
+def allowed_hosts(text: str | None) -> tuple[str, ...]:
+    """--http-allowed-hosts: names separated by commas (or spaces), compared without case."""
+    return tuple(name.strip().lower().rstrip(".") for name in (text or "").replace(",", " ").split()
+                 if name.strip())
 
 
 def _layered_values(args: argparse.Namespace, env: Mapping[str, str],

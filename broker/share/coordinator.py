@@ -476,8 +476,12 @@ class ShareCoordinator:
             except CoordinatorWriteError:
                 return ErrorCode.not_coordinator  # the group stays, with what is not deleted yet
             del self.partitions[key]
+        try:
+            self.configs.delete_group(group_id)
+        except OSError as exc:
+            log.error("deleting the configs of share group %s failed: %s", group_id, exc)
+            return ErrorCode.not_coordinator  # the group stays, with its configs
         self.groups.pop(group_id, None)
-        self.configs.delete_group(group_id)
         return ErrorCode.none
 
     # --- persistence -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kafkalite.storage import files as storage_files
 from kafkalite.storage import log as storage_log
 from kafkalite.storage import segment as storage_segment
 
@@ -53,3 +54,18 @@ def fail_fsync_while(monkeypatch: pytest.MonkeyPatch, switch: dict[str, Any], ke
     """Every fsync of a log fails with EIO."""
     monkeypatch.setattr(storage_log.os, "fsync",
                         fail_while(switch, key, os.fsync, lambda: OSError(errno.EIO, "Input/output error")))
+
+
+def fill_metadata_disk_while(monkeypatch: pytest.MonkeyPatch, switch: dict[str, Any], key: str) -> None:
+    """Every whole-file write of storage.files (the metadata files: topics, configs, ACLs, SCRAM
+    credentials, quotas, features, tokens; and the logs' checkpoints) writes 10 bytes and then
+    fails with ENOSPC, as a disk that fills up mid-write."""
+    real_write_all = storage_files.write_all
+
+    def write_all(fd: int, data: Any) -> Any:
+        if switch[key]:
+            os.write(fd, bytes(data)[:10])
+            raise no_space()
+        return real_write_all(fd, data)
+
+    monkeypatch.setattr(storage_files, "write_all", write_all)

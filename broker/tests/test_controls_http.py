@@ -30,7 +30,9 @@ def broker():
 
 
 def http(url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=body, method=method)
+    # urllib calls a body a form unless told (the endpoints take JSON only: 415)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, json.load(r)

@@ -17,7 +17,7 @@ from kafkalite.broker.dynamic_configs import DynamicConfigError, validate
 from kafkalite.protocol.client import WireClient
 
 BROKER, TOPIC = 4, 2
-SET, DELETE, APPEND = 0, 1, 2
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 @pytest.mark.parametrize("props,per_broker,message", [
@@ -101,3 +101,27 @@ def test_set_describe_apply_and_restart(tmp_path):
             assert describe(wire, TOPIC, topic, ["retention.ms"])["retention.ms"].value == "3600000"
             incremental(wire, "", [("log.retention.ms", DELETE, None)])
             assert describe(wire, TOPIC, topic, ["retention.ms"])["retention.ms"].value == "604800000"
+
+
+def test_list_increments_start_from_kafkas_default():
+    """log.cleanup.policy APPEND compact on a broker with no dynamic value gives delete,compact and
+    SUBTRACT compact gives delete again (Kafka's controller starts from the key's default, not from
+    nothing); the cluster default is not where a broker's increment starts either. A topic created
+    afterwards inherits delete, and DeleteRecords on it is taken."""
+    topic = f"dyn-{uuid.uuid4().hex[:6]}"
+    with kafkalite.running() as broker, WireClient(broker.bootstrap) as wire:
+        assert incremental(wire, "1", [("log.cleanup.policy", APPEND, "compact")]) == [(ErrorCode.none, None)]
+        assert describe(wire, BROKER, "1", ["log.cleanup.policy"])["log.cleanup.policy"].value == "delete,compact"
+        assert incremental(wire, "1", [("log.cleanup.policy", SUBTRACT, "compact")]) == [(ErrorCode.none, None)]
+        assert describe(wire, BROKER, "1", ["log.cleanup.policy"])["log.cleanup.policy"].value == "delete"
+        assert incremental(wire, "", [("log.cleanup.policy", APPEND, "compact")]) == [(ErrorCode.none, None)]
+        assert incremental(wire, "1", [("log.cleanup.policy", DELETE, None)]) == [(ErrorCode.none, None)]
+        assert incremental(wire, "1", [("log.cleanup.policy", SUBTRACT, "compact")]) == [(ErrorCode.none, None)]
+        entry = describe(wire, BROKER, "1", ["log.cleanup.policy"])["log.cleanup.policy"]
+        assert [(s.value, s.source) for s in entry.synonyms][:2] == [("delete", 2), ("delete,compact", 3)]
+        wire.request(request(19, 7, timeout=5000, validate_only=False, topics=[
+            {"name": topic, "num_partitions": 1, "replication_factor": 1, "configs": []}]))
+        assert describe(wire, TOPIC, topic, ["cleanup.policy"])["cleanup.policy"].value == "delete"
+        deleted = wire.request(request(21, 2, timeout=5000, topics=[
+            {"name": topic, "partitions": [{"partition_index": 0, "offset": 0}]}]))
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.none

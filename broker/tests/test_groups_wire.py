@@ -42,9 +42,11 @@ def subscription(*topics: str) -> bytes:
 def topic(wire, name=None) -> tuple[str, uuid.UUID]:
     name = name or f"w-{uuid.uuid4().hex[:8]}"
     m = mod("metadata", 12)
-    resp = wire.request(make(m.MetadataRequest, topics=(make(m.MetadataRequestTopic, name=name, topic_id=None),),
-                             allow_auto_topic_creation=True, include_topic_authorized_operations=False))
-    t = resp.topics[0]
+    ask = make(m.MetadataRequest, topics=(make(m.MetadataRequestTopic, name=name, topic_id=None),),
+               allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    # the Metadata that auto-creates the topic answers UNKNOWN_TOPIC_OR_PARTITION; the next one finds it
+    assert wire.request(ask).topics[0].error_code == ErrorCode.unknown_topic_or_partition
+    t = wire.request(ask).topics[0]
     assert t.error_code == ErrorCode.none
     return name, t.topic_id
 

@@ -192,3 +192,41 @@ def test_reset_puts_the_start_seed_back(seeded):
     topics = admin.list_topics(timeout=10).topics
     assert {"orders", "payments"} <= set(topics) and "late" not in topics
     assert len(_consume(seeded.bootstrap, "payments", 1, "read_committed", 5)) == 5
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "too large"])
+def test_only_regular_files_up_to_seed_max_bytes_are_read(tmp_path, kind):
+    """A FIFO without a writer, /dev/zero or a directory would block or never end, a file over
+    seed.max.bytes would not fit: each is refused at once, naming the file, as a seed file and as
+    a records file."""
+    import os
+
+    from kafkalite.broker.seed import parse_seed
+
+    if kind == "fifo":
+        path = tmp_path / "records.fifo"
+        os.mkfifo(path)
+    elif kind == "directory":
+        path = tmp_path / "a-dir"
+        path.mkdir()
+    elif kind == "device":
+        path = Path("/dev/zero")
+    else:
+        path = tmp_path / "big.jsonl"
+        path.write_text('{"value": "v"}\n' * 100)
+    values = {"seed.max.bytes": 1000}
+    started = time.monotonic()
+    with pytest.raises(SeedError) as err:
+        load_seed(path, values)
+    assert str(path) in str(err.value)
+    with pytest.raises(SeedError) as err:
+        parse_seed({"topics": [{"name": "t", "records": str(path)}]}, "seed control", tmp_path, values)
+    assert str(path) in str(err.value) and "topics[0] (t).records" in str(err.value)
+    expected = {"fifo": "a FIFO", "directory": "a directory", "device": "a device", "too large": "seed.max.bytes"}
+    assert expected[kind] in str(err.value)
+    assert time.monotonic() - started < 5
+    # under the cap, the same records file reads
+    if kind == "too large":
+        seed = parse_seed({"topics": [{"name": "t", "records": str(path)}]}, "seed control", tmp_path,
+                          {"seed.max.bytes": 10_000})
+        assert len(seed.topics[0].records) == 100

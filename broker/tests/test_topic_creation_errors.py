@@ -146,6 +146,7 @@ def test_metadata_auto_creation_on_a_full_disk_is_leader_not_available(tmp_path,
             assert c.request(ask).topics[0].error_code == E.leader_not_available
             assert _partition_dirs(tmp_path, name) == []
             disk["bad"] = False
+            assert c.request(ask).topics[0].error_code == E.unknown_topic_or_partition  # created now
             (t,) = c.request(ask).topics
             assert t.error_code == E.none and len(t.partitions) == 1
         return True

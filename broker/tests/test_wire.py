@@ -15,6 +15,7 @@ import kio.schema.fetch.v12.request as f12
 import kio.schema.list_offsets.v9.request as lo9
 import kio.schema.metadata.v12.request as md12
 import kio.schema.produce.v9.request as p9
+import kafkalite
 from kafkalite.protocol.client import WireClient, decode_response
 from kafkalite.protocol.control_records import build_control_batch
 from kafkalite.protocol.records import Record, build_batch
@@ -102,12 +103,23 @@ def test_unserved_api_version_closes_connection(broker):
 
 
 def test_metadata_auto_creates_and_keeps_topic_id(wire):
+    """The Metadata that auto-creates a topic answers it UNKNOWN_TOPIC_OR_PARTITION with no id, as
+    Kafka 4.4 answers while its controller creates the topic; the next Metadata finds it."""
     name = f"auto-{uuid.uuid4().hex[:6]}"
-    r1 = metadata(wire, name)
-    t1 = r1.topics[0]
+    creating = metadata(wire, name).topics[0]
+    assert creating.error_code == ErrorCode.unknown_topic_or_partition and not creating.partitions
+    assert creating.topic_id == uuid.UUID(int=0)
+    t1 = metadata(wire, name).topics[0]
     assert t1.error_code == ErrorCode.none and len(t1.partitions) == 1
     r2 = metadata(wire, name)
     assert r2.topics[0].topic_id == t1.topic_id != uuid.UUID(int=0)
+
+
+def test_metadata_auto_creates_at_once_when_instant():
+    """auto.create.topics.instant=true: the creating Metadata answers the new topic itself."""
+    with kafkalite.running(config={"auto.create.topics.instant": True}) as b, WireClient(b.bootstrap) as wire:
+        t = metadata(wire, "instant").topics[0]
+        assert t.error_code == ErrorCode.none and len(t.partitions) == 1 and t.topic_id != uuid.UUID(int=0)
 
 
 def test_metadata_unknown_topic_without_auto_create(wire):

@@ -791,7 +791,10 @@ def write_txn_markers(c: Conversation) -> None:
 def metadata_auto_create(c: Conversation) -> None:
     if c.v < 4:
         c.v = 4  # allow_auto_topic_creation came with v4
-    # Kafka creates the topic in the background; the settled answer is what is compared
+    # the Metadata that creates the topic answers UNKNOWN_TOPIC_OR_PARTITION on both: Kafka's
+    # controller creates it in the background
+    c.send(3, c.v, label="creating", topics=[{"name": c["auto"], "topic_id": None}], allow_auto_topic_creation=True,
+           include_topic_authorized_operations=False)
     c.until(3, c.v, lambda r: all(t.error_code == ErrorCode.none and t.partitions for t in r.topics),
             label="auto-created", topics=[{"name": c["auto"], "topic_id": None}], allow_auto_topic_creation=True,
             include_topic_authorized_operations=False)

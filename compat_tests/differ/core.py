@@ -6,8 +6,8 @@ protocol/client.py with `c.send(api_key, version, **fields)` and may read the re
 response to build later requests (topic ids, producer ids, member ids). Every recorded answer
 is turned into plain values (dicts, lists, ints, strings), then normalised: what legitimately
 differs between two brokers (cluster and node ids, hosts and ports, topic ids, producer ids,
-member ids, session ids, wall-clock timestamps, throttle times, error messages, record-batch
-CRCs) becomes a stable placeholder, and the conversation's fresh resource names (topics,
+member ids, session ids, wall-clock timestamps, throttle times, the text of error messages
+(whether there is one, null or "" is compared), record-batch CRCs) becomes a stable placeholder, and the conversation's fresh resource names (topics,
 groups, transactional ids) go back to their labels. Two brokers answered alike when their
 normalised transcripts are equal.
 """
@@ -168,8 +168,11 @@ def _text(b: bytes | None) -> str | None:
 # ------------------------------------------------------------------ normalising
 
 # Fields whose value is the broker's own and never comparable.
-DROPPED = {"throttle_time", "throttle_time_ms", "error_message", "host", "port", "rack",
-           "cluster_id", "message", "batch_index_error_message"}
+DROPPED = {"throttle_time", "throttle_time_ms", "host", "port", "rack", "cluster_id", "message"}
+# Error messages: their text is compared where a conversation records it (`error_text`); here
+# whether there is one: null, "" or "<text>" (a client may print null and "" differently, or
+# take a null as "no error").
+MESSAGES = {"error_message", "batch_index_error_message"}
 # Fields whose values are identities: each distinct value becomes NAME#n in order of first
 # appearance, so equality between them (this id == that id) is still compared.
 ALIASED = {
@@ -215,7 +218,7 @@ class Normaliser:
             for k, v in value.items():
                 if k in DROPPED:
                     continue
-                out[k] = self(v, k)
+                out[k] = v if k in MESSAGES and v in (None, "") else "<text>" if k in MESSAGES else self(v, k)
             return out
         if isinstance(value, list):
             items = [self(v, field) for v in value]

@@ -5,6 +5,7 @@ and with `use.latest.version`."""
 
 from __future__ import annotations
 
+import json
 import struct
 import uuid
 from typing import Any
@@ -207,3 +208,50 @@ def test_protobuf_with_a_referenced_file(registry_broker, client):
     with pytest.raises(SchemaRegistryError) as err:
         client.delete_version(common.name, 1)
     assert err.value.error_code == 42206
+
+
+def test_client_checks_a_subject_without_versions_and_ids_after_a_permanent_delete(registry_broker, client):
+    """SchemaRegistryClient.test_compatibility against "latest" of a subject that does not exist is
+    True (Confluent's CompatibilityResource); re-registering a schema after the subject's permanent
+    delete gives a new id (Confluent's register: the tombstoned schema is no longer found by hash)."""
+    nope = f"nope-{uuid.uuid4().hex[:8]}"
+    assert client.test_compatibility(nope, Schema(USER, "AVRO")) is True
+    with pytest.raises(SchemaRegistryError) as err:
+        client.test_compatibility(nope, Schema(USER, "AVRO"), version=1)
+    assert err.value.error_code == 40402
+    assert nope not in client.get_subjects(deleted=True)
+    subject = f"gone-{uuid.uuid4().hex[:8]}"
+    schema = Schema(USER.replace('"User"', f'"User{uuid.uuid4().hex[:8]}"'), "AVRO")
+    first = client.register_schema(subject, schema)
+    assert client.delete_subject(subject) == [1]
+    assert client.delete_subject(subject, permanent=True) == [1]
+    fresh = SchemaRegistryClient({"url": registry_broker.schema_registry_url.rstrip("/")})  # no cached ids
+    with pytest.raises(SchemaRegistryError) as err:
+        fresh.get_schema(first)
+    assert err.value.error_code == 40403
+    again = fresh.register_schema(subject, schema)
+    assert again > first
+
+
+def test_client_sees_confluents_protobuf_and_json_rules(client):
+    """Rules of Confluent's protobuf/diff and json/diff through SchemaRegistryClient: an enum field's
+    type renamed, or made int32, is compatible (FieldSchemaDiff: an enum is a scalar of int32's
+    group); a numeric field from optional to repeated is not (FIELD_NUMERIC_LABEL_CHANGED); a oneof
+    of new fields is compatible both ways (MessageSchemaDiff: ONEOF_REMOVED); `required` added to a
+    property with a default is compatible (ObjectSchemaDiff: REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED)."""
+    proto = 'syntax = "proto3";\nenum Kind { KIND_A = 0; }\nenum Kind2 { KIND2_A = 0; }\n'
+    subject = f"rules-{uuid.uuid4().hex[:8]}"
+    client.set_compatibility(subject, "FULL")
+    client.register_schema(subject, Schema(proto + "message M { Kind k = 1; optional int64 n = 2; }", "PROTOBUF"))
+    for new, compatible in [("message M { Kind2 k = 1; optional int64 n = 2; }", True),
+                            ("message M { int32 k = 1; optional int64 n = 2; }", True),
+                            ("message M { Kind k = 1; repeated int64 n = 2; }", False),
+                            ("message M { Kind k = 1; optional int64 n = 2; oneof c { string x = 3; } }", True)]:
+        assert client.test_compatibility(subject, Schema(proto + new, "PROTOBUF")) is compatible, new
+    json_subject = f"rules-{uuid.uuid4().hex[:8]}"
+    client.set_compatibility(json_subject, "BACKWARD")
+    person = {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}
+    client.register_schema(json_subject, Schema(json.dumps(person), "JSON"))
+    required = Schema(json.dumps({**person, "required": ["name"]}), "JSON")
+    assert client.test_compatibility(json_subject, required) is True
+    assert client.register_schema(json_subject, required) > 0

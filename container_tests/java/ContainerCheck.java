@@ -35,7 +35,7 @@ public class ContainerCheck {
         Map<String, Object> out = new LinkedHashMap<>();
         try (Network network = Network.newNetwork();
              KafkaliteContainer kafka = new KafkaliteContainer(image).withNetwork(network)
-                     .withInternalAlias("kafka").withConfig("num.partitions", "2")) {
+                     .withInternalAlias("kafka").withConfig("num.partitions", "2").withControls()) {
             kafka.start();
             String bootstrap = kafka.getBootstrapServers();
             out.put("bootstrap", bootstrap);
@@ -50,6 +50,8 @@ public class ContainerCheck {
             out.put("roundtrip", roundTrip(bootstrap, "java-host"));
             out.put("partitions", partitions(bootstrap, "java-host"));
             out.put("transactions", transactions(bootstrap, "java-txn"));
+            out.put("controlsUrl", kafka.getControlsUrl());
+            out.put("controls", controls(kafka));
 
             // a client in another container on the same network, through the alias
             String topic = "java-net-" + UUID.randomUUID().toString().substring(0, 6);
@@ -64,6 +66,24 @@ public class ContainerCheck {
             out.put("fromNetwork", consume(bootstrap, topic, 0, 3, "read_uncommitted"));
         }
         System.out.println(Json.write(out));
+    }
+
+    /** The clock control with the container's token, and without: {"withToken": [status, body], "without": status}. */
+    static Map<String, Object> controls(KafkaliteContainer kafka) throws Exception {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        java.net.URI clock = java.net.URI.create(kafka.getControlsUrl() + "controls/advance-clock");
+        java.net.http.HttpRequest.Builder post = java.net.http.HttpRequest.newBuilder(clock)
+                .header("Content-Type", "application/json")
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"ms\": 1000}"));
+        java.net.http.HttpResponse<String> with = http.send(
+                post.copy().header("Authorization", "Bearer " + kafka.getControlsToken()).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.net.http.HttpResponse<String> without = http.send(post.build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("withToken", List.of(with.statusCode(), Json.parse(with.body())));
+        out.put("without", without.statusCode());
+        return out;
     }
 
     static Properties producerProps(String bootstrap) {

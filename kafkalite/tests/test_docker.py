@@ -107,8 +107,8 @@ def test_entrypoint_with_the_images_environment(run_entrypoint, tmp_path):
     assert info["bootstrap"].startswith("localhost:")
     port = info["bootstrap"].rsplit(":", 1)[1]
     with AdminConnection(f"127.0.0.1:{port}") as c:
-        (t,) = c.metadata(["from-env"], allow_auto_create=True).topics
-        assert len(t.partitions) == 3
+        c.metadata(["from-env"], allow_auto_create=True)
+        c.wait_for_topic("from-env", 3)
     assert e.stop() == 0
     assert (tmp_path / "from-env-0").is_dir()  # data in the data volume
     assert not ready_file.exists()

@@ -107,7 +107,8 @@ def test_start_hands_over_the_mapped_port(no_docker):
     assert no_docker["image"].endswith("registry.example/kafkalite:1.0")
     files = c.get_wrapped_container().files()
     assert files == {"/tmp/kafkalite-testcontainers.env":
-                     "KAFKALITE_ADVERTISED_LISTENERS=EXTERNAL://docker-host:32777,INTERNAL://172.17.0.5:19092\n"}
+                     "KAFKALITE_ADVERTISED_LISTENERS=EXTERNAL://docker-host:32777,INTERNAL://172.17.0.5:19092\n"
+                     "KAFKALITE_HTTP_ALLOWED_HOSTS=docker-host\n"}
     assert c.get_bootstrap_server() == "docker-host:32777"
     assert c.get_internal_bootstrap_server() == "172.17.0.5:19092"
 
@@ -173,5 +174,47 @@ def test_the_containers_settings_work_with_the_real_entry_point(no_docker, tmp_p
         # containers on the network come in on the internal listener and are told the alias
         assert metadata_brokers(f"127.0.0.1:{external}") == [("docker-host", 32777)]
         assert metadata_brokers(f"127.0.0.1:{internal}") == [("kafka", internal)]
+    finally:
+        assert e.stop() == 0
+
+
+def test_controls_with_their_token_and_the_docker_hosts_name(no_docker, tmp_path):
+    """controls=True: the container serves the controls with a random token; the Docker host's
+    name, by which the tests reach the published port, passes the Host check. Run with the real
+    entry point (the controls on loopback here, where the container would listen on 0.0.0.0)."""
+    import http.client
+
+    from kafkalite.testcontainers import CONTROLS_PORT, KafkaliteContainer
+
+    c = KafkaliteContainer(port=free_port(), internal_port=free_port(), controls=True)
+    assert c.env["KAFKALITE_CONTROLS"] == f"0.0.0.0:{CONTROLS_PORT}"
+    assert len(c.controls_token or "") >= 24 and c.env["KAFKALITE_CONTROLS_TOKEN"] == c.controls_token
+    assert KafkaliteContainer(controls=True).controls_token != c.controls_token
+    assert KafkaliteContainer().controls_token is None
+    assert "KAFKALITE_CONTROLS_TOKEN" not in KafkaliteContainer().env
+    c.start()
+    (_path, env_text), = c.get_wrapped_container().files().items()
+    controls_port = free_port()
+    local_env_file = tmp_path / "tc.env"
+    env = image_env(KAFKALITE_DATA_DIR=str(tmp_path / "data"), **c.env)
+    env["KAFKALITE_WAIT_FOR_ENV_FILE"] = str(local_env_file)
+    env["KAFKALITE_CONTROLS"] = f"127.0.0.1:{controls_port}"
+    e = Entrypoint(env)
+    try:
+        local_env_file.write_text(env_text)
+        e.ready()
+
+        def get(host: str, token: str | None) -> int:
+            conn = http.client.HTTPConnection("127.0.0.1", controls_port, timeout=10)
+            headers = {"Host": host, **({"Authorization": f"Bearer {token}"} if token else {})}
+            conn.request("GET", "/controls", headers=headers)
+            return conn.getresponse().status
+
+        assert get(f"docker-host:{controls_port}", c.controls_token) == 200
+        assert get(f"docker-host:{controls_port}", None) == 401
+        assert get(f"elsewhere.example:{controls_port}", c.controls_token) == 421
+        from kafkalite.controls import Controls
+
+        assert Controls(f"http://127.0.0.1:{controls_port}/", token=c.controls_token).call("clock")["offset_ms"] == 0
     finally:
         assert e.stop() == 0

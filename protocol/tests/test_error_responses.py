@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import importlib
+import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -56,3 +58,40 @@ def test_describe_groups_puts_each_group_id_in_its_key_field():
                           ErrorCode.coordinator_load_in_progress)
     assert [(g.group_id, g.error_code) for g in resp.groups] == [
         ("a", ErrorCode.coordinator_load_in_progress), ("b", ErrorCode.coordinator_load_in_progress)]
+
+
+def test_entries_that_are_only_an_error_mirror_the_request_by_count():
+    # Kafka's CreateAclsRequest.getErrorResponse: one result per creation
+    import kio.schema.create_acls.v3.request as ca
+
+    creation = ca.AclCreation(resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a",
+                              host="*", operation=3, permission_type=3)
+    resp = error_response(30, 3, ca.CreateAclsRequest(creations=(creation, creation)), ErrorCode.unknown_server_error)
+    assert [r.error_code for r in resp.results] == [ErrorCode.unknown_server_error] * 2
+
+
+def test_scram_users_come_from_deletions_and_upsertions_once_each_sorted():
+    # Kafka's AlterUserScramCredentialsRequest.getErrorResponse: the set of users, sorted
+    import kio.schema.alter_user_scram_credentials.v0.request as sc
+
+    req = sc.AlterUserScramCredentialsRequest(
+        deletions=(sc.ScramCredentialDeletion(name="bob", mechanism=1),),
+        upsertions=(sc.ScramCredentialUpsertion(name="alice", mechanism=1, iterations=4096, salt=b"s",
+                                                salted_password=b"p"),
+                    sc.ScramCredentialUpsertion(name="bob", mechanism=2, iterations=4096, salt=b"s",
+                                                salted_password=b"p")))
+    resp = error_response(51, 0, req, ErrorCode.unknown_server_error)
+    assert [(r.user, r.error_code) for r in resp.results] == [("alice", ErrorCode.unknown_server_error),
+                                                              ("bob", ErrorCode.unknown_server_error)]
+
+
+def test_fetch_from_v13_answers_the_top_level_error_alone_with_the_session_id():
+    m = importlib.import_module("kio.schema.fetch.v13.request")
+    req = m.FetchRequest(replica_id=-1, max_wait=datetime.timedelta(milliseconds=5), min_bytes=1, max_bytes=100,
+                         isolation_level=0, session_id=42, session_epoch=3, topics=(m.FetchTopic(
+                             topic_id=uuid.UUID(int=1), partitions=(m.FetchPartition(
+                                 partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                                 log_start_offset=-1, partition_max_bytes=100),)),),
+                         forgotten_topics_data=(), rack_id="")
+    resp = error_response(1, 13, req, ErrorCode.unknown_server_error)
+    assert (resp.error_code, resp.session_id, resp.responses) == (ErrorCode.unknown_server_error, 42, ())

@@ -81,12 +81,18 @@ def test_deleted_and_compacted_segments_are_read_from_their_own_files(tmp_path, 
     for r in range(8):
         plog.append(batch(3, tag=f"r{r}", key=b"same", size=60), now_ms=0)
     old = list(plog.segments)
-    # a reader that took the segment list before the cleaner swapped files
+    # a reader that leased the segment list before the cleaner swapped files
+    assert OPEN_FILES.lease(old)
     assert plog.compact(0, first_unstable_offset=None) > 0
     others = [PartitionLog.open(tmp_path / f"o{i}", small_config(), now_ms=0) for i in range(5)]
     assert old[0].locate(0) is not None           # still the pre-compaction file: offset 0 is there
     assert old[0].pread(8, 0) == (0).to_bytes(8, "big")
     plog.delete_records_before(plog.segments[-1].base_offset)
+    assert old[0].pread(8, 0) == (0).to_bytes(8, "big")   # deleted now, and still read whole
+    assert not OPEN_FILES.lease(old[:1])          # a new reader finds it closed and looks again
+    OPEN_FILES.unlease(old)
+    with pytest.raises(OSError):                  # the last lease gone, so is the file
+        old[0].pread(8, 0)
     for p in others + [plog]:
         p.close()
     assert all(not s.is_open for s in old)
@@ -98,7 +104,7 @@ def test_a_borrowed_descriptor_is_never_closed_under_its_user(tmp_path):
     class F:
         def __init__(self, path):
             self.log_path = path
-            self._fd, self._pins, self._closed, self._held = -1, 0, False, False
+            self._fd, self._pins, self._leases, self._closed, self._held = -1, 0, 0, False, False
 
     files = []
     for i in range(6):

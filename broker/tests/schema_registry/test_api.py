@@ -84,8 +84,55 @@ def test_incompatible_is_409_and_compatibility_endpoint(registry):
     assert (status, body) == (200, {"is_compatible": True})
     status, body = registry.post(f"/compatibility/subjects/{s}/versions/7", {"schema": json.dumps(RECORD_V2)})
     assert status == 404 and body["error_code"] == 40402
-    status, body = registry.post(f"/compatibility/subjects/{subject()}/versions/latest", {"schema": '"int"'})
-    assert status == 404 and body["error_code"] == 40401
+
+
+def test_compatibility_against_a_subject_without_versions(registry):
+    """Confluent's CompatibilityResource: "latest" of a subject with no live version (unknown, or
+    all soft-deleted) checks against nothing and is compatible; a numbered version is 40402; the
+    schema is still parsed (42201)."""
+    nope = subject()
+    for path in (f"/compatibility/subjects/{nope}/versions/latest", f"/compatibility/subjects/{nope}/versions/-1",
+                 f"/compatibility/subjects/{nope}/versions"):
+        assert registry.post(path, {"schema": '"int"'}) == (200, {"is_compatible": True})
+    assert registry.post(f"/compatibility/subjects/{nope}/versions/latest?verbose=true", {"schema": '"int"'}) == \
+        (200, {"is_compatible": True, "messages": []})
+    status, body = registry.post(f"/compatibility/subjects/{nope}/versions/1", {"schema": '"int"'})
+    assert status == 404 and body["error_code"] == 40402
+    status, body = registry.post(f"/compatibility/subjects/{nope}/versions/latest", {"schema": '{"type": "nope"}'})
+    assert status == 422 and body["error_code"] == 42201
+    assert nope not in registry.get("/subjects?deleted=true")[1]  # a check registers nothing
+    s = subject()
+    registry.register(s, RECORD)
+    registry.delete(f"/subjects/{s}")
+    status, body = registry.post(f"/compatibility/subjects/{s}/versions/latest", {"schema": json.dumps(RECORD_BAD)})
+    assert (status, body) == (200, {"is_compatible": True})
+    status, body = registry.post(f"/compatibility/subjects/{s}/versions/1", {"schema": json.dumps(RECORD_BAD)})
+    assert status == 404 and body["error_code"] == 40402
+
+
+def test_ids_after_a_permanent_delete(registry):
+    """Confluent gives the schema a new id: its permanent delete writes a tombstone per version
+    (KafkaSchemaRegistry.deleteSubject), the tombstone drops the id's subject-versions
+    (InMemoryCache.schemaTombstoned), so schemaIdAndSubjects no longer finds the schema on register
+    and IncrementalIdGenerator.id gives the highest id seen + 1; the old id answers 40403.
+    (Karapace 4.2.0 gives the old id back.)"""
+    s = subject()
+    schema = {"type": "record", "name": f"Gone{uuid.uuid4().hex[:8]}", "fields": [{"name": "a", "type": "int"}]}
+    status, first = registry.register(s, schema)
+    assert status == 200
+    assert registry.put(f"/config/{s}", {"compatibility": "FULL"})[0] == 200
+    assert registry.put(f"/mode/{s}", {"mode": "READWRITE"})[0] == 200
+    assert registry.delete(f"/subjects/{s}") == (200, [1])
+    assert registry.get(f"/schemas/ids/{first['id']}")[0] == 200  # a soft-deleted version's id is still served
+    assert registry.delete(f"/subjects/{s}?permanent=true") == (200, [1])
+    status, body = registry.get(f"/schemas/ids/{first['id']}")
+    assert status == 404 and body["error_code"] == 40403
+    assert registry.get(f"/config/{s}")[1]["error_code"] == 40408  # the subject's level and mode went with it
+    assert registry.get(f"/mode/{s}?defaultToGlobal=false")[1]["error_code"] == 40409
+    highest = registry.register(subject(), {"type": "fixed", "name": f"F{uuid.uuid4().hex[:8]}", "size": 1})[1]["id"]
+    status, again = registry.register(s, schema)
+    assert status == 200 and again["id"] == highest + 1
+    assert registry.get(f"/subjects/{s}/versions") == (200, [1])
 
 
 def test_errors_carry_confluent_codes(registry):

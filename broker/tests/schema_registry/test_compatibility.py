@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from kafkalite.broker.schema_registry import json_schemas, protobuf_descriptors, protobuf_schemas
+
 
 def rec(*fields: dict, name: str = "R") -> dict:
     return {"type": "record", "name": name, "fields": list(fields)}
@@ -182,3 +184,100 @@ def test_a_named_version_is_checked_alone_under_a_transitive_level(registry):
     assert registry.post(f"/compatibility/subjects/{s}/versions/2", new) == (200, {"is_compatible": True})
     assert registry.post(f"/compatibility/subjects/{s}/versions/1", new) == (200, {"is_compatible": False})
     assert registry.post(f"/compatibility/subjects/{s}/versions", new) == (200, {"is_compatible": False})
+
+
+# Confluent's rules where an earlier reading here differed, each with the difference Confluent's
+# checker names (confluentinc/schema-registry 794611bd): the example, and its mirror where the
+# direction matters. (case, schema type, level, old, new, compatible?, difference named)
+KIND = P3 + "enum Kind { KIND_A = 0; KIND_B = 1; }\n"
+KIND2 = P3 + "enum Kind2 { KIND_A = 0; KIND_B = 1; }\n"
+WITH_DEFAULT = {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}
+CONFLUENT_RULES = [
+    # protobuf/diff/FieldSchemaDiff.kind and scalarKind: an enum field is a scalar of the
+    # GENERAL_NUMBER group; enum names are never compared
+    ("enum type renamed while a field uses it", "PROTOBUF", "FULL", KIND + "message M { Kind k = 1; }",
+     KIND2 + "message M { Kind2 k = 1; }", True, "ENUM_ADDED"),
+    ("enum field to int32, same number", "PROTOBUF", "FULL", KIND + "message M { Kind k = 1; }",
+     KIND + "message M { int32 k = 1; }", True, None),
+    ("enum field to sint32 (another wire group)", "PROTOBUF", "BACKWARD", KIND + "message M { Kind k = 1; }",
+     KIND + "message M { sint32 k = 1; }", False, "FIELD_SCALAR_KIND_CHANGED"),
+    ("enum field to a message", "PROTOBUF", "BACKWARD", KIND + "message M { Kind k = 1; } message N { }",
+     KIND + "message M { N k = 1; } message N { }", False, "FIELD_KIND_CHANGED"),
+    # FieldSchemaDiff.compareScalarTypes compares labels only when both fields carry one;
+    # ProtobufSchema.label gives a proto3 field without a label none (Confluent's own example,
+    # diff-schema-examples.json "Detect incompatible field label change for number", is optional -> repeated)
+    ("numeric field without a label made repeated (proto3)", "PROTOBUF", "FULL", P3 + "message M { int32 a = 1; }",
+     P3 + "message M { repeated int32 a = 1; }", True, None),
+    ("optional numeric field made repeated", "PROTOBUF", "BACKWARD", P3 + "message M { optional int32 a = 1; }",
+     P3 + "message M { repeated int32 a = 1; }", False, "FIELD_NUMERIC_LABEL_CHANGED"),
+    ("repeated numeric field made optional", "PROTOBUF", "BACKWARD", P3 + "message M { repeated int32 a = 1; }",
+     P3 + "message M { optional int32 a = 1; }", False, "FIELD_NUMERIC_LABEL_CHANGED"),
+    ("proto2 optional numeric field made repeated", "PROTOBUF", "FORWARD",
+     'syntax = "proto2"; message M { optional int64 a = 1; }', 'syntax = "proto2"; message M { repeated int64 a = 1; }',
+     False, "FIELD_NUMERIC_LABEL_CHANGED"),
+    ("optional string field made repeated", "PROTOBUF", "FULL", P3 + "message M { optional string a = 1; }",
+     P3 + "message M { repeated string a = 1; }", True, "FIELD_STRING_OR_BYTES_LABEL_CHANGED"),
+    ("proto2 optional enum field made repeated", "PROTOBUF", "BACKWARD",
+     'syntax = "proto2"; enum E { A = 0; } message M { optional E a = 1; }',
+     'syntax = "proto2"; enum E { A = 0; } message M { repeated E a = 1; }', False, "FIELD_NUMERIC_LABEL_CHANGED"),
+    # protobuf/diff/MessageSchemaDiff (DGS-24604, 2026): fields matched by number across oneofs
+    ("field moved into a new oneof, forward", "PROTOBUF", "FORWARD", P3 + "message M { int32 a = 1; string b = 2; }",
+     P3 + "message M { string b = 2; oneof c { int32 a = 1; } }", True, "ONEOF_FIELD_MOVED_TO_TOP_LEVEL"),
+    ("field moved into a new oneof, backward", "PROTOBUF", "BACKWARD", P3 + "message M { int32 a = 1; string b = 2; }",
+     P3 + "message M { string b = 2; oneof c { int32 a = 1; } }", True, "ONEOF_ADDED"),
+    ("a new oneof of new fields, forward", "PROTOBUF", "FORWARD", P3 + "message M { int32 a = 1; }",
+     P3 + "message M { int32 a = 1; oneof c { string x = 2; int64 y = 3; } }", True, "ONEOF_REMOVED"),
+    ("a new oneof of new fields, backward", "PROTOBUF", "BACKWARD", P3 + "message M { int32 a = 1; }",
+     P3 + "message M { int32 a = 1; oneof c { string x = 2; int64 y = 3; } }", True, "ONEOF_FIELD_ADDED"),
+    ("one member of a surviving oneof removed", "PROTOBUF", "BACKWARD",
+     P3 + "message M { oneof c { string x = 2; int64 y = 3; } }", P3 + "message M { oneof c { string x = 2; } }",
+     False, "ONEOF_FIELD_REMOVED"),
+    ("a field joins an existing oneof", "PROTOBUF", "BACKWARD",
+     P3 + "message M { int32 a = 1; oneof c { string x = 2; } }",
+     P3 + "message M { oneof c { string x = 2; int32 a = 1; } }", False, "FIELD_MOVED_TO_EXISTING_ONEOF"),
+    # newest releases only: a oneof renamed no longer hides its member's type change
+    ("a oneof renamed while its member changes type", "PROTOBUF", "BACKWARD",
+     P3 + "message M { oneof c { int32 a = 1; } }", P3 + "message M { oneof d { string a = 1; } }", False,
+     "FIELD_SCALAR_KIND_CHANGED"),
+    ("a oneof renamed, members kept", "PROTOBUF", "FULL", P3 + "message M { oneof c { int32 a = 1; string b = 2; } }",
+     P3 + "message M { oneof d { int32 a = 1; string b = 2; } }", True, "ONEOF_REMOVED"),
+    ("a oneof deleted with all its members", "PROTOBUF", "BACKWARD",
+     P3 + "message M { int32 z = 9; oneof c { int32 a = 1; string b = 2; } }", P3 + "message M { int32 z = 9; }",
+     True, "ONEOF_REMOVED"),
+    # json/diff/ObjectSchemaDiff.compareRequired: a required property with a default is filled in
+    ("required added to a property with a default", "JSON", "BACKWARD", WITH_DEFAULT,
+     {**WITH_DEFAULT, "required": ["a"]}, True, "REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED"),
+    ("required removed from a property with a default", "JSON", "FORWARD", WITH_DEFAULT,
+     {**WITH_DEFAULT, "required": ["a"]}, True, "REQUIRED_ATTRIBUTE_REMOVED"),
+    ("required added to a property without a default", "JSON", "BACKWARD", obj({"a": S}),
+     obj({"a": S}, required=["a"]), False, "REQUIRED_ATTRIBUTE_ADDED"),
+    ("required property with a default added to a closed model", "JSON", "BACKWARD", obj({"a": S}, False),
+     obj({"a": S, "b": {"type": "string", "default": "y"}}, False, ["b"]), True,
+     "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"),
+]
+
+
+def named_differences(schema_type: str, original: Any, update: Any) -> set[str]:
+    """The differences Confluent's checker would name from `original` (the writer's) to `update`."""
+    if schema_type == "JSON":
+        return {kind for kind, _ in json_schemas.differences(original, update)}
+    o, u = (protobuf_descriptors.from_text(t, "m.proto", []) for t in (original, update))
+    return {kind for kind, _ in protobuf_schemas.differences(o, u)}
+
+
+@pytest.mark.parametrize("case,schema_type,level,old,new,compatible,named", CONFLUENT_RULES,
+                         ids=[c[0] for c in CONFLUENT_RULES])
+def test_confluent_rule(registry, case, schema_type, level, old, new, compatible, named):
+    s = f"r-{uuid.uuid4().hex[:10]}"
+    assert registry.put(f"/config/{s}", {"compatibility": level})[0] == 200
+    assert registry.register(s, text(old), schema_type)[0] == 200
+    body = {"schema": text(new), "schemaType": schema_type}
+    status, answer = registry.post(f"/compatibility/subjects/{s}/versions/latest?verbose=true", body)
+    assert status == 200 and answer["is_compatible"] is compatible, answer
+    if named is not None and not compatible:
+        assert any(f"'{named}'" in m for m in answer["messages"]), answer
+    status, answer = registry.register(s, text(new), schema_type)
+    assert status == (200 if compatible else 409), answer
+    original, update = (new, old) if level.startswith("FORWARD") else (old, new)
+    found = named_differences(schema_type, original, update)
+    assert (named in found) if named is not None else not found, found

@@ -15,7 +15,7 @@ def kinds(writer, reader) -> set[str]:
 
 
 @pytest.mark.parametrize("writer,reader,kind,refused", [
-    ({"properties": {"a": S}}, {"properties": {"a": S, "b": I}}, "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", True),
+    ({"properties": {"a": S}}, {"properties": {"a": S, "b": I}}, "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", True),
     ({"properties": {"a": S}, "additionalProperties": False}, {"properties": {"a": S, "b": I},
      "additionalProperties": False}, "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", False),
     ({"properties": {"a": S}, "additionalProperties": False}, {"properties": {"a": S, "b": I}, "required": ["b"],

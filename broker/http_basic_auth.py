@@ -1,13 +1,15 @@
-"""HTTP basic auth for the registry, against the broker's own SASL users: when any listener
+"""HTTP basic auth for the schema registry and the console, against the broker's own SASL users: when any listener
 requires SASL, every request must carry `Authorization: Basic` with a user and password that
 would log in over SASL on one of those listeners (PLAIN: a `user_NAME` of a listener's PLAIN JAAS
 config; SCRAM-SHA-256/512: a credential of the broker's SCRAM store, checked by deriving the
 stored key from the password with the credential's salt and iterations). Without SASL listeners
-the registry is open, as Confluent's is without an authentication method configured.
+the registry is open, as Confluent's is without an authentication method configured, and so is
+the console.
 
-A refusal is Confluent's: HTTP 401 `{"error_code": 401, "message": "Unauthorized"}` with
+The registry's refusal is Confluent's: HTTP 401 `{"error_code": 401, "message": "Unauthorized"}` with
 `WWW-Authenticate: Basic realm="kafkalite"`. Passwords that passed a SCRAM check are remembered
-(their SHA-256 with the credential's salt) so that a client's every request does not pay PBKDF2."""
+(their SHA-256 with the credential's salt) so that a client's every request does not pay PBKDF2.
+The console's is broker.http_endpoint.guarded's (the same status and challenge)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import hashlib
 import hmac
 from typing import Any
 
-from ..credentials import HASHES, ScramCredential
+from .credentials import HASHES, ScramCredential
 
 
 class BasicAuth:
