@@ -87,8 +87,11 @@ func TestSnapshotRestoreAndResetWithFranz(t *testing.T) {
 
 func TestFaultReachesFranz(t *testing.T) {
 	broker := kafkalitetest.Start(t)
+	// the topic made first (its first Metadata answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
+	// auto-creation does, which a client without retries would take as final)
+	produce(t, franzClient(t, broker.Bootstrap), "payments", "warm-up")
 	client := franzClient(t, broker.Bootstrap, kgo.RecordRetries(0))
-	produce(t, client, "payments", "warm-up") // the topic exists and the client knows its leader
+	produce(t, client, "payments", "known") // this client knows the partition's leader
 	_, err := broker.Controls.FailRequests(kafkalitetest.FailRequestsArgs{
 		API: "Produce", Error: "TOPIC_AUTHORIZATION_FAILED", Count: kafkalitetest.Int(1),
 		Topic: kafkalitetest.String("payments")})
