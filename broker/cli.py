@@ -23,7 +23,8 @@ KAFKALITE_HTTP_ALLOWED_HOSTS, KAFKALITE_CONTROLS_TOKEN; and every broker key has
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] [--token TOKEN] NAME key=value ...` runs one control of a running broker (see
-kafkalite.controls) instead of starting one.
+kafkalite.controls) instead of starting one; `kafkalite bundle OUT` writes the broker into one
+file that runs with nothing installed (kafkalite.bundle).
 
 A mistake in how the broker was started (an unknown key, a busy address, a data dir it cannot
 write, the console extra missing) is one line on stderr, `kafkalite: <what is wrong>`, and exit
@@ -68,11 +69,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="kafkalite",
         description="A Kafka-compatible broker for tests and CI.",
-        usage="kafkalite [options]\n       kafkalite control [--url URL] [--token TOKEN] NAME [key=value ...]",
+        usage="kafkalite [options]\n       kafkalite control [--url URL] [--token TOKEN] NAME [key=value ...]\n"
+              "       kafkalite bundle OUT",
         epilog="commands:\n"
                "  control NAME [key=value ...]\n"
                "                        run one test control (faults, the clock, ...) of a running broker\n"
-               "                        started with --controls; `kafkalite control --help` lists them\n\n"
+               "                        started with --controls; `kafkalite control --help` lists them\n"
+               "  bundle OUT            write the broker and its installed libraries into one file that\n"
+               "                        `python3 -I -S OUT [options]` runs with nothing installed\n\n"
                "Precedence: command line > KAFKALITE_* environment > --config file > defaults.\n"
                "Every flag has an environment variable (KAFKALITE_PORT, KAFKALITE_LISTENERS, ...) and every\n"
                "broker key one named KAFKALITE_<KEY> (num.partitions -> KAFKALITE_NUM_PARTITIONS).",
@@ -173,6 +177,10 @@ def _main(argv: list[str] | None, wiring: Wiring | None = None) -> int:
         from kafkalite.controls import main as control_main
 
         return control_main(given[1:])
+    if given[:1] == ["bundle"]:
+        from kafkalite.bundle import main as bundle_main
+
+        return bundle_main(given[1:])
     args = parse_args(argv)
     if args.list_configs:
         print(list_configs())

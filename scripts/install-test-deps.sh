@@ -122,6 +122,15 @@ maven_jars spring-kafka
 maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
 maven_jars kafka-tools  # Kafka 4.4's command-line tools for compat_tests/tools
 maven_jars kafka-connect  # a Connect worker, the FileStream connectors and MirrorMaker 2 for compat_tests/connect
+# the JUnit 5 extension's module (java/kafkalite-junit5): its dependencies and build plugins into the
+# local repository, so that its `mvn install` in the suite needs no download (a stamp of the pom's hash)
+junit5_sha="$(sha256sum java/kafkalite-junit5/pom.xml | cut -d' ' -f1)"
+if [ "$(cat "$DEPS/maven/kafkalite-junit5.sha256" 2>/dev/null)" != "$junit5_sha" ]; then
+    mvn -q -B -f java/kafkalite-junit5/pom.xml -Dmaven.repo.local="$M2_REPO" dependency:go-offline \
+        >"$DEPS/maven/kafkalite-junit5.log" 2>&1 \
+        || { cat "$DEPS/maven/kafkalite-junit5.log" >&2; echo "could not resolve java/kafkalite-junit5's dependencies" >&2; exit 1; }
+    echo "$junit5_sha" > "$DEPS/maven/kafkalite-junit5.sha256"
+fi
 
 # --- Node: kafkajs ---
 # kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with
@@ -153,5 +162,9 @@ bash scripts/container-base.sh
 command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
 "$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
     || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
+
+# --- Go: the modules of the kafkalitetest helper's tests (go/kafkalitetest), into the same cache ---
+(cd go/kafkalitetest && env GOMODCACHE="$PWD/../../.cache/go/mod" GOPATH="$PWD/../../.cache/go" GOFLAGS=-modcacherw \
+    go mod download) || { echo "could not download the modules of go/kafkalitetest" >&2; exit 1; }
 
 echo "test dependencies ready in $DEPS"

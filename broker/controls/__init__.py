@@ -36,6 +36,8 @@ class Control:
     # the keyword arguments the control takes, with their defaults (inspect.Parameter.empty: required)
     parameters: dict[str, Any]
     doc: str
+    # each argument's JSON type as the clients of other languages declare it (json_type), None: any
+    types: dict[str, str | None]
 
 
 CONTROLS: dict[str, Control] = {}
@@ -66,11 +68,30 @@ def control(name: str) -> Callable[[ControlFn], ControlFn]:
     def deco(fn: ControlFn) -> ControlFn:
         if name in CONTROLS:
             raise ValueError(f"control {name!r} registered twice")
-        params = {p.name: p.default for p in list(inspect.signature(fn).parameters.values())[1:]}
-        CONTROLS[name] = Control(name, fn, params, inspect.getdoc(fn) or "")
+        signature = list(inspect.signature(fn).parameters.values())[1:]
+        params = {p.name: p.default for p in signature}
+        CONTROLS[name] = Control(name, fn, params, inspect.getdoc(fn) or "", {p.name: json_type(p) for p in signature})
         return fn
 
     return deco
+
+
+# Python annotations and default types -> the JSON type names of the control table
+_JSON_TYPES = {"int": "integer", "str": "string", "bool": "boolean", "float": "number", "dict": "object",
+               "list[int]": "integer[]", "list[str]": "string[]", "list": "array"}
+
+
+def json_type(param: inspect.Parameter) -> str | None:
+    """The JSON type of a control argument: its annotation's ("int", "str | None" and
+    "list[int]" read as integer, string, integer[]) or, unannotated, its default's; None when
+    neither says (an argument that takes several types, like a fault's api name or key)."""
+    if param.annotation is not inspect.Parameter.empty:
+        text = param.annotation if isinstance(param.annotation, str) else getattr(param.annotation, "__name__", "")
+        text = text.replace(" | None", "").replace("None | ", "").strip()
+        return _JSON_TYPES.get(text)
+    if param.default is inspect.Parameter.empty or param.default is None:
+        return None
+    return _JSON_TYPES.get(type(param.default).__name__)
 
 
 def load_all() -> dict[str, Control]:

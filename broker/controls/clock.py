@@ -42,7 +42,7 @@ async def clock(broker: "Broker"):
 
 
 @control("advance-clock")
-async def advance_clock(broker: "Broker", *, ms):
+async def advance_clock(broker: "Broker", *, ms: int):
     """Move the broker's time forward by `ms` milliseconds; timers due by then fire at once."""
     if not is_int(ms) or ms < 0:
         raise ControlError(f"ms must be a non-negative integer (time never goes backwards), not {ms!r}")
@@ -52,7 +52,7 @@ async def advance_clock(broker: "Broker", *, ms):
 
 
 @control("set-clock")
-async def set_clock(broker: "Broker", *, mode):
+async def set_clock(broker: "Broker", *, mode: str):
     """Switch the clock to `manual` (time stands still until advanced) or back to `system`."""
     if mode not in MODES:
         raise ControlError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")

@@ -181,27 +181,31 @@ def _arm(broker: "Broker", api: Any, action: str, count: int | None, topic: str 
 
 
 @control("fail-requests")
-async def fail_requests(broker: "Broker", *, api, error, count=1, topic=None, client_id=None, transactional_id=None):
+async def fail_requests(broker: "Broker", *, api, error, count: int = 1, topic: str | None = None,
+                         client_id: str | None = None, transactional_id: str | None = None):
     """Answer the next `count` requests of `api` with `error` in the API's response shape (every
     entry carrying it), without applying them. Optional filters: topic, client_id, transactional_id."""
     return _arm(broker, api, "error", count, topic, client_id, transactional_id, error=error_of(error))
 
 
 @control("drop-responses")
-async def drop_responses(broker: "Broker", *, api, count=1, topic=None, client_id=None, transactional_id=None):
+async def drop_responses(broker: "Broker", *, api, count: int = 1, topic: str | None = None,
+                         client_id: str | None = None, transactional_id: str | None = None):
     """Apply the next `count` requests of `api` and send no response; that connection then reads and
     discards everything until the client closes it (its request times out and is retried)."""
     return _arm(broker, api, "drop", count, topic, client_id, transactional_id)
 
 
 @control("close-connections")
-async def close_connections(broker: "Broker", *, api, count=1, topic=None, client_id=None, transactional_id=None):
+async def close_connections(broker: "Broker", *, api, count: int = 1, topic: str | None = None,
+                         client_id: str | None = None, transactional_id: str | None = None):
     """Close the connection of the next `count` requests of `api` without applying them."""
     return _arm(broker, api, "close", count, topic, client_id, transactional_id)
 
 
 @control("delay-responses")
-async def delay_responses(broker: "Broker", *, api, ms, count=1, topic=None, client_id=None, transactional_id=None):
+async def delay_responses(broker: "Broker", *, api, ms: int, count: int = 1, topic: str | None = None,
+                         client_id: str | None = None, transactional_id: str | None = None):
     """Apply the next `count` requests of `api` and hold each response `ms` milliseconds."""
     if not is_int(ms) or ms < 0:
         raise ControlError(f"ms must be a non-negative integer, not {ms!r}")

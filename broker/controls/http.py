@@ -2,7 +2,9 @@
 process (`kafkalite --controls [HOST:]PORT`), so that tests in any language can reach them.
 
     GET  /controls          {"controls": [{"name", "parameters": {NAME: {"required": bool,
-                            "default": VALUE}}, "doc"}, ...]}
+                            "default": VALUE, "type": JSON TYPE or null}}, "doc"}, ...]}
+                            (the table the Go and Node clients are generated from:
+                            kafkalite.controls_codegen)
     POST /controls/NAME     body: a JSON object of arguments (empty body: none)
                             200 {"result": ...}; 400 {"error": text} when the control is unknown
                             or refuses its arguments; 408/409 {"error": text, "state": ...} when
@@ -37,9 +39,9 @@ def describe() -> list[dict[str, Any]]:
         params: dict[str, Any] = {}
         for name, default in ctl.parameters.items():
             if default is inspect.Parameter.empty:
-                params[name] = {"required": True}
+                params[name] = {"required": True, "type": ctl.types[name]}
             else:
-                params[name] = {"required": False, "default": default}
+                params[name] = {"required": False, "default": default, "type": ctl.types[name]}
         out.append({"name": ctl.name, "parameters": params, "doc": ctl.doc})
     return out
 

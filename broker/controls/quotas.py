@@ -19,7 +19,8 @@ from . import ControlError, control, is_int
 
 
 @control("throttle-client")
-async def throttle_client(broker, *, ms, count=1, client_id=None, user=None):
+async def throttle_client(broker, *, ms: int, count: int = 1, client_id: str | None = None,
+                          user: str | None = None):
     """Throttle the next `count` responses (null: all until cleared) of the matching clients by `ms`."""
     if not is_int(ms) or not 0 < ms < 2**31:
         raise ControlError(f"ms must be a positive number of milliseconds, not {ms!r}")

@@ -23,7 +23,7 @@ from . import ControlError, control
 
 
 @control("seed")
-async def seed(broker, *, document=None, path=None):
+async def seed(broker, *, document: dict | None = None, path: str | None = None):
     """Apply a seed document (`document`: the JSON object of a seed file; or `path`: a seed file
     on the broker's machine): topics with records, group offsets, ACLs, SCRAM users."""
     if (document is None) == (path is None):

@@ -132,14 +132,14 @@ async def restore_snapshot(broker: "Broker", name: str) -> dict[str, Any]:
 
 
 @control("snapshot")
-async def snapshot(broker, *, name):
+async def snapshot(broker, *, name: str):
     """Save the broker's whole state (topics with their records and configs, groups and offsets,
     transactions, ACLs, SCRAM users) as `name`, replacing a snapshot of that name."""
     return save_snapshot(broker, _checked_name(name))
 
 
 @control("restore")
-async def restore(broker, *, name):
+async def restore(broker, *, name: str):
     """Reset the broker and put back the state saved as `name` (clients stay connected, as after a
     reset)."""
     return await restore_snapshot(broker, _checked_name(name))
@@ -160,7 +160,7 @@ async def snapshots(broker):
 
 
 @control("drop-snapshot")
-async def drop_snapshot(broker, *, name):
+async def drop_snapshot(broker, *, name: str):
     """Delete the snapshot `name`."""
     target = _root(broker) / _checked_name(name)
     if not target.is_dir():

@@ -14,7 +14,7 @@ from . import ControlError, control
 
 
 @control("client-telemetry")
-async def client_telemetry(broker, *, client_id=None):
+async def client_telemetry(broker, *, client_id: str | None = None):
     """The client instances that asked for telemetry subscriptions and what each pushed."""
     if client_id is not None and not isinstance(client_id, str):
         raise ControlError(f"client_id must be a string, not {client_id!r}")

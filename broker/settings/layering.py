@@ -56,7 +56,10 @@ OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR", "KAFKALITE_CON
              "KAFKALITE_M2_REPO", "KAFKALITE_PODMAN_DIR", "KAFKALITE_PODMAN_RUN_DIR", "KAFKALITE_PODMAN_STORAGE_DRIVER",
              "KAFKALITE_DEBIAN_MIRROR",
              # kafkalite.spark
-             "KAFKALITE_MAVEN_REPOSITORY"}
+             "KAFKALITE_MAVEN_REPOSITORY",
+             # the Go, Node and JUnit 5 test helpers (go/, node/, java/): how to run the
+             # broker, and the options of the Node global setups; their brokers inherit both
+             "KAFKALITE_CMD", "KAFKALITE_OPTIONS"}
 
 
 @dataclass

@@ -45,9 +45,10 @@ def test_ready_line_names_the_endpoint_and_it_lists_controls_with_parameters(bro
     status, body = http(broker.controls_url + "controls")
     assert status == 200
     echo = next(c for c in body["controls"] if c["name"] == "test-echo")
-    assert echo["parameters"] == {"text": {"required": True},
-                                  "times": {"required": False, "default": 1},
-                                  "extra": {"required": False, "default": None}}
+    # each argument's JSON type, from the annotations (text: str, times: int, extra: list | None)
+    assert echo["parameters"] == {"text": {"required": True, "type": "string"},
+                                  "times": {"required": False, "default": 1, "type": "integer"},
+                                  "extra": {"required": False, "default": None, "type": "array"}}
     assert echo["doc"].startswith("Answers with its arguments")
     names = [c["name"] for c in body["controls"]]
     assert names == sorted(names)

@@ -1,0 +1,96 @@
+package kafkalitetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Controls reaches a broker's controls endpoint (`kafkalite --controls PORT`). Its method per
+// control is in controls_gen.go; Call runs any control by name.
+type Controls struct {
+	URL    string
+	Client *http.Client
+}
+
+// ControlError is a control the broker refused (status 400) or failed (500).
+type ControlError struct {
+	Name   string
+	Status int
+	Text   string
+}
+
+func (e *ControlError) Error() string {
+	return fmt.Sprintf("control %s: %s (HTTP %d)", e.Name, e.Text, e.Status)
+}
+
+// NewControls returns the controls at url (the controls= URL of the broker's ready line).
+func NewControls(url string) *Controls {
+	if !strings.HasSuffix(url, "/") {
+		url += "/"
+	}
+	return &Controls{URL: url, Client: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// Call runs the control name with args (a struct of the generated *Args types, a map, or nil)
+// and returns its JSON result.
+func (c *Controls) Call(name string, args any) (json.RawMessage, error) {
+	body := []byte("{}")
+	if args != nil {
+		var err error
+		if body, err = json.Marshal(args); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := c.Client.Post(c.URL+"controls/"+name, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var answer struct {
+		Result json.RawMessage `json:"result"`
+		Error  string          `json:"error"`
+	}
+	if err := json.Unmarshal(data, &answer); err != nil {
+		return nil, fmt.Errorf("control %s: HTTP %d, not JSON: %.200s", name, resp.StatusCode, data)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &ControlError{Name: name, Status: resp.StatusCode, Text: answer.Error}
+	}
+	return answer.Result, nil
+}
+
+// ControlInfo is one entry of the broker's control table.
+type ControlInfo struct {
+	Name       string                     `json:"name"`
+	Parameters map[string]json.RawMessage `json:"parameters"`
+	Doc        string                     `json:"doc"`
+}
+
+// List is the broker's control table (GET /controls).
+func (c *Controls) List() ([]ControlInfo, error) {
+	resp, err := c.Client.Get(c.URL + "controls")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var table struct {
+		Controls []ControlInfo `json:"controls"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		return nil, err
+	}
+	return table.Controls, nil
+}
+
+// ControlTable is the control table the methods of Controls were generated from (GET /controls
+// without the docs), as JSON.
+func ControlTable() string { return controlTable }
