@@ -6,15 +6,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
+
+// TokenEnv names the variable that holds the controls' shared secret: the broker started with it
+// in its environment demands it (--controls-token), and NewControls sends it.
+const TokenEnv = "KAFKALITE_CONTROLS_TOKEN"
 
 // Controls reaches a broker's controls endpoint (`kafkalite --controls PORT`). Its method per
 // control is in controls_gen.go; Call runs any control by name.
 type Controls struct {
 	URL    string
 	Client *http.Client
+	Token  string // sent as Authorization: Bearer when not empty
 }
 
 // ControlError is a control the broker refused (status 400) or failed (500).
@@ -28,12 +34,13 @@ func (e *ControlError) Error() string {
 	return fmt.Sprintf("control %s: %s (HTTP %d)", e.Name, e.Text, e.Status)
 }
 
-// NewControls returns the controls at url (the controls= URL of the broker's ready line).
+// NewControls returns the controls at url (the controls= URL of the broker's ready line), with
+// the token of $KAFKALITE_CONTROLS_TOKEN.
 func NewControls(url string) *Controls {
 	if !strings.HasSuffix(url, "/") {
 		url += "/"
 	}
-	return &Controls{URL: url, Client: &http.Client{Timeout: 60 * time.Second}}
+	return &Controls{URL: url, Client: &http.Client{Timeout: 60 * time.Second}, Token: os.Getenv(TokenEnv)}
 }
 
 // Call runs the control name with args (a struct of the generated *Args types, a map, or nil)
@@ -46,7 +53,15 @@ func (c *Controls) Call(name string, args any) (json.RawMessage, error) {
 			return nil, err
 		}
 	}
-	resp, err := c.Client.Post(c.URL+"controls/"+name, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, c.URL+"controls/"+name, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.Client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +92,14 @@ type ControlInfo struct {
 
 // List is the broker's control table (GET /controls).
 func (c *Controls) List() ([]ControlInfo, error) {
-	resp, err := c.Client.Get(c.URL + "controls")
+	req, err := http.NewRequest(http.MethodGet, c.URL+"controls", nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.Client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -27,11 +27,17 @@ from kafkalite import controls_codegen
 REPO = Path(__file__).resolve().parents[2]
 GO_DIR = REPO / "go" / "kafkalitetest"
 NODE_DIR = REPO / "node" / "kafkalite"
+CONTROLS_TOKEN = "helpers-" + os.urandom(6).hex()
+# what a Go test gets of _broker_env() beside go_env()
+BROKER_ENV_KEYS = ("KAFKALITE_CMD", "PYTHONPATH", "KAFKALITE_CONTROLS_TOKEN")
 
 
 def _broker_env() -> dict[str, str]:
     env = dict(os.environ)
     env["KAFKALITE_CMD"] = f"{sys.executable} -P -m kafkalite"
+    # every broker the helpers start demands this token for its controls, and every helper's
+    # controls client sends it (a control without it would be answered 401)
+    env["KAFKALITE_CONTROLS_TOKEN"] = CONTROLS_TOKEN
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -61,7 +67,7 @@ def test_go_helper_with_franz_go_and_sarama():
 
     if shutil.which("go") is None:
         pytest.fail("go is not installed (scripts/install-test-deps.sh installs it)")
-    env = {**go_env(), **{k: v for k, v in _broker_env().items() if k in ("KAFKALITE_CMD", "PYTHONPATH")}}
+    env = {**go_env(), **{k: v for k, v in _broker_env().items() if k in BROKER_ENV_KEYS}}
     vet = _run(["go", "vet", "./..."], GO_DIR, env, 600)
     assert vet.returncode == 0, vet.stderr
     unformatted = _run(["gofmt", "-l", "."], GO_DIR, env, 60)
@@ -118,7 +124,7 @@ def test_docs_go_sample_passes_as_printed(tmp_path):
     from compat_tests.clients.golang import go_env
 
     env = {**go_env(), "GOFLAGS": "-modcacherw",
-           **{k: v for k, v in _broker_env().items() if k in ("KAFKALITE_CMD", "PYTHONPATH")}}
+           **{k: v for k, v in _broker_env().items() if k in BROKER_ENV_KEYS}}
     doc = REPO / "docs" / "go.md"
     module = tmp_path / "orders"
     module.mkdir()

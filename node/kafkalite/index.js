@@ -29,16 +29,23 @@ class ControlError extends Error {
 
 /** The controls of one broker, at its ready line's controls= URL. */
 class Controls extends GeneratedControls {
-  constructor(url) {
+  /** `token`: the controls' shared secret (the broker's --controls-token), sent as a bearer token;
+   * by default $KAFKALITE_CONTROLS_TOKEN, which a broker started with it in its environment demands. */
+  constructor(url, token = process.env.KAFKALITE_CONTROLS_TOKEN) {
     super();
     this.url = url.endsWith("/") ? url : url + "/";
+    this.token = token || null;
+  }
+
+  _headers(extra = {}) {
+    return this.token ? { ...extra, authorization: `Bearer ${this.token}` } : extra;
   }
 
   /** Runs the control `name` with `args` (an object) and resolves to its JSON result. */
   async call(name, args = {}) {
     const response = await fetch(this.url + "controls/" + name, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: this._headers({ "content-type": "application/json" }),
       body: JSON.stringify(args ?? {}),
     });
     const answer = await response.json();
@@ -48,7 +55,7 @@ class Controls extends GeneratedControls {
 
   /** The broker's control table (GET /controls). */
   async list() {
-    const response = await fetch(this.url + "controls");
+    const response = await fetch(this.url + "controls", { headers: this._headers() });
     return (await response.json()).controls;
   }
 }

@@ -15,8 +15,18 @@ public final class KafkaliteControls extends GeneratedControls {
   private final String url;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
+  private final String token;
+
+  /** The controls at {@code url}, with the shared secret of $KAFKALITE_CONTROLS_TOKEN (which a
+   * broker started with it in its environment demands, as --controls-token). */
   public KafkaliteControls(String url) {
+    this(url, System.getenv("KAFKALITE_CONTROLS_TOKEN"));
+  }
+
+  /** The controls at {@code url}; {@code token} (null or empty: none) is sent as a bearer token. */
+  public KafkaliteControls(String url, String token) {
     this.url = url.endsWith("/") ? url : url + "/";
+    this.token = token == null || token.isEmpty() ? null : token;
   }
 
   /** A control the broker refused (HTTP 400) or failed (500); the message is its answer. */
@@ -44,6 +54,7 @@ public final class KafkaliteControls extends GeneratedControls {
   }
 
   private String send(HttpRequest.Builder request, String name) {
+    if (token != null) request.header("authorization", "Bearer " + token);
     try {
       HttpResponse<String> response = http.send(request.timeout(Duration.ofSeconds(60)).build(),
           HttpResponse.BodyHandlers.ofString());
