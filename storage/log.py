@@ -21,6 +21,12 @@ calls it per its fsync policy, from a worker thread). On open, a log without the
 shutdown marker has its last segment scanned batch by batch (length, magic, CRC) and cut
 at the first bad batch; missing or inconsistent index files are rebuilt from the log.
 
+A clean stop costs what changed: the clean-shutdown marker stays in place while the log is
+unchanged since it was opened, and goes (unlinked before the first byte is written) on its first
+change; close() of a log unchanged since its open, or holding no data, only closes its files,
+so stopping a broker with many idle partitions writes and fsyncs nothing for them. An empty
+log without the marker recovers nothing on the next open (there is no tail to check).
+
 Threads: append, read and the lookups run on the broker's event loop and take no lock.
 flush, compact and apply_retention may run in a worker thread; they, roll, truncation,
 DeleteRecords and close serialise on one lock. Every read leases the segments it reads
@@ -118,6 +124,9 @@ class PartitionLog:
         self._dir_dirty = False
         self._txn_dirty: set[Path] = set()
         self._closed = False
+        # the clean-shutdown marker is on disk and the log has not changed since it was opened
+        self._clean_marker = False
+        self._changed = False     # changed since open: the next close persists, fsyncs and marks
 
     # --- open / recovery -----------------------------------------------------------------------
     @classmethod
@@ -149,15 +158,31 @@ class PartitionLog:
         self.segments = segs
         self.log_end_offset = segs[-1].next_offset
         self.log_start_offset = max(checkpoint or 0, segs[0].base_offset)
+        self._clean_marker = clean
         if self.log_start_offset > self.log_end_offset:
             # the data behind the checkpointed start offset was lost: start over there
             log.warning("%s: log start offset %d is past the recovered end %d; starting an empty log there",
                         d, self.log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self.log_start_offset, now)
-        if clean:
-            unlink(marker)
         remove_snapshots_after(d, self.log_end_offset)
         return self
+
+    @property
+    def changed_since_open(self) -> bool:
+        """Whether anything was written, truncated, rolled or compacted since the log was opened."""
+        return self._changed
+
+    def _empty(self) -> bool:
+        return all(s.size == 0 for s in self.segments)
+
+    def _begin_change(self) -> None:
+        """Before the first change since a clean open: the marker goes, so that a crash from here
+        on recovers the tail of the log."""
+        if self._clean_marker:
+            unlink(self.directory / CLEAN_SHUTDOWN_FILE)
+            self._clean_marker = False
+            self._dir_dirty = True
+        self._changed = True
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
@@ -192,6 +217,8 @@ class PartitionLog:
             if not isinstance(buf, bytearray):
                 buf = bytearray(buf)
 
+        if not self._changed:
+            self._begin_change()
         seg = self.segments[-1]
         if seg.size > 0 and self._should_roll(seg, n, max_in, now_ms, self.log_end_offset + count - 1):
             seg = self.roll(now_ms)
@@ -252,6 +279,7 @@ class PartitionLog:
             old = self.segments[-1]
             if old.size == 0:
                 return old
+            self._begin_change()
             old.add_final_time_entry()
             old.persist_indexes()
             new = Segment.create(self.directory, self.log_end_offset, now)
@@ -440,6 +468,7 @@ class PartitionLog:
     def _retire(self, gone: list[Segment]) -> None:
         """Delete the files of segments that left the list and close them: their readers keep
         the open files until their leases end."""
+        self._begin_change()
         for seg in gone:
             seg.delete_files()
             seg.close()
@@ -450,6 +479,7 @@ class PartitionLog:
         with self._lock:
             if offset >= self.log_end_offset:
                 return
+            self._begin_change()
             if offset < self.segments[0].base_offset or offset < self.log_start_offset:
                 self._truncate_fully_and_start_at(offset, _now_ms())
                 return
@@ -466,6 +496,7 @@ class PartitionLog:
             remove_snapshots_after(self.directory, offset)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        self._begin_change()
         gone = self.segments
         for seg in gone:    # before the new segment takes the name one of them may have
             seg.delete_files()
@@ -507,6 +538,7 @@ class PartitionLog:
                 delete_retention_ms=cfg.delete_retention_ms, min_cleanable_ratio=cfg.min_cleanable_dirty_ratio,
                 index_interval_bytes=cfg.index_interval_bytes, fsync=cfg.fsync != "never")
             if replaced:
+                self._begin_change()
                 old = self.segments
                 self.segments = [replaced.get(i, seg) for i, seg in enumerate(old)]
                 # the old files are held (the cleaner replaced their names): closed when their
@@ -529,6 +561,7 @@ class PartitionLog:
             for t in seg.txns:
                 if t[:3] == txn[:3]:
                     return
+            self._begin_change()
             seg.append_txn(txn)
             self._txn_dirty.add(seg.txn_index_path)
 
@@ -599,9 +632,17 @@ class PartitionLog:
             fsync_path(self.directory)
 
     def close(self) -> None:
-        """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker."""
+        """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker; a log
+        unchanged since its open (its marker is still there) or holding no data only closes its files."""
         with self._lock:
             if self._closed:
+                return
+            if self._clean_marker or (not self._changed and self._empty()):
+                self._closed = True
+                for seg in self.segments:
+                    if self._clean_marker:
+                        seg.persist_indexes()   # only indexes rebuilt at open: no I/O otherwise
+                    seg.close()
                 return
             for seg in self.segments:
                 seg.add_final_time_entry()
