@@ -65,7 +65,7 @@ class Node:
 
     def __init__(self, name: str):
         self.name = name
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"bench-scale-{name}-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"bench-scale-{name.replace('/', '_')}-"))
         self.port = peers.free_port()
         self.proc: subprocess.Popen | None = None
         self.log = self.workdir.parent / (self.workdir.name + ".log")

@@ -70,7 +70,7 @@ from .headers import BatchLocation, SegmentSummary, batch_headers_from
 from .open_files import OPEN_FILES
 from .segment import AbortedTxn, Segment, segment_name
 from .retention import segments_past_retention
-from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
+from .snapshots import SNAPSHOT_SUFFIX, latest_snapshot, remove_snapshots_after, write_snapshot
 from .timestamps import max_timestamp_offset, offset_for_timestamp
 
 log = logging.getLogger("kafkalite.storage")
@@ -134,19 +134,30 @@ class PartitionLog:
         """Create the partition directory or recover the log in it."""
         now = _now_ms() if now_ms is None else now_ms
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
         self = cls(d, config)
-        marker = d / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        for p in d.iterdir():
-            if p.name.endswith((".tmp", ".cleaned")):
-                unlink(p)
-        bases = sorted(int(p.stem) for p in d.glob("*.log") if p.stem.isdigit() and len(p.stem) == 20)
+        # one listing of the directory serves every question below: a partition costs a few
+        # system calls to open, not a walk of its directory per kind of file
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
+            names = []
+        if not names:       # a new partition: nothing to recover, no checkpoint, no snapshot
+            d.mkdir(parents=True, exist_ok=True)
+            self.segments = [Segment.create(d, 0, now)]
+            self._dir_dirty = True
+            return self
+        clean = CLEAN_SHUTDOWN_FILE in names
+        for name in names:
+            if name.endswith((".tmp", ".cleaned")):
+                unlink(d / name)
+        bases = sorted(int(name[:-4]) for name in names
+                       if name.endswith(".log") and len(name) == 24 and name[:20].isdigit())
         known = {segment_name(b) for b in bases}
-        for p in d.iterdir():   # indexes whose log is gone
-            if p.suffix in (".index", ".timeindex", ".txnindex") and p.stem not in known:
-                unlink(p)
-        checkpoint = self._read_log_start_checkpoint()
+        for name in names:   # indexes whose log is gone
+            stem, dot, suffix = name.rpartition(".")
+            if dot and suffix in ("index", "timeindex", "txnindex") and stem not in known:
+                unlink(d / name)
+        checkpoint = self._read_log_start_checkpoint() if LOG_START_CHECKPOINT in names else None
         interval = config.index_interval_bytes
         segs = []
         for i, base in enumerate(bases):
@@ -164,7 +175,8 @@ class PartitionLog:
             log.warning("%s: log start offset %d is past the recovered end %d; starting an empty log there",
                         d, self.log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self.log_start_offset, now)
-        remove_snapshots_after(d, self.log_end_offset)
+        if any(name.endswith(SNAPSHOT_SUFFIX) for name in names):
+            remove_snapshots_after(d, self.log_end_offset)
         return self
 
     @property
