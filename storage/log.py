@@ -614,9 +614,10 @@ class PartitionLog:
 
     # --- flush / close / delete ----------------------------------------------------------------
     def flush(self) -> None:
-        """fsync the log data, the index entries so far, new files and the directory."""
+        """fsync the log data, the index entries so far, new files and the directory (nothing for
+        a log never written since its open: it holds nothing acknowledged to keep)."""
         with self._lock:
-            if self._closed:
+            if self._closed or (not self._changed and self._empty()):
                 return
             segs = list(self.segments)
             for seg in segs:
