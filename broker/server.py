@@ -15,10 +15,13 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import logging
 from typing import Any, Callable
 
 import trio
+
+from kafkalite.storage.open_files import OUT_OF_DESCRIPTORS, descriptors_exhausted
 
 from .settings.broker_config import BrokerConfig
 from .settings.listeners import Listener
@@ -29,6 +32,9 @@ from .services import Wiring
 from .state import Broker, close_broker, open_broker
 
 log = logging.getLogger("kafkalite.server")
+# accept(2) errors of a process or system out of descriptors or memory: retried after a pause
+ACCEPT_CAPACITY_ERRNOS = frozenset((*OUT_OF_DESCRIPTORS, errno.ENOMEM, errno.ENOBUFS))
+ACCEPT_RETRY_SECONDS = 0.1
 
 
 class NodeListeners:
@@ -126,7 +132,28 @@ async def _bind(host: str, port: int) -> tuple[list[trio.SocketListener], int]:
 
 async def _accept_loop(broker: Broker, listeners: list[trio.SocketListener], listener: Listener,
                        node: int | None = None) -> None:
+    """trio.serve_listeners, except that running out of descriptors is one line naming the limit
+    and its settings (storage.open_files.descriptors_exhausted) instead of a traceback every
+    100 ms; the connection waits in the listen backlog until a descriptor is free."""
     async def handler(stream: trio.SocketStream) -> None:
-        await serve_connection(broker, stream, listener, node)
+        try:
+            await serve_connection(broker, stream, listener, node)
+        finally:
+            await trio.aclose_forcefully(stream)
 
-    await trio.serve_listeners(handler, listeners)
+    async def accept_from(sock_listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        async with sock_listener:
+            while True:
+                try:
+                    stream = await sock_listener.accept()
+                except OSError as exc:
+                    if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    descriptors_exhausted(f"accepting a connection on {listener.name} ({exc.strerror})")
+                    await trio.sleep(ACCEPT_RETRY_SECONDS)
+                else:
+                    nursery.start_soon(handler, stream)
+
+    async with trio.open_nursery() as nursery:
+        for sock_listener in listeners:
+            nursery.start_soon(accept_from, sock_listener, nursery)

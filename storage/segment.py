@@ -40,7 +40,7 @@ from kafkalite.protocol.batch import (
 from kafkalite.protocol.regions import FileRegion
 
 from .files import Buffer, append_file, unlink, write_all, write_atomic, writev_all
-from .open_files import OPEN_FILES
+from .open_files import OPEN_FILES, open_segment_file
 
 log = logging.getLogger("kafkalite.storage")
 
@@ -109,7 +109,7 @@ class Segment:
         seg = cls(directory, base_offset, now_ms)
         for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
             unlink(p)
-        OPEN_FILES.adopt(seg, os.open(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644))
+        OPEN_FILES.adopt(seg, open_segment_file(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC))
         seg.dirty = True
         return seg
 
