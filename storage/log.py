@@ -660,6 +660,7 @@ class PartitionLog:
             for seg in self.segments:
                 seg.add_final_time_entry()
                 seg.persist_indexes()
+                seg.ensure_index_files()
         if self.config.fsync != "never":
             self.flush()
         with self._lock:

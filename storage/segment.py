@@ -294,6 +294,14 @@ class Segment:
                          _pack_time_entries(self.tidx_ts, self.tidx_off, self.persisted_tidx, n), fsync)
             self.persisted_tidx = n
 
+    def ensure_index_files(self) -> None:
+        """Create the index files a segment with too few bytes for an entry has not written yet:
+        an open finds both and loads them instead of rebuilding them, so that a segment is not
+        rebuilt and rewritten at every start and stop."""
+        for p in (self.index_path, self.time_index_path):
+            if not p.exists():
+                append_file(p, b"", fsync=False)
+
     # --- lookups -------------------------------------------------------------------------------------
     def index_position(self, offset: int) -> int:
         """Position of the last indexed batch whose base offset is <= offset (0 if none)."""
