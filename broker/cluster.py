@@ -194,10 +194,12 @@ class Cluster:
         return part
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
-                     replication_factor: int | None = None, assignment: list[list[int]] | None = None) -> Topic:
+                     replication_factor: int | None = None, assignment: list[list[int]] | None = None,
+                     persist: bool = True) -> Topic:
         """Creates a topic with the given replica lists, or placed by Kafka's rule with the given
         replication factor (default_replication_factor when None). Raises PlacementError when
-        the replication factor exceeds the nodes."""
+        the replication factor exceeds the nodes. Without `persist`, topics.json is not written:
+        the caller creating several topics saves once afterwards (`save_created`)."""
         if assignment is None:
             rf = self.default_replication_factor(name) if replication_factor is None else replication_factor
             assignment = self.placement(name, num_partitions, rf)
@@ -206,18 +208,31 @@ class Cluster:
             for i in range(num_partitions):
                 self._open_partition(topic, i, assignment[i])
             self._attach(topic)
-            self.save()
+            if persist:
+                self.save()
         except OSError:
-            # All or nothing (a full or failing disk): a topic missing partitions, or missing
-            # from topics.json and so gone after a restart, is never served; its partition
-            # directories go (delete writes nothing), and the same request made again creates
-            # it whole.
-            self._detach(topic)
-            for part in topic.partitions:
-                part.delete()
+            self._discard([topic])
             raise
         log.info("created topic %s with %d partition(s) id=%s", name, num_partitions, topic.topic_id)
         return topic
+
+    def save_created(self, topics: list[Topic]) -> None:
+        """One write of topics.json for topics created without `persist`; when it fails they are
+        discarded (and the OSError raised), as create_topic discards a topic it cannot save."""
+        try:
+            self.save()
+        except OSError:
+            self._discard(topics)
+            raise
+
+    def _discard(self, topics: list[Topic]) -> None:
+        """All or nothing (a full or failing disk): a topic missing partitions, or missing from
+        topics.json and so gone after a restart, is never served; its partition directories go
+        (delete writes nothing), and the same request made again creates it whole."""
+        for topic in topics:
+            self._detach(topic)
+            for part in topic.partitions:
+                part.delete()
 
     def add_partitions(self, topic: Topic, total: int, assignment: list[list[int]] | None = None) -> None:
         """New partitions up to `total`, with the given replica lists for the new ones, or placed

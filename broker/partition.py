@@ -262,11 +262,14 @@ class Partition:
 
     def write_producer_snapshot(self) -> None:
         """Keep the producer state as a snapshot at the log end (at shutdown), so the next start
-        replays only what comes after it."""
+        replays only what comes after it. A log unchanged since it was opened is left as it is:
+        the next start replays the same state from the same files."""
+        if not self.log.changed_since_open:
+            return
         self.log.write_producer_snapshot(self.log.log_end_offset, self.producers.to_snapshot())
 
     def close(self) -> None:
-        """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
+        """Persist, fsync (unless fsync=never) and mark a clean shutdown (storage: only what changed)."""
         self.log.close()
 
     def save_copy(self, dest: Path, now_ms: int) -> int:

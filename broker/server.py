@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 import trio
 
+from kafkalite.storage.open_files import OUT_OF_DESCRIPTORS, descriptors_exhausted
+
 from .settings.broker_config import BrokerConfig
 from .settings.listeners import Listener
 from .connection import serve_connection
@@ -34,6 +36,9 @@ from .services import Wiring
 from .state import Broker, close_broker, open_broker
 
 log = logging.getLogger("kafkalite.server")
+# accept(2) errors of a process or system out of descriptors or memory: retried after a pause
+ACCEPT_CAPACITY_ERRNOS = frozenset((*OUT_OF_DESCRIPTORS, errno.ENOMEM, errno.ENOBUFS))
+ACCEPT_RETRY_SECONDS = 0.1
 
 
 class NodeListeners:
@@ -137,32 +142,26 @@ async def _accept_loop(broker: Broker, listeners: list[trio.SocketListener], lis
             nursery.start_soon(_accept_from, broker, sock, listener, node, nursery)
 
 
-# what accept() fails with when the process or the system is out of descriptors or memory for a
-# new socket (trio's list): the connection stays in the listen queue until one is freed
-_OUT_OF_CAPACITY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-# how long accepting pauses after such a failure (trio.serve_listeners pauses as long)
-ACCEPT_PAUSE_S = 0.1
-
-
 async def _accept_from(broker: Broker, sock: trio.SocketListener, listener: Listener, node: int | None,
                        nursery: trio.Nursery) -> None:
     """Accept connections on one socket, each served in `nursery`, until cancelled (the socket is
-    then closed). Out of descriptors, accepting pauses ACCEPT_PAUSE_S at a time with one log line
-    per shortage, not a traceback every pause as trio.serve_listeners logs; the broker goes on
-    serving the connections it has."""
+    then closed). Out of descriptors, accepting pauses ACCEPT_RETRY_SECONDS at a time with one
+    line naming the limit and its settings (storage.open_files.descriptors_exhausted) and one when
+    it accepts again, not a traceback every pause as trio.serve_listeners logs; the connection
+    waits in the listen queue, and the broker goes on serving the connections it has."""
     short_since: float | None = None
     async with sock:
         while True:
             try:
                 stream = await sock.accept()
             except OSError as exc:
-                if exc.errno not in _OUT_OF_CAPACITY:
+                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
                     raise
                 if short_since is None:
                     short_since = trio.current_time()
-                    log.warning("cannot accept connections on %s: %s; new connections wait in the listen queue "
-                                "until descriptors are freed", listener.name, os.strerror(exc.errno or 0))
-                await trio.sleep(ACCEPT_PAUSE_S)
+                    descriptors_exhausted(f"accepting connections on {listener.name} "
+                                          f"({os.strerror(exc.errno or 0)}); new connections wait in the listen queue")
+                await trio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
             if short_since is not None:
                 log.warning("accepting connections on %s again after %.1f s", listener.name,

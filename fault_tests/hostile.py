@@ -243,7 +243,7 @@ def connection_flood(broker: kafkalite.Broker, n: int = 10_000, seconds: float =
             socks.append(s)
         # the connections the broker has are served while it is out of descriptors
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and "cannot accept connections" not in broker.log_text():
+        while time.monotonic() < deadline and "out of file descriptors while accepting connections" not in broker.log_text():
             fig.latencies_s.append(producer.round_trip())
             fig.rss_peak = max(fig.rss_peak, rss(pid))
         fig.latencies_s.append(producer.round_trip())

@@ -139,8 +139,15 @@ class PartitionStorage(Protocol):
         ...
 
     # --- lifetime ---------------------------------------------------------------------------
+    @property
+    def changed_since_open(self) -> bool:
+        """Whether anything was written, truncated, rolled or compacted since the log was opened
+        (a clean stop persists only the logs that changed)."""
+        ...
+
     def close(self) -> None:
-        """Persist, fsync (unless fsync=never) and mark a clean shutdown."""
+        """Persist, fsync (unless fsync=never) and mark a clean shutdown; a log unchanged since
+        its open, or holding no data, only closes its files."""
         ...
 
     def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:

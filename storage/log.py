@@ -21,6 +21,12 @@ calls it per its fsync policy, from a worker thread). On open, a log without the
 shutdown marker has its last segment scanned batch by batch (length, magic, CRC) and cut
 at the first bad batch; missing or inconsistent index files are rebuilt from the log.
 
+A clean stop costs what changed: the clean-shutdown marker stays in place while the log is
+unchanged since it was opened, and goes (unlinked before the first byte is written) on its first
+change; close() of a log unchanged since its open, or holding no data, only closes its files,
+so stopping a broker with many idle partitions writes and fsyncs nothing for them. An empty
+log without the marker recovers nothing on the next open (there is no tail to check).
+
 Threads: append, read and the lookups run on the broker's event loop and take no lock.
 flush, compact and apply_retention may run in a worker thread; they, roll, truncation,
 DeleteRecords and close serialise on one lock. Every read leases the segments it reads
@@ -64,7 +70,7 @@ from .headers import BatchLocation, SegmentSummary, batch_headers_from
 from .open_files import OPEN_FILES
 from .segment import AbortedTxn, Segment, segment_name
 from .retention import segments_past_retention
-from .snapshots import latest_snapshot, remove_snapshots_after, write_snapshot
+from .snapshots import SNAPSHOT_SUFFIX, latest_snapshot, remove_snapshots_after, write_snapshot
 from .timestamps import max_timestamp_offset, offset_for_timestamp
 
 log = logging.getLogger("kafkalite.storage")
@@ -118,6 +124,9 @@ class PartitionLog:
         self._dir_dirty = False
         self._txn_dirty: set[Path] = set()
         self._closed = False
+        # the clean-shutdown marker is on disk and the log has not changed since it was opened
+        self._clean_marker = False
+        self._changed = False     # changed since open: the next close persists, fsyncs and marks
 
     # --- open / recovery -----------------------------------------------------------------------
     @classmethod
@@ -125,19 +134,30 @@ class PartitionLog:
         """Create the partition directory or recover the log in it."""
         now = _now_ms() if now_ms is None else now_ms
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
         self = cls(d, config)
-        marker = d / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        for p in d.iterdir():
-            if p.name.endswith((".tmp", ".cleaned")):
-                unlink(p)
-        bases = sorted(int(p.stem) for p in d.glob("*.log") if p.stem.isdigit() and len(p.stem) == 20)
+        # one listing of the directory serves every question below: a partition costs a few
+        # system calls to open, not a walk of its directory per kind of file
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
+            names = []
+        if not names:       # a new partition: nothing to recover, no checkpoint, no snapshot
+            d.mkdir(parents=True, exist_ok=True)
+            self.segments = [Segment.create(d, 0, now)]
+            self._dir_dirty = True
+            return self
+        clean = CLEAN_SHUTDOWN_FILE in names
+        for name in names:
+            if name.endswith((".tmp", ".cleaned")):
+                unlink(d / name)
+        bases = sorted(int(name[:-4]) for name in names
+                       if name.endswith(".log") and len(name) == 24 and name[:20].isdigit())
         known = {segment_name(b) for b in bases}
-        for p in d.iterdir():   # indexes whose log is gone
-            if p.suffix in (".index", ".timeindex", ".txnindex") and p.stem not in known:
-                unlink(p)
-        checkpoint = self._read_log_start_checkpoint()
+        for name in names:   # indexes whose log is gone
+            stem, dot, suffix = name.rpartition(".")
+            if dot and suffix in ("index", "timeindex", "txnindex") and stem not in known:
+                unlink(d / name)
+        checkpoint = self._read_log_start_checkpoint() if LOG_START_CHECKPOINT in names else None
         interval = config.index_interval_bytes
         segs = []
         for i, base in enumerate(bases):
@@ -149,15 +169,32 @@ class PartitionLog:
         self.segments = segs
         self.log_end_offset = segs[-1].next_offset
         self.log_start_offset = max(checkpoint or 0, segs[0].base_offset)
+        self._clean_marker = clean
         if self.log_start_offset > self.log_end_offset:
             # the data behind the checkpointed start offset was lost: start over there
             log.warning("%s: log start offset %d is past the recovered end %d; starting an empty log there",
                         d, self.log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self.log_start_offset, now)
-        if clean:
-            unlink(marker)
-        remove_snapshots_after(d, self.log_end_offset)
+        if any(name.endswith(SNAPSHOT_SUFFIX) for name in names):
+            remove_snapshots_after(d, self.log_end_offset)
         return self
+
+    @property
+    def changed_since_open(self) -> bool:
+        """Whether anything was written, truncated, rolled or compacted since the log was opened."""
+        return self._changed
+
+    def _empty(self) -> bool:
+        return all(s.size == 0 for s in self.segments)
+
+    def _begin_change(self) -> None:
+        """Before the first change since a clean open: the marker goes, so that a crash from here
+        on recovers the tail of the log."""
+        if self._clean_marker:
+            unlink(self.directory / CLEAN_SHUTDOWN_FILE)
+            self._clean_marker = False
+            self._dir_dirty = True
+        self._changed = True
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
@@ -192,6 +229,8 @@ class PartitionLog:
             if not isinstance(buf, bytearray):
                 buf = bytearray(buf)
 
+        if not self._changed:
+            self._begin_change()
         seg = self.segments[-1]
         if seg.size > 0 and self._should_roll(seg, n, max_in, now_ms, self.log_end_offset + count - 1):
             seg = self.roll(now_ms)
@@ -252,6 +291,7 @@ class PartitionLog:
             old = self.segments[-1]
             if old.size == 0:
                 return old
+            self._begin_change()
             old.add_final_time_entry()
             old.persist_indexes()
             new = Segment.create(self.directory, self.log_end_offset, now)
@@ -440,6 +480,7 @@ class PartitionLog:
     def _retire(self, gone: list[Segment]) -> None:
         """Delete the files of segments that left the list and close them: their readers keep
         the open files until their leases end."""
+        self._begin_change()
         for seg in gone:
             seg.delete_files()
             seg.close()
@@ -450,6 +491,7 @@ class PartitionLog:
         with self._lock:
             if offset >= self.log_end_offset:
                 return
+            self._begin_change()
             if offset < self.segments[0].base_offset or offset < self.log_start_offset:
                 self._truncate_fully_and_start_at(offset, _now_ms())
                 return
@@ -466,6 +508,7 @@ class PartitionLog:
             remove_snapshots_after(self.directory, offset)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        self._begin_change()
         gone = self.segments
         for seg in gone:    # before the new segment takes the name one of them may have
             seg.delete_files()
@@ -507,6 +550,7 @@ class PartitionLog:
                 delete_retention_ms=cfg.delete_retention_ms, min_cleanable_ratio=cfg.min_cleanable_dirty_ratio,
                 index_interval_bytes=cfg.index_interval_bytes, fsync=cfg.fsync != "never")
             if replaced:
+                self._begin_change()
                 old = self.segments
                 self.segments = [replaced.get(i, seg) for i, seg in enumerate(old)]
                 # the old files are held (the cleaner replaced their names): closed when their
@@ -529,6 +573,7 @@ class PartitionLog:
             for t in seg.txns:
                 if t[:3] == txn[:3]:
                     return
+            self._begin_change()
             seg.append_txn(txn)
             self._txn_dirty.add(seg.txn_index_path)
 
@@ -569,9 +614,10 @@ class PartitionLog:
 
     # --- flush / close / delete ----------------------------------------------------------------
     def flush(self) -> None:
-        """fsync the log data, the index entries so far, new files and the directory."""
+        """fsync the log data, the index entries so far, new files and the directory (nothing for
+        a log never written since its open: it holds nothing acknowledged to keep)."""
         with self._lock:
-            if self._closed:
+            if self._closed or (not self._changed and self._empty()):
                 return
             segs = list(self.segments)
             for seg in segs:
@@ -599,13 +645,22 @@ class PartitionLog:
             fsync_path(self.directory)
 
     def close(self) -> None:
-        """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker."""
+        """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker; a log
+        unchanged since its open (its marker is still there) or holding no data only closes its files."""
         with self._lock:
             if self._closed:
+                return
+            if self._clean_marker or (not self._changed and self._empty()):
+                self._closed = True
+                for seg in self.segments:
+                    if self._clean_marker:
+                        seg.persist_indexes()   # only indexes rebuilt at open: no I/O otherwise
+                    seg.close()
                 return
             for seg in self.segments:
                 seg.add_final_time_entry()
                 seg.persist_indexes()
+                seg.ensure_index_files()
         if self.config.fsync != "never":
             self.flush()
         with self._lock:

@@ -18,19 +18,63 @@ the log's list again (storage.log).
 
 The limit comes from the broker setting `log.segment.open.files.max` (broker/config.py);
 `-1` means half the process's soft RLIMIT_NOFILE, leaving the other half to sockets.
+
+When the process runs out of descriptors anyway (connections took the other half, or the limit
+was set above what the process may open), the open that failed is answered as any failed disk
+operation (KAFKA_STORAGE_ERROR; a connection not accepted waits in the backlog), and
+`descriptors_exhausted` logs one line, at most every LIMIT_NOTE_INTERVAL seconds, naming the
+limit, what holds the descriptors and the two settings that decide it.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol, Sequence
 
 DEFAULT_LIMIT = 512      # where RLIMIT_NOFILE cannot be read
 MIN_LIMIT = 2            # a roll holds the old and the new segment
+# errnos of an open or accept refused for want of descriptors (per process, system-wide)
+OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+LIMIT_NOTE_INTERVAL = 10.0
+
+log = logging.getLogger("kafkalite.storage")
+_last_note = [-LIMIT_NOTE_INTERVAL]
+
+
+def descriptors_exhausted(what: str) -> None:
+    """Log that `what` failed for want of file descriptors, with the limit and the settings that
+    decide it (at most once per LIMIT_NOTE_INTERVAL seconds: an accept loop meets it often)."""
+    now = time.monotonic()
+    if now - _last_note[0] < LIMIT_NOTE_INTERVAL:
+        return
+    _last_note[0] = now
+    soft = "unknown"
+    try:
+        import resource
+
+        soft = str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    except (ImportError, OSError, ValueError):
+        pass
+    log.error("out of file descriptors while %s: the process holds the %s its soft RLIMIT_NOFILE allows "
+              "(ulimit -n), %d of them segment files (log.segment.open.files.max=%d; -1 is half RLIMIT_NOFILE), "
+              "the rest connections and other files; raise the limit, or lower log.segment.open.files.max "
+              "or the number of connections", what, soft, len(OPEN_FILES), OPEN_FILES.limit)
+
+
+def open_segment_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """os.open of a segment file, logging when it fails for want of descriptors."""
+    try:
+        return os.open(path, flags, mode)
+    except OSError as exc:
+        if exc.errno in OUT_OF_DESCRIPTORS:
+            descriptors_exhausted(f"opening {path}")
+        raise
 
 
 class CachedFile(Protocol):
@@ -93,7 +137,7 @@ class OpenFiles:
             if fd >= 0:
                 self._lru.move_to_end(owner)
             else:
-                fd = os.open(owner.log_path, os.O_RDWR | os.O_APPEND)
+                fd = open_segment_file(owner.log_path, os.O_RDWR | os.O_APPEND)
                 owner._fd = fd
                 self._lru[owner] = None
                 self.opened += 1

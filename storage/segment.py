@@ -40,7 +40,7 @@ from kafkalite.protocol.batch import (
 from kafkalite.protocol.regions import FileRegion
 
 from .files import Buffer, append_file, unlink, write_all, write_atomic, writev_all
-from .open_files import OPEN_FILES
+from .open_files import OPEN_FILES, open_segment_file
 
 log = logging.getLogger("kafkalite.storage")
 
@@ -109,7 +109,7 @@ class Segment:
         seg = cls(directory, base_offset, now_ms)
         for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
             unlink(p)
-        OPEN_FILES.adopt(seg, os.open(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644))
+        OPEN_FILES.adopt(seg, open_segment_file(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC))
         seg.dirty = True
         return seg
 
@@ -293,6 +293,14 @@ class Segment:
             append_file(self.time_index_path,
                          _pack_time_entries(self.tidx_ts, self.tidx_off, self.persisted_tidx, n), fsync)
             self.persisted_tidx = n
+
+    def ensure_index_files(self) -> None:
+        """Create the index files a segment with too few bytes for an entry has not written yet:
+        an open finds both and loads them instead of rebuilding them, so that a segment is not
+        rebuilt and rewritten at every start and stop."""
+        for p in (self.index_path, self.time_index_path):
+            if not p.exists():
+                append_file(p, b"", fsync=False)
 
     # --- lookups -------------------------------------------------------------------------------------
     def index_position(self, offset: int) -> int:

@@ -288,6 +288,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
     quota = mutation_quota(ctx)
     creatable = None if allowed_cluster(ctx, AclOperation.CREATE) else allowed_names(
         ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
+    created: list[tuple[int, Any]] = []     # (index in results, topic): topics.json is written once
     for t in request.topics:
         if counts[t.name] > 1:
             continue
@@ -305,13 +306,21 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
         else:
             try:
                 topic = cluster.create_topic(t.name, partitions, configs, replication_factor=replication,
-                                             assignment=assignment)
+                                             assignment=assignment, persist=False)
             except OSError as exc:
                 log.error("creating topic %s failed: %s", t.name, exc)
                 results.append(_error_result(mod, t.name, ErrorCode.kafka_storage_error, storage_error_message(exc)))
                 continue
             topic_id = topic.topic_id
+            created.append((len(results), topic))
         results.append(_created_result(ctx, mod, t.name, topic_id, partitions, replication, configs))
+    if created:
+        try:
+            cluster.save_created([topic for _i, topic in created])
+        except OSError as exc:
+            log.error("saving topics %s failed: %s", ", ".join(topic.name for _i, topic in created), exc)
+            for i, topic in created:
+                results[i] = _error_result(mod, topic.name, ErrorCode.kafka_storage_error, str(exc))
     for name in duplicates:
         results.append(_error_result(mod, name, ErrorCode.invalid_request, "Duplicate topic name."))
     for name in unauthorized:

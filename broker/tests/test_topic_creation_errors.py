@@ -18,7 +18,7 @@ from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.messages import make
 
 from .disk_faults import fail_while, no_space
-from .test_admin import create_one
+from .test_admin import create_one, create_topics
 from .test_groups_wire import join, mod
 from .test_produce_storage_errors import _with_broker
 from .test_transactions_wire import _init
@@ -80,6 +80,39 @@ def test_create_topics_is_all_or_nothing(tmp_path, disk):
                                allow_auto_topic_creation=False, include_topic_authorized_operations=False))
             assert sorted(p.partition_index for p in r.topics[0].partitions) == [0, 1, 2, 3]
             assert _partition_dirs(tmp_path, name) == [f"{name}-{i}" for i in range(4)]
+        return True
+    assert _with_broker(tmp_path, {}, exchange)
+
+
+def test_one_create_topics_writes_topics_json_once(tmp_path, monkeypatch):
+    """Ten topics in one CreateTopics: topics.json is written once, with all of them; when that
+    write fails, none of them is created (every one answers KAFKA_STORAGE_ERROR)."""
+    saves = []
+    real_save = broker_cluster.Cluster.save
+    state = {"bad": False}
+
+    def save(self, **kw):
+        saves.append(len(self.topics))
+        if state["bad"]:
+            raise no_space()
+        return real_save(self, **kw)
+
+    monkeypatch.setattr(broker_cluster.Cluster, "save", save)
+
+    def exchange(address):
+        with WireClient(address) as c:
+            names = [f"t{i}-{uuid.uuid4().hex[:6]}" for i in range(10)]
+            before = len(saves)
+            results = create_topics(c, *({"name": n, "partitions": 3} for n in names))
+            assert [r.error_code for r in results] == [E.none] * 10
+            assert len(saves) == before + 1
+            assert set(names) <= _metadata_names(c)
+            state["bad"] = True
+            lost = [f"u{i}-{uuid.uuid4().hex[:6]}" for i in range(10)]
+            results = create_topics(c, *({"name": n, "partitions": 3} for n in lost))
+            assert [r.error_code for r in results] == [E.kafka_storage_error] * 10
+            assert not set(lost) & _metadata_names(c)
+            assert all(_partition_dirs(tmp_path, n) == [] for n in lost)
         return True
     assert _with_broker(tmp_path, {}, exchange)
 

@@ -193,11 +193,63 @@ def test_reopen_after_clean_close(pdir):
     plog.close()
     assert (pdir / ".kafka_cleanshutdown").exists()
     plog = open_log(pdir)
-    assert not (pdir / ".kafka_cleanshutdown").exists()
+    # the marker stays while the log is unchanged, and goes before its first write
+    assert (pdir / ".kafka_cleanshutdown").exists() and not plog.changed_since_open
     assert plog.log_end_offset == 60 and len(plog.segments) == nseg
     assert read_all(plog) == before
     plog.append(batch(1, tag="after"), now_ms=0)
+    assert not (pdir / ".kafka_cleanshutdown").exists() and plog.changed_since_open
     assert plog.log_end_offset == 61
+    plog.close()
+
+
+def _tree(pdir):
+    """Every file of the partition directory with its size and modification time."""
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in pdir.iterdir()}
+
+
+def test_close_of_an_unchanged_log_writes_nothing(pdir):
+    plog = open_log(pdir)
+    _fill(plog, 10)
+    plog.close()
+    files = _tree(pdir)
+    for _ in range(3):     # open, read, close: not a byte written, the marker kept
+        plog = open_log(pdir)
+        assert len(read_all(plog)) == 20
+        plog.close()
+        assert _tree(pdir) == files
+    assert (pdir / ".kafka_cleanshutdown").exists()
+
+
+def test_close_of_a_new_empty_log_writes_no_marker(pdir):
+    plog = open_log(pdir)
+    assert not plog.changed_since_open
+    plog.close()
+    assert not (pdir / ".kafka_cleanshutdown").exists()
+    plog = open_log(pdir)      # nothing to recover in an empty log
+    assert plog.log_end_offset == 0
+    plog.append(batch(1, tag="x"), now_ms=0)
+    plog.close()
+    assert (pdir / ".kafka_cleanshutdown").exists()
+
+
+def test_torn_tail_written_after_a_clean_open_is_cut(pdir):
+    """The marker of the last clean stop goes before the first write: a crash after writes that
+    followed a clean open recovers the tail with CRC checks."""
+    plog = open_log(pdir)
+    _fill(plog, 5)
+    plog.close()
+    plog = open_log(pdir)
+    _fill(plog, 1)
+    before = read_all(plog)
+    crash(plog)
+    assert not (pdir / ".kafka_cleanshutdown").exists()
+    extra = batch(3, tag="torn")
+    with open(last_log_file(pdir), "ab") as f:
+        f.write(extra[:8] + b"\xff" * (len(extra) - 8))     # a whole-looking batch with a bad CRC
+    plog = open_log(pdir)
+    assert plog.log_end_offset == 12
+    assert read_all(plog) == before
     plog.close()
 
 
