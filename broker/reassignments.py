@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -49,7 +49,6 @@ from .clock import CLOCK, JumpTimer, now_ms
 if TYPE_CHECKING:
     from .cluster import Cluster
     from .partition import Partition
-    from .state import Broker
 
 log = logging.getLogger("kafkalite.reassignments")
 
@@ -225,7 +224,13 @@ class Reassignments:
         return ErrorCode.none
 
 
-async def complete_caught_up(broker: "Broker") -> None:
+class HoldsReassignments(Protocol):
+    """The broker as complete_caught_up sees it: its reassignments, which the reset control replaces."""
+
+    reassignments: Reassignments
+
+
+async def complete_caught_up(broker: HoldsReassignments) -> None:
     """The broker's task that completes reassignments once their new replicas have caught up: it
     sleeps until the next is due, and wakes when one starts or the broker's clock jumps. It reads
     broker.reassignments each time round, since the reset control replaces it."""

@@ -12,12 +12,12 @@ missing). Some of them are compiled (kio's parser, crc32c, cryptography, rpds, c
 why a bundle is for the Python minor version and the platform that built it, which it names
 (`--describe`) and checks before starting.
 
-`start` is the bundle's entry point; everything else here runs only when a bundle is built.
+This module builds a bundle; its entry point is kafkalite.bundle_start (apart, so that the
+`kafkalite` command, which runs `kafkalite bundle`, and the bundle's start import each other not).
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -37,24 +37,7 @@ def running_target() -> dict[str, str]:
     return {"cache_tag": sys.implementation.cache_tag or "", "system": uname.sysname, "machine": uname.machine}
 
 
-def start() -> int:
-    """The bundle's entry point: the `kafkalite` command, after checking that this interpreter
-    and machine are the ones the bundle's compiled libraries were built for."""
-    gc.disable()  # as kafkalite/__main__.py: fast_start turns it back on after the imports
-    target_path = Path(__file__).with_name(TARGET_FILE)
-    if target_path.exists():
-        built_for = json.loads(target_path.read_text())
-        here = running_target()
-        if any(built_for.get(k) != v for k, v in here.items()):
-            print(f"kafkalite: this bundle was built for {_describe(built_for)} and this is "
-                  f"{_describe(here)}; build one here with `kafkalite bundle OUT`", file=sys.stderr)
-            return 2
-    from .broker.cli import main
-
-    return main()
-
-
-def _describe(target: dict[str, str]) -> str:
+def describe(target: dict[str, str]) -> str:
     return f"{target.get('cache_tag')} on {target.get('system')} {target.get('machine')}"
 
 
@@ -153,12 +136,12 @@ def build(out: Path, python: str = "/usr/bin/env python3") -> list[str]:
         _copy_kafkalite(site_packages)
         (site_packages / "kafkalite" / TARGET_FILE).write_text(json.dumps(running_target()))
         env = Environment(built_at=datetime.now(timezone.utc).strftime(BUILD_AT_TIMESTAMP_FORMAT),
-                          entry_point="kafkalite.bundle:start", compile_pyc=False, shiv_version=_shiv_version())
+                          entry_point="kafkalite.bundle_start:start", compile_pyc=False, shiv_version=_shiv_version())
         out.parent.mkdir(parents=True, exist_ok=True)
         builder.create_archive([site_packages], target=out, interpreter=python, main="_bootstrap:bootstrap",
                                env=env, compressed=True)
     names = sorted(f"{d.metadata['Name']} {d.version}" for d in dists)
-    lines = [f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) for {_describe(running_target())}",
+    lines = [f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) for {describe(running_target())}",
              "bundled: " + ", ".join(names)]
     if missing:
         lines.append("not installed here, so not bundled: " + ", ".join(missing))

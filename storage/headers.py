@@ -3,8 +3,9 @@
 Rules:
 - Reads headers only: a batch of a megabyte costs one small read of its 61-byte header (read in
   chunks of HEADER_CHUNK bytes), never the batch, unless its caller asks for it by its location.
-- Takes the segment list it is given (a copy: lists are replaced, never mutated) and never
-  changes a segment; a segment deleted meanwhile by retention ends the walk quietly.
+- Takes the segment list it is given (lists are replaced, never mutated), which the log has
+  leased for the walk (storage.log): none is closed under it. `batches_from`, for the replays of
+  state, reads whole batches.
 """
 
 from __future__ import annotations
@@ -37,6 +38,22 @@ class BatchLocation(NamedTuple):
     def read(self) -> bytes:
         """The batch's bytes (OSError or ValueError when its segment was deleted meanwhile)."""
         return self.segment.pread(self.size, self.position)
+
+
+def batches_from(segments: Sequence[Segment], offset: int) -> Iterator[tuple[int, bytes]]:
+    """(base offset, batch bytes) of every batch whose last offset is >= offset, reading the
+    segment files sequentially (the replays of producer, group and transaction state)."""
+    for seg in segments:
+        if seg.next_offset <= offset or seg.size == 0:
+            continue
+        start = 0
+        if offset > seg.base_offset:
+            found = seg.locate(offset)
+            if found is None:
+                continue
+            start = found[0]
+        for _pos, h in seg.iter_batches(start, seg.size):
+            yield h.base_offset, h.bytes()
 
 
 def batch_headers_from(segments: Sequence[Segment], offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:

@@ -43,7 +43,6 @@ exactly when the read does).
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import shutil
@@ -57,31 +56,24 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from kafkalite.protocol.regions import FileRegion
-from kafkalite.protocol.batch import (BASE_OFFSET_OFFSET, INT32_MAX, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET,
-                                      PARTITION_LEADER_EPOCH_OFFSET, BatchHeader, iter_batches)
-from kafkalite.protocol.batch_patches import (
-    set_base_offset, set_max_timestamp_and_log_append_time, set_partition_leader_epoch,
-)
+from kafkalite.protocol.batch import LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader
 
 from .config import LogConfig
 from .compaction import compact_segments
 from .files import fsync_path, unlink, write_atomic
-from .headers import BatchLocation, SegmentSummary, batch_headers_from
-from .open_files import OPEN_FILES
-from .segment import AbortedTxn, Segment, segment_name
+from .headers import BatchLocation, SegmentSummary, batch_headers_from, batches_from
+from .open_files import OPEN_FILES, leased, segments_kept_leaving
+from .recovery import CLEAN_SHUTDOWN_FILE, scan, write_log_start_checkpoint
+from .segment import AbortedTxn, Segment
 from .retention import segments_past_retention
 from .snapshots import SNAPSHOT_SUFFIX, latest_snapshot, remove_snapshots_after, write_snapshot
+from .stamping import batch_spans, stamp_in_place, stamped_parts
 from .timestamps import max_timestamp_offset, offset_for_timestamp
 
 log = logging.getLogger("kafkalite.storage")
 
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-LOG_START_CHECKPOINT = "log-start-offset.checkpoint"
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-# baseOffset, batchLength, partitionLeaderEpoch: the head of a batch the log stamps
-_STAMP = struct.Struct(">qii")
-assert (BASE_OFFSET_OFFSET, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, _STAMP.size) == (0, 8, 12, MAGIC_OFFSET)
 _base = attrgetter("base_offset")
 # Looks at the segment list a read makes before giving up: it looks again only when a segment
 # of the list it read was closed in between, which housekeeping does once per change
@@ -135,34 +127,13 @@ class PartitionLog:
         now = _now_ms() if now_ms is None else now_ms
         d = Path(directory)
         self = cls(d, config)
-        # one listing of the directory serves every question below: a partition costs a few
-        # system calls to open, not a walk of its directory per kind of file
-        try:
-            names = os.listdir(d)
-        except FileNotFoundError:
-            names = []
-        if not names:       # a new partition: nothing to recover, no checkpoint, no snapshot
+        found = scan(d, config, now)
+        if found is None:       # a new partition: nothing to recover, no checkpoint, no snapshot
             d.mkdir(parents=True, exist_ok=True)
             self.segments = [Segment.create(d, 0, now)]
             self._dir_dirty = True
             return self
-        clean = CLEAN_SHUTDOWN_FILE in names
-        for name in names:
-            if name.endswith((".tmp", ".cleaned")):
-                unlink(d / name)
-        bases = sorted(int(name[:-4]) for name in names
-                       if name.endswith(".log") and len(name) == 24 and name[:20].isdigit())
-        known = {segment_name(b) for b in bases}
-        for name in names:   # indexes whose log is gone
-            stem, dot, suffix = name.rpartition(".")
-            if dot and suffix in ("index", "timeindex", "txnindex") and stem not in known:
-                unlink(d / name)
-        checkpoint = self._read_log_start_checkpoint() if LOG_START_CHECKPOINT in names else None
-        interval = config.index_interval_bytes
-        segs = []
-        for i, base in enumerate(bases):
-            last = i == len(bases) - 1
-            segs.append(Segment.load(d, base, now, recover=last and not clean, index_interval=interval))
+        names, clean, checkpoint, segs = found.names, found.clean, found.checkpoint, found.segments
         if not segs:
             segs.append(Segment.create(d, checkpoint or 0, now))
             self._dir_dirty = True
@@ -202,27 +173,13 @@ class PartitionLog:
     # --- append --------------------------------------------------------------------------------
     def append(self, batches: bytes | bytearray | memoryview, *, leader_epoch: int = 0, now_ms: int) -> AppendInfo:
         """Append already-validated v2 batches: assign offsets from log_end_offset, stamp the
-        leader epoch, apply LogAppendTime if configured, and write them with os.write before
-        returning. A bytearray is stamped in place; immutable bytes are not copied: each
-        batch's first 16 bytes (base offset, length, leader epoch: outside the CRC) are written
-        anew and the rest straight from `batches`, in one os.writev. Only LogAppendTime, which
-        rewrites fields inside the CRC, copies immutable input."""
+        leader epoch and LogAppendTime if configured (storage.stamping: immutable input is not
+        copied but for LogAppendTime), and write them with os.write before returning."""
         buf = batches
         n = len(buf)
         if n == 0:
             raise ValueError("nothing to append")
-        # walk the headers: positions, sizes, offset counts
-        spans = []
-        count = 0
-        max_in = -1
-        for pos, h in iter_batches(buf):
-            f = h.fields()  # one unpack of the whole header
-            lod = f.last_offset_delta
-            ts = f.max_timestamp
-            if ts > max_in:
-                max_in = ts
-            spans.append((pos, f.batch_length + LOG_OVERHEAD, lod, ts))
-            count += lod + 1
+        spans, count, max_in = batch_spans(buf)
         log_append = self.config.log_append_time
         if log_append:
             max_in = now_ms
@@ -232,28 +189,16 @@ class PartitionLog:
         if not self._changed:
             self._begin_change()
         seg = self.segments[-1]
-        if seg.size > 0 and self._should_roll(seg, n, max_in, now_ms, self.log_end_offset + count - 1):
+        if seg.size > 0 and seg.should_roll(n, max_in, now_ms, self.log_end_offset + count - 1, self.config):
             seg = self.roll(now_ms)
 
-        offset = self.log_end_offset
-        first = offset
+        first = self.log_end_offset
         start_size = seg.size
         if isinstance(buf, bytearray):
-            for bpos, _size, lod, _ts in spans:
-                set_base_offset(buf, bpos, offset)
-                set_partition_leader_epoch(buf, bpos, leader_epoch)
-                if log_append:
-                    set_max_timestamp_and_log_append_time(buf, bpos, now_ms)
-                offset += lod + 1
+            stamp_in_place(buf, spans, first, leader_epoch, now_ms if log_append else None)
             seg.write(buf)
         else:
-            view = memoryview(buf)
-            parts: list = []
-            for bpos, size, lod, _ts in spans:
-                parts.append(_STAMP.pack(offset, size - LOG_OVERHEAD, leader_epoch))
-                parts.append(view[bpos + _STAMP.size:bpos + size])
-                offset += lod + 1
-            seg.writev(parts)
+            seg.writev(stamped_parts(buf, spans, first, leader_epoch))
         seg.dirty = True
 
         interval = self.config.index_interval_bytes
@@ -269,20 +214,6 @@ class PartitionLog:
             seg.first_batch_timestamp = now_ms if log_append else spans[0][3]
         self.log_end_offset = offset
         return AppendInfo(first, offset - 1, max_ts, now_ms if log_append else -1, self.log_start_offset)
-
-    def _should_roll(self, seg: Segment, incoming: int, max_ts_in: int, now_ms: int, last_offset: int) -> bool:
-        cfg = self.config
-        if seg.size + incoming > cfg.segment_bytes:
-            return True
-        # Kafka's LogSegment.timeWaitedForRoll: by record timestamps when the segment has
-        # one, else by the segment's creation time
-        if seg.first_batch_timestamp >= 0 and max_ts_in >= 0:
-            waited = max_ts_in - seg.first_batch_timestamp
-        else:
-            waited = now_ms - seg.created_ms
-        if waited > cfg.segment_ms:
-            return True
-        return last_offset - seg.base_offset > INT32_MAX
 
     def roll(self, now_ms: int | None = None) -> Segment:
         """Start a new active segment at log_end_offset (no-op while the active one is empty)."""
@@ -336,25 +267,12 @@ class PartitionLog:
                 i += 1
             else:
                 return None
-        raise self._list_kept_changing()
+        raise segments_kept_leaving(self.directory)
 
-    def _list_kept_changing(self) -> OSError:
-        return OSError(errno.EAGAIN, f"{self.directory}: segments kept leaving the log under a read")
-
-    @contextlib.contextmanager
-    def _leased_segments(self) -> Iterator[list[Segment]]:
+    def _leased_segments(self) -> contextlib.AbstractContextManager[list[Segment]]:
         """The segment list as it is now, every segment of it leased for the block (the walks
         and lookups that may read any of them)."""
-        for _attempt in range(LEASE_ATTEMPTS):
-            segs = self.segments
-            if OPEN_FILES.lease(segs):
-                break
-        else:
-            raise self._list_kept_changing()
-        try:
-            yield segs
-        finally:
-            OPEN_FILES.unlease(segs)
+        return leased(lambda: self.segments, self.directory, LEASE_ATTEMPTS)
 
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
              min_one: bool = True) -> bytes | memoryview:
@@ -407,17 +325,7 @@ class PartitionLog:
         """(base offset, batch bytes) of every batch whose last offset is >= offset, reading
         the segment files sequentially (startup replay of producer, group and txn state)."""
         with self._leased_segments() as segs:
-            for seg in segs:
-                if seg.next_offset <= offset or seg.size == 0:
-                    continue
-                start = 0
-                if offset > seg.base_offset:
-                    found = seg.locate(offset)
-                    if found is None:
-                        continue
-                    start = found[0]
-                for _pos, h in seg.iter_batches(start, seg.size):
-                    yield h.base_offset, h.bytes()
+            yield from batches_from(segs, offset)
 
     def batch_headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader, BatchLocation]]:
         """Headers of the batches whose last offset is >= offset (storage.headers); a location's
@@ -599,17 +507,8 @@ class PartitionLog:
         """(offset, blob) of the newest intact snapshot at or below log_end_offset."""
         return latest_snapshot(self.directory, self.log_end_offset)
 
-    # --- checkpoint ----------------------------------------------------------------------------
-    def _read_log_start_checkpoint(self) -> int | None:
-        try:
-            text = (self.directory / LOG_START_CHECKPOINT).read_text()
-            return int(text.split()[0])
-        except (FileNotFoundError, ValueError, IndexError):
-            return None
-
     def _write_log_start_checkpoint(self) -> None:
-        write_atomic(self.directory / LOG_START_CHECKPOINT, f"{self.log_start_offset}\n".encode(),
-                      fsync=self.config.fsync != "never")
+        write_log_start_checkpoint(self.directory, self.log_start_offset, fsync=self.config.fsync != "never")
         self._dir_dirty = True
 
     # --- flush / close / delete ----------------------------------------------------------------

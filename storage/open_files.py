@@ -35,7 +35,8 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol, Sequence
+import contextlib
+from typing import Callable, Iterator, Protocol, Sequence, TypeVar
 
 DEFAULT_LIMIT = 512      # where RLIMIT_NOFILE cannot be read
 MIN_LIMIT = 2            # a roll holds the old and the new segment
@@ -224,6 +225,30 @@ class OpenFiles:
                     break
         for owner in victims:
             self._close(owner)
+
+
+Owner = TypeVar("Owner", bound=CachedFile)
+
+
+def segments_kept_leaving(where: object) -> OSError:
+    """What a read says when its every look at a list found a file closed meanwhile."""
+    return OSError(errno.EAGAIN, f"{where}: segments kept leaving the log under a read")
+
+
+@contextlib.contextmanager
+def leased(current: Callable[[], list[Owner]], where: object, attempts: int) -> Iterator[list[Owner]]:
+    """`current()` (a list that is replaced, never changed in place) with every file in it leased
+    for the block: read again while one of it was closed between the read and the lease."""
+    for _attempt in range(attempts):
+        owners = current()
+        if OPEN_FILES.lease(owners):
+            break
+    else:
+        raise segments_kept_leaving(where)
+    try:
+        yield owners
+    finally:
+        OPEN_FILES.unlease(owners)
 
 
 # One cache for the process: the descriptor limit it protects is the process's.

@@ -30,7 +30,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 from kafkalite.protocol.batch import (
     INT32_MAX, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH,
@@ -41,6 +41,9 @@ from kafkalite.protocol.regions import FileRegion
 
 from .files import Buffer, append_file, unlink, write_all, write_atomic, writev_all
 from .open_files import OPEN_FILES, open_segment_file
+
+if TYPE_CHECKING:
+    from .config import LogConfig
 
 log = logging.getLogger("kafkalite.storage")
 
@@ -246,6 +249,22 @@ class Segment:
             unlink(p)
 
     # --- appending ---------------------------------------------------------------------------------
+    def should_roll(self, incoming: int, max_ts_in: int, now_ms: int, last_offset: int, cfg: "LogConfig") -> bool:
+        """Kafka's LogSegment.shouldRoll for an append of `incoming` bytes whose largest timestamp
+        is `max_ts_in` and last offset `last_offset`: past segment.bytes, past segment.ms, or past
+        what the int32 relative offsets of the indexes can hold."""
+        if self.size + incoming > cfg.segment_bytes:
+            return True
+        # Kafka's LogSegment.timeWaitedForRoll: by record timestamps when the segment has
+        # one, else by the segment's creation time
+        if self.first_batch_timestamp >= 0 and max_ts_in >= 0:
+            waited = max_ts_in - self.first_batch_timestamp
+        else:
+            waited = now_ms - self.created_ms
+        if waited > cfg.segment_ms:
+            return True
+        return last_offset - self.base_offset > INT32_MAX
+
     def note_batch(self, pos: int, base_offset: int, next_offset: int, max_ts: int, size: int,
                    index_interval: int) -> None:
         """Account for a batch now in the file at `pos` (append, rebuild and tail scans)."""
