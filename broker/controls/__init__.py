@@ -26,7 +26,7 @@ ControlFn = Callable[..., Awaitable[Any]]
 
 # Modules whose @control functions make up the table, imported on first use.
 MODULES: list[str] = ["faults", "clock", "topology", "reset", "request_log", "snapshot", "seed",
-                     "quotas", "reassignments", "telemetry", "waits", "records", "report"]
+                     "quotas", "reassignments", "telemetry", "waits", "records", "report", "chaos"]
 
 
 @dataclass(frozen=True)

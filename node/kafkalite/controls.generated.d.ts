@@ -10,6 +10,26 @@ export interface AdvanceClockArgs {
   ms: number;
 }
 
+/** The arguments of the control chaos. */
+export interface ChaosArgs {
+  /** default null */
+  seed?: unknown;
+  /** default true */
+  enabled?: boolean | null;
+  /** default "default" */
+  profile?: string | null;
+}
+
+/** The arguments of the control chaos-log. */
+export interface ChaosLogArgs {
+  /** default null */
+  api?: unknown;
+  /** default null */
+  client_id?: string | null;
+  /** default null */
+  fault?: string | null;
+}
+
 /** The arguments of the control clear-faults. */
 export interface ClearFaultsArgs {
   /** default null */
@@ -279,6 +299,13 @@ export interface WaitRecordsArgs {
 export declare class GeneratedControls {
   /** Move the broker's time forward by `ms` milliseconds; timers due by then fire at once. */
   advanceClock(args: AdvanceClockArgs): Promise<unknown>;
+  /** Start seeded chaos (faults a correct client survives, drawn from `seed` per client id, API and
+   * request number) with profile gentle, default or harsh; enabled=false stops it. Without a seed,
+   * answers whether chaos runs, its seed, profile and fault counts. */
+  chaos(args?: ChaosArgs): Promise<unknown>;
+  /** The faults chaos injected since it began, oldest first: {api, api_key, api_seq, client_id,
+   * fault, time_ms} (with error or delay_ms), filtered by api, client_id and fault. */
+  chaosLog(args?: ChaosLogArgs): Promise<unknown>;
   /** Disarm every fault, or only the one with `id`; returns how many were disarmed. */
   clearFaults(args?: ClearFaultsArgs): Promise<unknown>;
   /** Disarm every throttle, or the one with `id`. */
