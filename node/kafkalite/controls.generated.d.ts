@@ -75,6 +75,18 @@ export interface DelayResponsesArgs {
   transactional_id?: string | null;
 }
 
+/** The arguments of the control delivery-audit. */
+export interface DeliveryAuditArgs {
+  input_topic: unknown;
+  output_topic: unknown;
+  /** default null */
+  group?: unknown;
+  /** default "key" */
+  match?: string | null;
+  /** default 5 */
+  examples?: number | null;
+}
+
 /** The arguments of the control drop-responses. */
 export interface DropResponsesArgs {
   api: unknown;
@@ -318,6 +330,11 @@ export declare class GeneratedControls {
   closeConnections(args: CloseConnectionsArgs): Promise<unknown>;
   /** Apply the next `count` requests of `api` and hold each response `ms` milliseconds. */
   delayResponses(args: DelayResponsesArgs): Promise<unknown>;
+  /** What an application consumed of input_topic against what it produced to output_topic
+   * (committed records; with `group`, the input below its committed offsets), matched by `match`
+   * (key, header:NAME or a JSON path into the value): counts and examples of lost and duplicated
+   * records, and the verdict as observed (exactly once, at least once, at most once or none). */
+  deliveryAudit(args: DeliveryAuditArgs): Promise<unknown>;
   /** Apply the next `count` requests of `api` and send no response; that connection then reads and
    * discards everything until the client closes it (its request times out and is retried). */
   dropResponses(args: DropResponsesArgs): Promise<unknown>;
