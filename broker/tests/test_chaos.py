@@ -119,3 +119,16 @@ def test_the_chaos_control_restarts_the_schedule_and_stops_it(chaotic):
     with pytest.raises(Exception, match="profile must be one of"):
         controls.chaos(seed=1, profile="wild")
     controls.chaos(seed=42, profile="harsh")
+
+
+def test_kafkalite_chaos_in_the_environment_starts_chaos_and_a_bad_seed_is_refused():
+    with kafkalite.running(controls=0, env={"KAFKALITE_CHAOS": "9", "KAFKALITE_CHAOS_PROFILE": "gentle"}) as b:
+        state = b.controls.chaos()
+        assert (state["enabled"], state["seed"], state["profile"]) == (True, 9, "gentle")
+    with pytest.raises(RuntimeError, match="chaos must be an integer seed"):
+        with kafkalite.running(chaos="abc"):
+            pass  # pragma: no cover - the broker refuses to start
+
+
+def test_without_chaos_no_request_is_faulted(controls_broker):
+    assert controls_broker.controls.chaos() == {"enabled": False}
