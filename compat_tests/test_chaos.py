@@ -1,7 +1,9 @@
 """Seeded chaos (kafkalite --chaos SEED, broker.chaos) seen by real clients: an idempotent
 confluent-kafka producer and a read_committed group consumer lose and duplicate nothing while the
 chaos log shows dozens of faults of several kinds, and the same seed with the same requests meets
-the same Produce faults again (another seed, other ones). Chaos is kafkalite's own."""
+the same Produce faults again (another seed, other ones); a transactional producer's committed
+transactions stay committed and its aborted ones out through coordinator errors on every
+transaction API. Chaos is kafkalite's own."""
 
 from __future__ import annotations
 
@@ -108,3 +110,38 @@ def test_the_same_seed_and_requests_meet_the_same_produce_faults_and_another_see
     assert again == first
     assert other != first
     broker.controls.chaos(seed=SEED)
+
+
+def test_a_transactional_producer_under_chaos_keeps_what_it_committed_and_nothing_it_aborted(broker):
+    topic = new_topic(broker, partitions=2)
+    broker.controls.chaos(seed=SEED, profile="harsh")
+    try:
+        committed, txn_faults = run_transactions(broker, topic)
+    finally:
+        broker.controls.chaos(seed=SEED)
+    seen = [r["value"] for r in broker.controls.records(topic=topic, isolation="read_committed", max=1000)]
+    assert sorted(seen) == sorted(committed)
+    assert sum(txn_faults.values()) >= 3, txn_faults
+    print(f"chaos seed {SEED} (harsh), transactional producer: errors beside Produce {dict(txn_faults)}")
+
+
+def run_transactions(broker, topic: str) -> tuple[list[str], Counter[tuple[str, str]]]:
+    """40 transactions of 5 records from a librdkafka transactional producer, every fourth
+    aborted; answers the records committed and the errors its requests other than Produce met."""
+    p = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "chaos-txn",
+                  "transactional.id": f"chaos-{uuid.uuid4().hex[:6]}", **TIMEOUTS})
+    p.init_transactions(60)
+    committed: list[str] = []
+    for t in range(40):
+        p.begin_transaction()
+        batch = [f"txn{t}-{i}" for i in range(5)]
+        for v in batch:
+            p.produce(topic, v.encode(), key=v.encode())
+        if t % 4 == 3:
+            p.abort_transaction(60)
+        else:
+            p.commit_transaction(60)
+            committed += batch
+    txn_faults = Counter((e["api"], e.get("error")) for e in broker.controls.chaos_log(client_id="chaos-txn")
+                         if e["fault"] == "error" and e["api"] != "produce")
+    return committed, txn_faults
