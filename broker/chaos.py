@@ -18,9 +18,10 @@ Rules:
 - A request right after a faulted one of the same client and API is never faulted (the draw of
   seq-1 is consulted, still a pure function), so a retry always gets through and every client
   makes progress whatever the seed.
-- The engine is one dispatch hook (broker.hooks) per API it faults, registered ahead of nothing
-  else; the faults of broker.controls.faults armed after it are asked after it. ApiVersions and
-  the SASL APIs are never faulted (a client could not connect at all).
+- The engine is one dispatch hook (broker.hooks) on each API it faults, added when chaos starts:
+  the faults of broker.controls.faults armed later are asked after it, and the reset control,
+  which disarms those, leaves chaos running. ApiVersions, the SASL APIs and the admin APIs are
+  never faulted (a client could not connect at all; an admin call is not a delivery).
 """
 
 from __future__ import annotations
