@@ -19,7 +19,7 @@ Every flag has an environment variable: KAFKALITE_HOST, KAFKALITE_PORT, KAFKALIT
 KAFKALITE_ADVERTISED_LISTENERS, KAFKALITE_DATA_DIR, KAFKALITE_CONFIG, KAFKALITE_LOG_LEVEL,
 KAFKALITE_METRICS_PORT, KAFKALITE_CONSOLE, KAFKALITE_CONTROLS, KAFKALITE_SCHEMA_REGISTRY, KAFKALITE_CLOCK, KAFKALITE_KAFKA_VERSION,
 KAFKALITE_READY_FILE, KAFKALITE_FSYNC, KAFKALITE_NODES, KAFKALITE_TLS_SELF_SIGNED, KAFKALITE_SEED,
-KAFKALITE_HTTP_ALLOWED_HOSTS, KAFKALITE_CONTROLS_TOKEN; and every broker key has KAFKALITE_<KEY>
+KAFKALITE_HTTP_ALLOWED_HOSTS, KAFKALITE_CONTROLS_TOKEN, KAFKALITE_CHAOS, KAFKALITE_CHAOS_PROFILE; and every broker key has KAFKALITE_<KEY>
 (`num.partitions` -> KAFKALITE_NUM_PARTITIONS). Unknown keys and variables are errors.
 
 `kafkalite control [--url URL] [--token TOKEN] NAME key=value ...` runs one control of a running broker (see
@@ -139,6 +139,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", default=None, metavar="FILE",
                    help="a seed file (JSON: topics with records, group offsets, ACLs, SCRAM users; see "
                         "broker.seed) put in place before the ready line [KAFKALITE_SEED]")
+    p.add_argument("--chaos", default=None, metavar="SEED",
+                   help="inject faults a correct client survives, on a schedule drawn from SEED (see "
+                        "broker.chaos) [KAFKALITE_CHAOS, key chaos]")
+    p.add_argument("--chaos-profile", default=None, choices=["gentle", "default", "harsh"],
+                   help="how often chaos faults hit [KAFKALITE_CHAOS_PROFILE, key chaos.profile]")
     p.add_argument("--list-configs", action="store_true", help="print the settings that -c accepts and exit")
     return p.parse_args(argv)
 

@@ -194,6 +194,10 @@ async def run(config: BrokerConfig, metrics_addr: tuple[str, int] | None = None,
                 apply_seed(broker, seed, at_start=True)
             except SeedError as exc:
                 raise StartupError(str(exc)) from None
+        if config["chaos"] is not None:  # --chaos SEED: from the first request on
+            from .chaos import start as start_chaos
+
+            start_chaos(broker, config["chaos"], config["chaos.profile"])
         metrics_url = await _endpoint(nursery, broker, "metrics", metrics_addr, _serve_metrics, "metrics")
         console_url = await _endpoint(nursery, broker, "the console", console_addr, _serve_console)
         controls_url = await _endpoint(nursery, broker, "the controls", controls_addr, _serve_controls)

@@ -215,6 +215,7 @@ class BrokerSettings(TypedDict, total=False):
     clock: str | None
     kafka_version: str | None
     nodes: int | None
+    chaos: int | None              # the chaos seed (broker.chaos); None: no chaos
     tls_self_signed: bool
     seed: str | os.PathLike | None
     http_allowed_hosts: Sequence[str]  # Host names the HTTP endpoints answer besides their address
@@ -225,7 +226,8 @@ class BrokerSettings(TypedDict, total=False):
 # flag -> the setting given as that flag and its value, when set
 _VALUE_FLAGS = {"--data-dir": "data_dir", "--log-level": "log_level", "--metrics-port": "metrics_port",
                 "--console": "console", "--controls": "controls", "--schema-registry": "schema_registry",
-                "--clock": "clock", "--kafka-version": "kafka_version", "--nodes": "nodes", "--seed": "seed"}
+                "--clock": "clock", "--kafka-version": "kafka_version", "--nodes": "nodes", "--seed": "seed",
+                "--chaos": "chaos"}
 
 
 def broker_args(**settings: Unpack[BrokerSettings]) -> list[str]:

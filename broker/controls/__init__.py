@@ -26,7 +26,8 @@ ControlFn = Callable[..., Awaitable[Any]]
 
 # Modules whose @control functions make up the table, imported on first use.
 MODULES: list[str] = ["faults", "clock", "topology", "reset", "request_log", "snapshot", "seed",
-                     "quotas", "reassignments", "telemetry", "waits", "records", "report"]
+                     "quotas", "reassignments", "telemetry", "waits", "records", "report", "chaos",
+                     "delivery_audit"]
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,23 @@ def _request_log_size(v: Any) -> int:
     return n
 
 
+def _chaos(v: Any) -> int | None:
+    text = str(v).strip()
+    if text in ("", "off", "none"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"chaos must be an integer seed, not {v!r}") from None
+
+
+def _chaos_profile(v: Any) -> str:
+    s = str(v).strip().lower()
+    if s not in ("gentle", "default", "harsh"):  # broker.chaos.PROFILES
+        raise ValueError(f"chaos.profile must be gentle, default or harsh, not {v!r}")
+    return s
+
+
 def _nodes(v: Any) -> int:
     n = int(v)
     if not 1 <= n <= 64:
@@ -127,6 +144,10 @@ BROKER_KEYS: dict[str, BrokerKey] = {
     "reassignment.catch.up.ms": K(int, 500, "how long the new replicas of a partition reassignment take to catch "
              "up, by the broker's clock (ListPartitionReassignments lists it meanwhile); 0 completes it at once",
              T.LONG, None),
+    "chaos": K(_chaos, None, "seed of the chaos faults (broker.chaos) injected from the start; empty: none",
+             T.STRING, None),
+    "chaos.profile": K(_chaos_profile, "default", "how often chaos faults hit: gentle, default or harsh",
+             T.STRING, None),
     "request.log.size": K(_request_log_size, 10_000, "requests the request log keeps, the newest (the requests "
              "control, a failing test's report); 0: no request log", T.INT, None),
     "offsets.topic.num.partitions": K(int, 1, "partitions of __consumer_offsets",

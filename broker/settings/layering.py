@@ -163,6 +163,10 @@ def _layered_values(args: argparse.Namespace, env: Mapping[str, str],
         cli_values["fsync"] = args.fsync
     if args.nodes is not None:
         cli_values["nodes"] = str(args.nodes)
+    if args.chaos is not None:
+        cli_values["chaos"] = str(args.chaos)
+    if args.chaos_profile is not None:
+        cli_values["chaos.profile"] = args.chaos_profile
     if args.listener:
         cli_values["listeners"] = ",".join(args.listener)
     if args.advertised_listener:

@@ -10,6 +10,26 @@ export interface AdvanceClockArgs {
   ms: number;
 }
 
+/** The arguments of the control chaos. */
+export interface ChaosArgs {
+  /** default null */
+  seed?: unknown;
+  /** default true */
+  enabled?: boolean | null;
+  /** default "default" */
+  profile?: string | null;
+}
+
+/** The arguments of the control chaos-log. */
+export interface ChaosLogArgs {
+  /** default null */
+  api?: unknown;
+  /** default null */
+  client_id?: string | null;
+  /** default null */
+  fault?: string | null;
+}
+
 /** The arguments of the control clear-faults. */
 export interface ClearFaultsArgs {
   /** default null */
@@ -53,6 +73,18 @@ export interface DelayResponsesArgs {
   client_id?: string | null;
   /** default null */
   transactional_id?: string | null;
+}
+
+/** The arguments of the control delivery-audit. */
+export interface DeliveryAuditArgs {
+  input_topic: unknown;
+  output_topic: unknown;
+  /** default null */
+  group?: unknown;
+  /** default "key" */
+  match?: string | null;
+  /** default 5 */
+  examples?: number | null;
 }
 
 /** The arguments of the control drop-responses. */
@@ -279,6 +311,13 @@ export interface WaitRecordsArgs {
 export declare class GeneratedControls {
   /** Move the broker's time forward by `ms` milliseconds; timers due by then fire at once. */
   advanceClock(args: AdvanceClockArgs): Promise<unknown>;
+  /** Start seeded chaos (faults a correct client survives, drawn from `seed` per client id, API and
+   * request number) with profile gentle, default or harsh; enabled=false stops it. Without a seed,
+   * answers whether chaos runs, its seed, profile and fault counts. */
+  chaos(args?: ChaosArgs): Promise<unknown>;
+  /** The faults chaos injected since it began, oldest first: {api, api_key, api_seq, client_id,
+   * fault, time_ms} (with error or delay_ms), filtered by api, client_id and fault. */
+  chaosLog(args?: ChaosLogArgs): Promise<unknown>;
   /** Disarm every fault, or only the one with `id`; returns how many were disarmed. */
   clearFaults(args?: ClearFaultsArgs): Promise<unknown>;
   /** Disarm every throttle, or the one with `id`. */
@@ -291,6 +330,11 @@ export declare class GeneratedControls {
   closeConnections(args: CloseConnectionsArgs): Promise<unknown>;
   /** Apply the next `count` requests of `api` and hold each response `ms` milliseconds. */
   delayResponses(args: DelayResponsesArgs): Promise<unknown>;
+  /** What an application consumed of input_topic against what it produced to output_topic
+   * (committed records; with `group`, the input below its committed offsets), matched by `match`
+   * (key, header:NAME or a JSON path into the value): counts and examples of lost and duplicated
+   * records, and the verdict as observed (exactly once, at least once, at most once or none). */
+  deliveryAudit(args: DeliveryAuditArgs): Promise<unknown>;
   /** Apply the next `count` requests of `api` and send no response; that connection then reads and
    * discards everything until the client closes it (its request times out and is retried). */
   dropResponses(args: DropResponsesArgs): Promise<unknown>;
