@@ -33,7 +33,7 @@ def with_polling(broker) -> None:
     from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
 
-    from broker.tests.test_group_lag_waits import RECORDS, scenario
+    from kafkalite.broker.tests.test_group_lag_waits import RECORDS, scenario
     from compat_tests.clients.librdkafka import LibrdkafkaClient
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     args = p.parse_args(argv)
     import kafkalite
-    from broker.tests.test_group_lag_waits import with_waits
+    from kafkalite.broker.tests.test_group_lag_waits import with_waits
 
     ways = {"waits": with_waits, "polling": with_polling}
     results: dict[str, dict] = {name: {"runs": 0, "failures": [], "seconds": []} for name in ways}

@@ -215,7 +215,10 @@ def _walk_topics(cluster: Cluster, obj: Any, topics: dict[str, list[int]], curre
                 break
     for name in shape.fields:
         value = getattr(obj, name)
-        if name in _PARTITION_LISTS and current is not None and value and _shape(type(value[0])) is None:
+        # a list of partition numbers (not of partition objects; a streams group's `partitions`
+        # is a count)
+        if (name in _PARTITION_LISTS and current is not None and isinstance(value, (tuple, list)) and value
+                and _shape(type(value[0])) is None):
             topics[current].extend(int(v) for v in value)
         elif _nested(value):
             _walk_topics(cluster, value, topics, current)

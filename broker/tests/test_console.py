@@ -127,7 +127,7 @@ def test_read_only_and_errors(broker, topic):
 
 
 def test_without_the_flag_the_console_libraries_are_never_imported():
-    code = ("import sys, broker.cli, broker.server; "
+    code = ("import sys, kafkalite.broker.cli, kafkalite.broker.server; "
             "print(sorted(m for m in ('starlette', 'hypercorn', 'anyio', 'kafkalite.broker.console') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=kafkalite._PACKAGE_ROOT)

@@ -13,7 +13,9 @@ from kafkalite.broker.server import serve
 from kafkalite.protocol.client import WireClient
 
 
-def test_failing_handler_and_unencodable_response_close_only_their_connection(tmp_path, monkeypatch):
+def test_failing_handler_and_unencodable_response_are_answered_and_touch_no_other_connection(tmp_path, monkeypatch):
+    """A handler that raises, or answers what cannot be encoded, gets UNKNOWN_SERVER_ERROR on its
+    open connection, as Kafka answers (broker.connection); other connections never notice."""
     async def broken_handler(ctx, request):
         raise RuntimeError("handler bug")
 
@@ -52,4 +54,4 @@ def test_failing_handler_and_unencodable_response_close_only_their_connection(tm
             nursery.cancel_scope.cancel()
         return results
 
-    assert trio.run(main) == ["closed", "closed", 1]
+    assert trio.run(main) == ["answered", "answered", 1]

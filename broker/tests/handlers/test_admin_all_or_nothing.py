@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode as E
 
 from kafkalite.broker.authorizer import (STANDARD_AUTHORIZER, AclFilter, AclOperation, AclPermissionType,
                                          PatternType, ResourceType)
-from kafkalite.broker.sasl import COMPLETE, SaslSession
+from kafkalite.broker.sasl import SaslSession, SaslState
 from kafkalite.broker.state import Broker
 
 from ..disk_faults import fill_metadata_disk_while
@@ -202,7 +202,7 @@ def _features(broker: Broker, shared: Shared) -> Any:
 def _sasl_alice(b: InProcessBroker, shared: Shared) -> None:
     """The connection as one that authenticated as User:alice with SCRAM (tokens need SASL)."""
     session = SaslSession(b.conn.security, b.broker.scram)
-    session.state, session.principal = COMPLETE, "User:alice"
+    session.state, session.principal = SaslState.COMPLETE, "User:alice"
     b.conn.sasl, b.conn.principal = session, "User:alice"
 
 
