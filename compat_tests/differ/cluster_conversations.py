@@ -8,8 +8,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .admin_conversations import reassign
-from .conversations import Conv
+from kafkalite.protocol.records import Record, build_batch
+
+from .admin_conversations import BROKER, DELETE, SET, TOPIC, incremental, reassign
+from .conversations import Conv, produce
 from .core import Conversation
 
 CLUSTER_CONVERSATIONS: dict[str, Conv] = {}
@@ -56,8 +58,21 @@ def reassignment_in_progress(c: Conversation) -> None:
     c.until(3, 12, lambda r: sorted(r.topics[0].partitions[0].isr_nodes) == [1, 2], record=False,
             topics=[{"name": c["t"], "topic_id": None}], allow_auto_topic_creation=False,
             include_topic_authorized_operations=False)
+    # Kafka's new replica copies an empty partition in a moment: 3 MiB of records and a
+    # replication throttle of 1 byte a second (after the first fetch of replica.fetch.max.bytes,
+    # 1 MiB) keep it catching up until the throttle goes, as `kafka-reassign-partitions
+    # --throttle` does; kafkalite's replicas catch up in reassignment.catch.up.ms whatever it says
+    for i in range(30):
+        produce(c, c.ver(0), "t", bytes(build_batch([Record(None, b"x" * 1000, (), 1000 + i)] * 100)),
+                record=False)
+    throttle = [("leader.replication.throttled.rate", "1"), ("follower.replication.throttled.rate", "1")]
+    throttled = [("leader.replication.throttled.replicas", "*"), ("follower.replication.throttled.replicas", "*")]
+    incremental(c, "throttle replication", [(BROKER, "", [(k, SET, v) for k, v in throttle]),
+                                            (TOPIC, c["t"], [(k, SET, v) for k, v in throttled])])
     reassign(c, "move to nodes 3 and 1", [("t", 0, [3, 1])])
     list_reassignments(c, "listed right after: node 3 catching up")
+    incremental(c, "throttle removed", [(BROKER, "", [(k, DELETE, None) for k, _ in throttle]),
+                                        (TOPIC, c["t"], [(k, DELETE, None) for k, _ in throttled])])
     list_reassignments(c, "completed", until=lambda r: not r.topics)
     c.until(3, 12, lambda r: sorted(r.topics[0].partitions[0].isr_nodes) == [1, 3], record=False,
             topics=[{"name": c["t"], "topic_id": None}], allow_auto_topic_creation=False,
