@@ -6,8 +6,8 @@ through the package's name instead.
 Collected as broker/tests/test_x.py, a test module would import as `broker.tests.test_x` and its
 product modules under a second name, which their __init__ refuses (one line: "import it as
 kafkalite.broker"); rewritten before the first conftest is read, `pytest broker/tests` is
-`pytest kafkalite/broker/tests`, and given both paths pytest collects each test once (it drops a
-repeated path).
+`pytest kafkalite/broker/tests`, and given both paths pytest collects each test once (a repeated
+path is dropped here).
 """
 
 from __future__ import annotations
@@ -52,5 +52,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], 
         return
     invocation_dir = early_config.invocation_params.dir
     renamed = {arg: package_path(arg, invocation_dir) for arg in given}
-    namespace.file_or_dir = [renamed[arg] for arg in given]
-    args[:] = [renamed.get(arg, arg) for arg in args]
+    # a path given twice (once through each name) is given once: pytest before 8.1 collected a
+    # repeated path twice
+    namespace.file_or_dir = list(dict.fromkeys(renamed[arg] for arg in given))
+    seen: set[str] = set()
+    kept: list[str] = []
+    for arg in args:
+        new = renamed.get(arg, arg)
+        if arg in renamed:
+            if new in seen:
+                continue
+            seen.add(new)
+        kept.append(new)
+    args[:] = kept
