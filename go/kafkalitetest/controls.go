@@ -53,15 +53,7 @@ func (c *Controls) Call(name string, args any) (json.RawMessage, error) {
 			return nil, err
 		}
 	}
-	req, err := http.NewRequest(http.MethodPost, c.URL+"controls/"+name, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.Client.Do(req)
+	resp, err := c.do(http.MethodPost, "controls/"+name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +75,26 @@ func (c *Controls) Call(name string, args any) (json.RawMessage, error) {
 	return answer.Result, nil
 }
 
+// do sends a request to the controls endpoint, with the token when there is one and body as
+// JSON when there is a body.
+func (c *Controls) do(method, path string, body []byte) (*http.Response, error) {
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.URL+path, reader)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	return c.Client.Do(req)
+}
+
 // ControlInfo is one entry of the broker's control table.
 type ControlInfo struct {
 	Name       string                     `json:"name"`
@@ -92,14 +104,7 @@ type ControlInfo struct {
 
 // List is the broker's control table (GET /controls).
 func (c *Controls) List() ([]ControlInfo, error) {
-	req, err := http.NewRequest(http.MethodGet, c.URL+"controls", nil)
-	if err != nil {
-		return nil, err
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.Client.Do(req)
+	resp, err := c.do(http.MethodGet, "controls", nil)
 	if err != nil {
 		return nil, err
 	}
