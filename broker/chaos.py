@@ -142,11 +142,11 @@ class Chaos:
     started: float = field(default_factory=time.time)
     # (client id, API key) -> how many requests of that API the client has sent since chaos began
     api_seq: dict[tuple[str, int], int] = field(default_factory=dict)
-    log: collections.deque[dict[str, Any]] = field(init=False)
+    injected: collections.deque[dict[str, Any]] = field(init=False)  # the chaos log, newest last
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def __post_init__(self) -> None:
-        self.log = collections.deque(maxlen=self.log_limit)
+        self.injected = collections.deque(maxlen=self.log_limit)
         self.profile = PROFILES[self.profile_name]
 
     def __call__(self, ctx: HookContext, request: Any) -> Interception | None:
@@ -172,7 +172,7 @@ class Chaos:
             entry["error"] = error.name.upper()
         if chosen.fault == "delay":
             entry["delay_ms"] = chosen.pick
-        self.log.append(entry)
+        self.injected.append(entry)
         self.counts[chosen.fault] += 1
         log.info("chaos %s on %s #%d from client %r%s", chosen.fault, api_key_map[api_key], seq, client_id,
                  f" ({entry['error']})" if error is not None else "")

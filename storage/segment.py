@@ -272,11 +272,13 @@ class Segment:
             self.max_timestamp = max_ts
             self.max_timestamp_offset = base_offset
         if self.bytes_since_index > index_interval:
-            self.idx_off.append(base_offset - self.base_offset)
+            # the value before its key: a lookup in another thread (a reader while the loop
+            # appends) that finds an offset or a timestamp finds what it points to
             self.idx_pos.append(pos)
+            self.idx_off.append(base_offset - self.base_offset)
             if not self.tidx_ts or self.max_timestamp > self.tidx_ts[-1]:
-                self.tidx_ts.append(self.max_timestamp)
                 self.tidx_off.append(self.max_timestamp_offset - self.base_offset)
+                self.tidx_ts.append(self.max_timestamp)
             self.bytes_since_index = 0
         self.bytes_since_index += size
         self.next_offset = next_offset
@@ -286,8 +288,8 @@ class Segment:
         """Kafka appends the segment's max timestamp to its time index when it stops being
         active, so the last entry carries the segment's largest timestamp."""
         if self.max_timestamp >= 0 and (not self.tidx_ts or self.max_timestamp > self.tidx_ts[-1]):
-            self.tidx_ts.append(self.max_timestamp)
             self.tidx_off.append(self.max_timestamp_offset - self.base_offset)
+            self.tidx_ts.append(self.max_timestamp)
 
     def persist_indexes(self, *, fsync: bool = False) -> None:
         """Write index entries that are only in memory to the index files."""

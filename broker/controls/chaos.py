@@ -46,7 +46,7 @@ async def chaos_log(broker, *, api=None, client_id: str | None = None, fault: st
         raise ControlError(f"fault must be one of {', '.join(engine.FAULTS)}, not {fault!r}")
     api_key = None if api is None else _api_key(api)
     entries: list[dict[str, Any]] = [
-        e for e in running.log
+        e for e in running.injected
         if (api_key is None or e["api_key"] == api_key) and (client_id is None or e["client_id"] == client_id)
         and (fault is None or e["fault"] == fault)]
     return entries
