@@ -83,6 +83,7 @@ class JavaProcess:
 
 class Worker(JavaProcess):
     def __init__(self, workdir: Path, bootstrap: str, **extra: str):
+        self._start_args = (workdir, bootstrap, extra)
         self.port = _free_port()
         tag = uuid.uuid4().hex[:8]
         props = {
@@ -106,14 +107,36 @@ class Worker(JavaProcess):
             data = resp.read()
             return json.loads(data) if data else None
 
-    def wait_ready(self, timeout: float = 120) -> None:
+    def wait_ready(self, timeout: float = 120, port_retries: int = 2) -> None:
         def up() -> bool:
-            assert self.proc.poll() is None, f"the worker exited ({self.proc.returncode}): {self.log_tail()}"
+            if self.proc.poll() is not None and port_retries_left[0] > 0 and self._lost_its_port():
+                # another process took the free port between _free_port() and the JVM's bind: a
+                # new port, a new start (the worker had done nothing else yet)
+                port_retries_left[0] -= 1
+                workdir, bootstrap, extra = self._start_args
+                Worker.__init__(self, workdir, bootstrap, **extra)
+                return False
+            assert self.proc.poll() is None, (f"the worker exited ({self.proc.returncode}): {self.log_tail()}\n"
+                                              f"its log's last lines:\n{self._last_lines()}")
             try:
                 return self.rest("GET", "/connectors") == []
             except (urllib.error.URLError, ConnectionError, OSError):
                 return False
+        port_retries_left = [port_retries]
         wait_until(up, timeout=timeout, interval=0.5, what=f"the Connect worker's REST API; log: {self.log_tail()}")
+
+    def _last_lines(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def _lost_its_port(self) -> bool:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return False
+        return "BindException" in text or "Address already in use" in text
 
     def create(self, name: str, config: dict[str, str]) -> None:
         # the worker answers 409 while it rebalances after start; a retry is what users do
