@@ -10,6 +10,78 @@ cd "$(dirname "$0")/.."
 DEPS="${KAFKALITE_DEPS_DIR:-$PWD/.deps}"
 mkdir -p "$DEPS"
 
+# --- Debian: what comes from the system's package manager, first and one at a time ---
+# kcat (librdkafka) ---
+if ! command -v kcat >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+fi
+
+# librdkafka's header, for bench/rdkperf (built by its first use) ---
+if [ ! -f /usr/include/librdkafka/rdkafka.h ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq librdkafka-dev >/dev/null
+fi
+
+# Chromium for the web console's browser tests ---
+# Playwright (a Python test dependency) drives Debian's Chromium through executable_path; it never
+# downloads a browser of its own (no `playwright install`).
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! command -v mvn >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
+
+# --- Steps in parallel ---
+# The rest are independent downloads and builds (pip, Maven Central, npm, Debian's mirror for the
+# container base image, the Go module proxy) that mostly wait on the network, so they run at
+# once, each in the background with its output in $DEPS/install-logs/NAME.log, shown when it ends
+# with its time; a step that fails fails the script after the others end. Two steps that
+# write the same place never run together: the Maven sets one after the other (one local
+# repository), and the Spark connectors, which need the venv's PySpark, after both.
+STEP_LOGS="$DEPS/install-logs"
+mkdir -p "$STEP_LOGS"
+step_names=()
+step_pids=()
+# `start_step NAME COMMAND...` runs COMMAND in the background, its output in $STEP_LOGS/NAME.log
+start_step() {
+    local name="$1"
+    shift
+    ( step_start=$SECONDS; "$@"; echo "($name: $(( SECONDS - step_start )) s)" ) >"$STEP_LOGS/$name.log" 2>&1 &
+    step_names+=("$name")
+    step_pids+=("$!")
+}
+# `finish_steps` waits for every started step, shows its output, and exits 1 if any failed
+finish_steps() {
+    local i failed=0
+    for i in "${!step_pids[@]}"; do
+        if wait "${step_pids[$i]}"; then
+            cat "$STEP_LOGS/${step_names[$i]}.log"
+        else
+            cat "$STEP_LOGS/${step_names[$i]}.log" >&2
+            echo "installing the test dependencies: the step ${step_names[$i]} failed" >&2
+            failed=1
+        fi
+    done
+    step_names=()
+    step_pids=()
+    [ "$failed" = 0 ] || exit 1
+}
+
 # --- Python: a fresh virtual environment with the package, its extras and PySpark ---
 # .venv (ignored by git) is a plain `python3 -m venv`, which does not see the system's
 # site-packages, so what the tests import is what `pip install '.[...]'` picked for a user (the
@@ -30,53 +102,30 @@ if [ -n "${KAFKALITE_CACHE_DIR:-}" ]; then export PIP_CACHE_DIR="$CACHE/pip" UV_
 VENV_INSTALL=(-e '.[test,console,tls,compression,testcontainers]' pyspark uv)
 venv_stamp="$VENV/.kafkalite-install.sha256"
 venv_sha="$( (cat pyproject.toml; echo "${VENV_INSTALL[*]}") | sha256sum | cut -d' ' -f1)"
-if [ ! -x "$VENV/bin/python" ] || { [ "${KAFKALITE_REUSE_VENV:-}" != 1 ] \
-        && { [ "${KAFKALITE_FRESH_VENV:-}" = 1 ] || [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_sha" ]; }; }; then
-    rm -rf "$VENV"
-    python3 -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet "${VENV_INSTALL[@]}"
-    echo "$venv_sha" > "$venv_stamp"
-else
-    echo "reusing $VENV (pyproject.toml unchanged since it was made; KAFKALITE_FRESH_VENV=1 makes it anew)"
-fi
-"$VENV/bin/python" - <<'PY'
-from importlib.metadata import version
-print("python packages:", ", ".join(f"{n} {version(n)}" for n in
-      ("trio", "anyio", "starlette", "hypercorn", "confluent-kafka", "pyspark")))
-PY
-
 # --- Spark: the oldest PySpark 4 whose Kafka connector Maven Central serves ---
 # spark_tests run on the venv's PySpark (the newest pip picks) and, a few of them, once more on
 # this one (scripts/test.sh), installed beside the venv into a folder put first on PYTHONPATH.
 SPARK_OLDEST=4.0.0
 SPARK_OLDEST_DIR="$CACHE/pyspark-$SPARK_OLDEST"
-if [ ! -f "$SPARK_OLDEST_DIR/pyspark/version.py" ]; then
-    rm -rf "$SPARK_OLDEST_DIR"
-    "$VENV/bin/python" -m pip install --quiet --target "$SPARK_OLDEST_DIR" "pyspark==$SPARK_OLDEST"
-fi
+python_env() {
+    if [ ! -x "$VENV/bin/python" ] || { [ "${KAFKALITE_REUSE_VENV:-}" != 1 ] \
+            && { [ "${KAFKALITE_FRESH_VENV:-}" = 1 ] || [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_sha" ]; }; }; then
+        rm -rf "$VENV"
+        python3 -m venv "$VENV"
+        "$VENV/bin/python" -m pip install --quiet "${VENV_INSTALL[@]}"
+        echo "$venv_sha" > "$venv_stamp"
+    else
+        echo "reusing $VENV (pyproject.toml unchanged since it was made; KAFKALITE_FRESH_VENV=1 makes it anew)"
+    fi
+    "$VENV/bin/python" -c 'from importlib.metadata import version
+print("python packages:", ", ".join(f"{n} {version(n)}" for n in
+      ("trio", "anyio", "starlette", "hypercorn", "confluent-kafka", "pyspark")))'
 
-# --- Debian: kcat (librdkafka) ---
-if ! command -v kcat >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
-fi
-
-# --- Debian: librdkafka's header, for bench/rdkperf (built by its first use) ---
-if [ ! -f /usr/include/librdkafka/rdkafka.h ]; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq librdkafka-dev >/dev/null
-fi
-
-# --- Debian: Chromium for the web console's browser tests ---
-# Playwright (a Python test dependency) drives Debian's Chromium through executable_path; it never
-# downloads a browser of its own (no `playwright install`).
-if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
-fi
+    if [ ! -f "$SPARK_OLDEST_DIR/pyspark/version.py" ]; then
+        rm -rf "$SPARK_OLDEST_DIR"
+        "$VENV/bin/python" -m pip install --quiet --target "$SPARK_OLDEST_DIR" "pyspark==$SPARK_OLDEST"
+    fi
+}
 
 # --- Java: jar sets from Maven Central ---
 # Each set is a small pom under scripts/maven/NAME/pom.xml, resolved with its runtime dependencies
@@ -100,15 +149,79 @@ maven_jars() {
         echo "$sha" > "$stamp"
     fi
 }
-if ! command -v mvn >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
-fi
-maven_jars java-clients
-maven_jars java-example  # docs/java.md: kafka-clients and JUnit 5 for examples/java (kafkalite/tests/test_java_example.py)
-maven_jars testcontainers-java
-maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
+java_jar_sets() {
+    maven_jars java-clients
+    maven_jars java-example  # docs/java.md: kafka-clients and JUnit 5 for examples/java (kafkalite/tests/test_java_example.py)
+    maven_jars testcontainers-java
+    maven_jars kafka-broker  # the reference Apache Kafka broker (compat_tests/reference.py)
+    maven_jars kafka-streams
+    maven_jars spring-kafka
+    maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
+    maven_jars kafka-tools  # Kafka 4.4's command-line tools for compat_tests/tools
+    maven_jars kafka-connect  # a Connect worker, the FileStream connectors and MirrorMaker 2 for compat_tests/connect
+    # the JUnit 5 extension's module (java/kafkalite-junit5): its dependencies and build plugins into the
+    # local repository, so that its `mvn install` in the suite needs no download (a stamp of the pom's hash)
+    junit5_sha="$(sha256sum java/kafkalite-junit5/pom.xml | cut -d' ' -f1)"
+    if [ "$(cat "$DEPS/maven/kafkalite-junit5.sha256" 2>/dev/null)" != "$junit5_sha" ]; then
+        mvn -q -B -f java/kafkalite-junit5/pom.xml -Dmaven.repo.local="$M2_REPO" dependency:go-offline \
+            >"$DEPS/maven/kafkalite-junit5.log" 2>&1 \
+            || { cat "$DEPS/maven/kafkalite-junit5.log" >&2; echo "could not resolve java/kafkalite-junit5's dependencies" >&2; exit 1; }
+        echo "$junit5_sha" > "$DEPS/maven/kafkalite-junit5.sha256"
+    fi
+}
+
+# --- Node: kafkajs ---
+# kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with
+# `npm ci` into compat_tests/node/node_modules. None of them runs an install script (the zstd
+# binding comes as a prebuilt platform package), so --ignore-scripts. A stamp with the lockfile's
+# hash makes a second run a no-op.
+NODE_DIR="$PWD/compat_tests/node"
+node_packages() {
+    node_stamp="$NODE_DIR/node_modules/.kafkalite-lock.sha256"
+    node_lock_sha="$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)"
+    if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_lock_sha" ] || [ ! -f "$NODE_DIR/node_modules/kafkajs/package.json" ]; then
+        (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+        echo "$node_lock_sha" > "$node_stamp"
+    fi
+    node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modules/@mongodb-js/zstd')" \
+        || { echo "kafkajs or its zstd codec does not load from $NODE_DIR/node_modules" >&2; exit 1; }
+}
+
+# --- Containers: podman, runc, debootstrap and the local base image for container_tests/ ---
+# (scripts/container-base.sh, a step of its own below)
+
+# --- Go: franz-go and sarama (compat_tests/go), and the kafkalitetest helper's modules ---
+# Modules pinned by compat_tests/go/go.sum and go/kafkalitetest/go.sum, from the Go module proxy
+# into the checkout's .cache/go/mod, and built into .cache/go/build, the build cache and settings the tests use
+# (compat_tests/clients/golang.py's go_env): kafkalite/tests/test_language_helpers.py then vets and
+# tests go/kafkalitetest without compiling franz-go and sarama (over a minute of the pass's CPU
+# otherwise). Go locks both caches, so two go commands may fill them at once. The driver binary is
+# built once per source hash into $DEPS/bin (compat_tests/clients/golang.py owns the build, run
+# from the venv once it is made; a second run finds the binary and does nothing).
+go_modules() {
+    local go_cache="$PWD/.cache/go"
+    (cd go/kafkalitetest && export GOMODCACHE="$go_cache/mod" GOCACHE="$go_cache/build" GOPATH="$go_cache" \
+            GOFLAGS="-modcacherw -mod=readonly" CGO_ENABLED=0 \
+        && go mod download && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null) \
+        || { echo "could not download and build the modules of go/kafkalitetest" >&2; exit 1; }
+}
+go_driver() {
+    "$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
+        || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
+}
+
+python_and_go_driver() {
+    python_env
+    go_driver
+}
+start_step python-and-go-driver python_and_go_driver
+start_step java java_jar_sets
+start_step node node_packages
+start_step containers bash scripts/container-base.sh
+start_step go-modules go_modules
+finish_steps
+
+# --- Java: Spark's connectors, once the venv's PySpark and the other Maven sets are there ---
 # Spark's Kafka connector for each PySpark the tests run on, at the version kafkalite.spark picks
 # for it (PySpark's own when Maven Central serves it, else the newest served of its major version)
 for spark_python in "$VENV/bin/python" "env PYTHONPATH=$SPARK_OLDEST_DIR $VENV/bin/python"; do
@@ -117,54 +230,5 @@ for spark_python in "$VENV/bin/python" "env PYTHONPATH=$SPARK_OLDEST_DIR $VENV/b
 done
 # spark-avro (from_avro) for the schema registry's Spark example, at the newest PySpark's connector
 maven_jars spark-avro "$("$VENV/bin/python" -m kafkalite.spark --connector-version)"
-maven_jars kafka-streams
-maven_jars spring-kafka
-maven_jars kafka-perf  # Kafka's ProducerPerformance / ConsumerPerformance for bench/perf.py
-maven_jars kafka-tools  # Kafka 4.4's command-line tools for compat_tests/tools
-maven_jars kafka-connect  # a Connect worker, the FileStream connectors and MirrorMaker 2 for compat_tests/connect
-# the JUnit 5 extension's module (java/kafkalite-junit5): its dependencies and build plugins into the
-# local repository, so that its `mvn install` in the suite needs no download (a stamp of the pom's hash)
-junit5_sha="$(sha256sum java/kafkalite-junit5/pom.xml | cut -d' ' -f1)"
-if [ "$(cat "$DEPS/maven/kafkalite-junit5.sha256" 2>/dev/null)" != "$junit5_sha" ]; then
-    mvn -q -B -f java/kafkalite-junit5/pom.xml -Dmaven.repo.local="$M2_REPO" dependency:go-offline \
-        >"$DEPS/maven/kafkalite-junit5.log" 2>&1 \
-        || { cat "$DEPS/maven/kafkalite-junit5.log" >&2; echo "could not resolve java/kafkalite-junit5's dependencies" >&2; exit 1; }
-    echo "$junit5_sha" > "$DEPS/maven/kafkalite-junit5.sha256"
-fi
-
-# --- Node: kafkajs ---
-# kafkajs and its codec packages, pinned by compat_tests/node/package-lock.json, installed with
-# `npm ci` into compat_tests/node/node_modules. None of them runs an install script (the zstd
-# binding comes as a prebuilt platform package), so --ignore-scripts. A stamp with the lockfile's
-# hash makes a second run a no-op.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
-fi
-NODE_DIR="$PWD/compat_tests/node"
-node_stamp="$NODE_DIR/node_modules/.kafkalite-lock.sha256"
-node_lock_sha="$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)"
-if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_lock_sha" ] || [ ! -f "$NODE_DIR/node_modules/kafkajs/package.json" ]; then
-    (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
-    echo "$node_lock_sha" > "$node_stamp"
-fi
-node -e "require('$NODE_DIR/node_modules/kafkajs'); require('$NODE_DIR/node_modules/@mongodb-js/zstd')" \
-    || { echo "kafkajs or its zstd codec does not load from $NODE_DIR/node_modules" >&2; exit 1; }
-
-# --- Containers: podman, runc, debootstrap and the local base image for container_tests/ ---
-bash scripts/container-base.sh
-
-# --- Go: franz-go and sarama (compat_tests/go) ---
-# Modules pinned by compat_tests/go/go.sum, from the Go module proxy into .cache/go/mod; the
-# driver binary is built once per source hash into $DEPS/bin (compat_tests/clients/golang.py owns
-# the build; a second run finds the binary and does nothing).
-command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
-"$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
-    || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
-
-# --- Go: the modules of the kafkalitetest helper's tests (go/kafkalitetest), into the same cache ---
-(cd go/kafkalitetest && env GOMODCACHE="$PWD/../../.cache/go/mod" GOPATH="$PWD/../../.cache/go" GOFLAGS=-modcacherw \
-    go mod download) || { echo "could not download the modules of go/kafkalitetest" >&2; exit 1; }
 
 echo "test dependencies ready in $DEPS"

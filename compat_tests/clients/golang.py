@@ -75,7 +75,7 @@ def build() -> Path:
             raise GoDriverMissing("go is not installed (the Go clients need it to build compat_tests/go)")
         binary.parent.mkdir(parents=True, exist_ok=True)
         tmp = binary.with_suffix(f".tmp{os.getpid()}")
-        proc = subprocess.run(["go", "build", "-trimpath", "-o", str(tmp), "."], cwd=GO_DIR, env=go_env(),
+        proc = subprocess.run(["go", "build", "-o", str(tmp), "."], cwd=GO_DIR, env=go_env(),
                               capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             raise GoDriverMissing(f"go build of compat_tests/go failed:\n{proc.stderr[-4000:]}")
