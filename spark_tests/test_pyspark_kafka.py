@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.errors import StreamingQueryException
 
+from compat_tests.waiting import wait_until
 from spark_tests import other_client
 
 pytestmark = [pytest.mark.timeout(300)]
@@ -60,17 +61,6 @@ def run_available_now(writer, timeout_s: float = 120.0):
         if query.isActive:
             query.stop()
     return query
-
-
-def wait_for(what: str, check, timeout_s: float = 60.0, every_s: float = 0.3):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout_s}s")
-        time.sleep(every_s)
 
 
 def batch_ranges(query, topic):
@@ -312,7 +302,7 @@ def test_checkpoint_survives_a_restart_into_a_file_sink(spark, bootstrap, topic,
 
     first = query(maxOffsetsPerTrigger="4").trigger(processingTime="200 milliseconds").start()
     try:  # stopped in the middle of the backlog
-        wait_for("two micro-batches", lambda: first.lastProgress and first.lastProgress["batchId"] >= 1)
+        wait_until(lambda: first.lastProgress and first.lastProgress["batchId"] >= 1, 60, 0.3, "two micro-batches")
     finally:
         first.stop()
     before = sink_rows()
@@ -336,11 +326,12 @@ def test_topic_gains_partitions_while_the_query_runs(spark, bootstrap, topic):
     query = (stream(spark, bootstrap, subscribe=t, startingOffsets="earliest")
              .writeStream.format("memory").queryName(q).trigger(processingTime="300 milliseconds").start())
     try:
-        wait_for("the first records", lambda: spark.table(q).count() == 3)
+        wait_until(lambda: spark.table(q).count() == 3, 60, 0.3, "the first records")
         other_client.admin(bootstrap).create_partitions(t, 3)
         other_client.produce(bootstrap, t, [(p, None, b"p%d-%d" % (p, i), None) for p in (1, 2, 0) for i in range(2)])
-        wait_for("records of the new partitions", lambda: spark.table(q).count() >= 9)
-        time.sleep(1)  # one more trigger: nothing read twice
+        wait_until(lambda: spark.table(q).count() >= 9, 60, 0.3, "records of the new partitions")
+        # every offset the source has seen processed: a record read twice would be in the table now
+        query.processAllAvailable()
     finally:
         query.stop()
     assert query.exception() is None
