@@ -5,9 +5,12 @@
 # proven as the main run proves the newest versions. It prints the versions it tested.
 # What it runs:
 # - in full (the unit tests of protocol/, storage/, broker/ with the console's browser tests, and
-#   kafkalite/) when pyproject.toml changed since its last full pass: a stamp of pyproject.toml's
-#   hash in the cache folder (.cache/lowest-full-pass.sha256, or KAFKALITE_CACHE_DIR's), written
-#   when a full pass succeeds; a clean clone has none and runs in full; LOWEST_FULL=1 forces it;
+#   kafkalite/) when pyproject.toml changed since its last full pass: scripts/lowest-full-pass.sha256,
+#   kept in git, holds pyproject.toml's hash as it was at the last full pass that succeeded, and a
+#   full pass writes it; so a change of pyproject.toml runs in full wherever it is first tested,
+#   and its commit carries the new hash once that pass is green (a clean clone of a commit whose
+#   pyproject.toml was proven at the lowest versions runs only the ranged modules; one whose
+#   pyproject.toml was not, in full). LOWEST_FULL=1 forces it;
 # - otherwise only the test files of the modules whose dependencies have ranges beyond the core's
 #   (RANGED_TESTS below: the console, the controls, the schema registry, the CLI, the pytest plugin,
 #   TLS, compression, testcontainers, and the reset control that set confluent-kafka's floor): the
@@ -52,19 +55,19 @@ RANGED_TESTS=(
     kafkalite/storage/tests/test_compaction.py kafkalite/broker/tests/test_produce_validation.py
     kafkalite/tests/test_testcontainers.py                          # testcontainers
 )
-full_pass_stamp="$CACHE/lowest-full-pass.sha256"
+full_pass_stamp="scripts/lowest-full-pass.sha256"
 full=0
 if [ $# -eq 0 ]; then
     if [ "${LOWEST_FULL:-}" = 1 ] || [ "$(cat "$full_pass_stamp" 2>/dev/null)" != "$pyproject_sha" ]; then
         full=1
-        echo "lowest versions: the full selection (pyproject.toml changed since the last full pass, or none is recorded)"
+        echo "lowest versions: the full selection (pyproject.toml is not the one $full_pass_stamp names)"
         set -- kafkalite/protocol/tests kafkalite/storage/tests kafkalite/broker/tests kafkalite/tests \
             --ignore=kafkalite/tests/test_wheel.py --ignore=kafkalite/tests/test_java_example.py
     else
-        echo "lowest versions: the modules with ranged dependencies (pyproject.toml as at the last full pass)"
+        echo "lowest versions: the modules with ranged dependencies (pyproject.toml as at the last full pass, $full_pass_stamp)"
         set -- "${RANGED_TESTS[@]}"
     fi
     set -- -n "${TEST_WORKERS:-3}" --dist loadfile -m "not slow" "$@"
 fi
 PATH="$LOWEST/bin:$PATH" VIRTUAL_ENV="$LOWEST" "$LOWEST/bin/python" -m pytest "$@"
-if [ "$full" = 1 ] && [ -d "$CACHE" ]; then echo "$pyproject_sha" > "$full_pass_stamp"; fi
+if [ "$full" = 1 ]; then echo "$pyproject_sha" > "$full_pass_stamp"; fi
