@@ -12,6 +12,11 @@ Rules:
   served or stored.
 - A partition opened is replayed into its producer state (broker.producer_replay) before it
   serves.
+- A start answers before it opens the partitions it loads, on a cluster of one node: each opens
+  on first use or in the background pass after the broker answers (`not_yet_open`), whichever
+  comes first (broker.partition's rules), so the time to the first answer does not grow with
+  the partition count. On more nodes they open before it answers, as the leader epoch that
+  Metadata shows is read from the log.
 
 The cluster has `nodes` node ids (node.id, node.id + 1, ...) served by one process over one
 copy of the data: replicas are logical. Each partition has a replica list (Kafka's rack-unaware
@@ -82,12 +87,23 @@ class Cluster:
 
     # --- persistence ---------------------------------------------------------------------
     def load(self) -> None:
+        later = len(self.node_ids) == 1
         for entry in load_topics(self.meta_dir):
             topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
             self._attach(topic)
             replicas = self._stored_replicas(entry)
+            config = None if later else self.log_config(topic)
             for i in range(entry["partitions"]):
-                self._open_partition(topic, i, replicas[i])
+                if later:
+                    topic.partitions.append(Partition(topic, i, None, list(replicas[i]), self.changes,
+                                                      opener=self._open_storage))
+                else:
+                    self._open_partition(topic, i, replicas[i], config)
+
+    def not_yet_open(self) -> list[Partition]:
+        """The partitions `load` left to open on first use (broker.server's background pass
+        opens them after the start)."""
+        return [part for part in self.all_partitions() if not part.opened]
 
     def _stored_replicas(self, entry: StoredTopic) -> list[list[int]]:
         """The replica lists saved with a topic, or (saved by an older kafkalite or for other
@@ -178,10 +194,20 @@ class Cluster:
             del self.topics[topic.name]
             del self.topics_by_id[topic.topic_id]
 
-    def _open_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
-        directory = self.data_dir / partition_dir_name(topic.name, index)
-        plog = PartitionLog.open(directory, self.log_config(topic), now_ms=now_ms())
-        part = Partition(topic, index, plog, list(replicas), self.changes)
+    def _open_partition(self, topic: Topic, index: int, replicas: list[int], config: LogConfig | None = None) -> Partition:
+        """A partition opened now; `config`: its topic's log config, when the caller opens many."""
+        part = Partition(topic, index, None, list(replicas), self.changes,
+                         opener=lambda p: self._open_storage(p, config))
+        part.open_now()
+        topic.partitions.append(part)
+        return part
+
+    def _open_storage(self, part: Partition, config: LogConfig | None = None) -> None:
+        """A partition's opener (broker.partition): its log, its leader epoch and its producer
+        state (none to replay in a directory the open made)."""
+        directory = self.data_dir / partition_dir_name(part.topic.name, part.index)
+        plog = PartitionLog.open(directory, config or self.log_config(part.topic), now_ms=now_ms())
+        part.attach_storage(plog)
         if len(self.node_ids) > 1 and plog.log_end_offset > plog.log_start_offset:
             # leaders moved in an earlier run: go on from the last epoch the log holds, so that
             # no client that saw it is shown an older one (clients ignore metadata that goes back)
@@ -189,9 +215,8 @@ class Cluster:
                 part.leader_epoch = max(part.leader_epoch, BatchHeader(batch, 0).partition_leader_epoch)
             if part.leader_epoch:
                 part.epoch_starts.append((part.leader_epoch, plog.log_end_offset))
-        replay_producer_state(part)
-        topic.partitions.append(part)
-        return part
+        if not plog.created:
+            replay_producer_state(part)
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None, *,
                      replication_factor: int | None = None, assignment: list[list[int]] | None = None,
@@ -205,8 +230,9 @@ class Cluster:
             assignment = self.placement(name, num_partitions, rf)
         topic = Topic(name, uuid.uuid4(), dict(configs or {}))
         try:
+            config = self.log_config(topic)
             for i in range(num_partitions):
-                self._open_partition(topic, i, assignment[i])
+                self._open_partition(topic, i, assignment[i], config)
             self._attach(topic)
             if persist:
                 self.save()
@@ -242,8 +268,9 @@ class Cluster:
             rf = len(topic.partitions[0].replicas) if topic.partitions else 1
             assignment = self.placement(topic.name, total, rf)[first:]
         try:
+            config = self.log_config(topic)
             for i in range(first, total):
-                self._open_partition(topic, i, assignment[i - first])
+                self._open_partition(topic, i, assignment[i - first], config)
             self.save()
         except OSError:
             # all or nothing, as create_topic: the partitions opened go with their directories

@@ -10,6 +10,13 @@ Rules:
   open transaction's first offset (and with it the last stable offset), apply the fsync policy
   and wake waiting fetches, in that order and without an await, so each write is atomic on the
   trio loop.
+- A partition loaded at start may open its storage later (`Partition(..., opener=...)`): on
+  first use (any read, write or maintenance call, its producer state included) or from
+  broker.cluster's background pass after the broker answers, so that a start answers Metadata in
+  a time that does not grow with the partition count. Opening is under one lock, so a worker
+  thread and the loop that want the same partition at once open it once; the partition counts as
+  open only once its producer state is replayed. Closing or snapshotting a partition never opened
+  does nothing (its files are as the last stop left them).
 - Leaders, ISR and epochs live in memory (broker.cluster moves them); a leader change bumps the
   leader epoch and wakes waiting fetches.
 - `flush_appended` fsyncs (fsync=always) in a worker thread what a request appended, before
@@ -21,10 +28,11 @@ from __future__ import annotations
 import enum
 import errno
 import logging
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import trio
 from kio.schema.errors import ErrorCode
@@ -42,6 +50,10 @@ from .producers import ProduceError, ProducerStates
 from .settings.broker_keys import BROKER_KEYS
 
 log = logging.getLogger("kafkalite.cluster")
+
+# held while a partition's storage is opened and its producer state replayed (see the rules);
+# re-entrant, as the replay reads the partition it opens
+_OPENING = threading.RLock()
 
 
 class AppendOrigin(enum.Enum):
@@ -71,13 +83,15 @@ class Partition:
     it the last stable offset), apply the fsync policy and wake waiting fetches, in that order
     and without an await, so each write is atomic on the trio loop."""
 
-    def __init__(self, topic: Topic, index: int, plog: PartitionStorage, replicas: list[int] | None = None,
-                 changes: StateChanges | None = None):
+    def __init__(self, topic: Topic, index: int, plog: PartitionStorage | None, replicas: list[int] | None = None,
+                 changes: StateChanges | None = None, *, opener: Callable[[Partition], None] | None = None):
         self.topic = topic
         self.index = index
-        # the only way to this partition's bytes on disk
-        self.log: PartitionStorage = plog
-        self.producers = ProducerStates()
+        # the only way to this partition's bytes on disk (None until `opener` opens it)
+        self._log: PartitionStorage | None = plog
+        # opens the storage (attach_storage) and replays the producer state; None once open
+        self._opener = opener if plog is None else None
+        self._producers = ProducerStates()
         self.leader_epoch = 0
         # logical replicas: the first is the preferred leader (default: the default node id alone)
         self.replicas = replicas if replicas is not None else [BROKER_KEYS["node.id"].default]
@@ -89,6 +103,54 @@ class Partition:
         self._waiters: set[trio.Event] = set()
         # the cluster's state changes, which the controls' waits sleep on
         self.changes = changes
+
+    @property
+    def opened(self) -> bool:
+        """Whether the storage is open (a partition loaded at start may not be yet)."""
+        return self._opener is None
+
+    @property
+    def log(self) -> PartitionStorage:
+        """The partition's storage, opened now if it is not yet."""
+        if self._opener is None:
+            return self._log  # type: ignore[return-value]  # set whenever _opener is None
+        return self._open()
+
+    @property
+    def producers(self) -> ProducerStates:
+        """Each producer's epoch, sequences and open transaction (replayed from the log on open)."""
+        if self._opener is not None:
+            self._open()
+        return self._producers
+
+    @producers.setter
+    def producers(self, states: ProducerStates) -> None:
+        self._producers = states
+
+    def _open(self) -> PartitionStorage:
+        with _OPENING:
+            opener = self._opener
+            if opener is None or self._log is not None:
+                # open, or being opened by this thread (the replay reads what it opens)
+                return self._log  # type: ignore[return-value]
+            try:
+                opener(self)  # attach_storage, then the producer state's replay through it
+            except BaseException:
+                if self._log is not None:
+                    self._log.close()
+                    self._log = None
+                raise
+            self._opener = None
+            return self._log  # type: ignore[return-value]
+
+    def attach_storage(self, plog: PartitionStorage) -> None:
+        """The storage an opener opened (see `_open`)."""
+        self._log = plog
+
+    def open_now(self) -> None:
+        """Open the storage if it is not yet (broker.cluster's background pass)."""
+        if self._opener is not None:
+            self._open()
 
     def set_leader(self, node: int) -> None:
         """A new leader (or -1, none): the leader epoch grows by one, as Kafka's controller bumps it
@@ -239,7 +301,8 @@ class Partition:
     # --- maintenance (housekeeping, the cluster) ---------------------------------------------
     def flush(self) -> None:
         """fsync what was written (the fsync policy decides when); housekeeping's worker thread."""
-        self.log.flush()
+        if self.opened:
+            self.log.flush()
 
     def plan_retention(self) -> None:
         """On the loop: keep the open transactions' data through retention (`apply_retention`
@@ -264,13 +327,14 @@ class Partition:
         """Keep the producer state as a snapshot at the log end (at shutdown), so the next start
         replays only what comes after it. A log unchanged since it was opened is left as it is:
         the next start replays the same state from the same files."""
-        if not self.log.changed_since_open:
+        if not self.opened or not self.log.changed_since_open:
             return
         self.log.write_producer_snapshot(self.log.log_end_offset, self.producers.to_snapshot())
 
     def close(self) -> None:
         """Persist, fsync (unless fsync=never) and mark a clean shutdown (storage: only what changed)."""
-        self.log.close()
+        if self.opened:
+            self.log.close()
 
     def save_copy(self, dest: Path, now_ms: int) -> int:
         """A copy of the partition in the new directory `dest` that opens as after a clean

@@ -9,6 +9,9 @@ Rules:
   is handled as the node whose port it came in on (`RequestContext.node_id`).
 - A node taken down (`Broker.node_down`, through `NodeListeners`) closes its listening sockets
   and its open connections; `node_up` binds the same ports again.
+- Partitions loaded but not opened yet (broker.cluster's rules: a one-node cluster's start
+  answers first) are opened after the start, OPEN_STEP at a time between other tasks' turns;
+  one that cannot be opened is named in one log line and left to fail the requests that use it.
 - Each accepted connection is served by broker.connection (framing, TLS, the SASL gate,
   dispatch); this module never reads a request.
 - Out of descriptors (EMFILE and the like), accepting pauses with one log line per shortage and
@@ -20,6 +23,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
 from typing import Any, Callable
 
 import trio
@@ -36,6 +40,9 @@ from .services import Wiring
 from .state import Broker, close_broker, open_broker
 
 log = logging.getLogger("kafkalite.server")
+
+# partitions opened by the background pass between two yields to other tasks (about 50 ms)
+OPEN_STEP = 100
 # accept(2) errors of a process or system out of descriptors or memory: retried after a pause
 ACCEPT_CAPACITY_ERRNOS = frozenset((*OUT_OF_DESCRIPTORS, errno.ENOMEM, errno.ENOBUFS))
 ACCEPT_RETRY_SECONDS = 0.1
@@ -118,9 +125,26 @@ async def serve(config: BrokerConfig, *, on_ready: Callable[[Broker], None] | No
             task_status.started(broker)
             if on_ready is not None:
                 on_ready(broker)
+            nursery.start_soon(_open_loaded_partitions, broker)
     finally:
         broker.ports = None
         close_broker(broker)
+
+
+async def _open_loaded_partitions(broker: Broker) -> None:
+    """The background pass (see the rules): every partition the start left to open, opened."""
+    pending = broker.cluster.not_yet_open()
+    if not pending:
+        return
+    t0 = time.monotonic()
+    for i, part in enumerate(pending):
+        if i and i % OPEN_STEP == 0:
+            await trio.sleep(0)
+        try:
+            part.open_now()
+        except OSError as exc:
+            log.error("cannot open partition %s-%d: %s", part.topic.name, part.index, exc)
+    log.info("opened %d partition(s) after the start in %.3f s", len(pending), time.monotonic() - t0)
 
 
 async def _bind(host: str, port: int) -> tuple[list[trio.SocketListener], int]:

@@ -119,6 +119,7 @@ class PartitionLog:
         # the clean-shutdown marker is on disk and the log has not changed since it was opened
         self._clean_marker = False
         self._changed = False     # changed since open: the next close persists, fsyncs and marks
+        self.created = False      # open made the directory: no records, no snapshot to replay
 
     # --- open / recovery -----------------------------------------------------------------------
     @classmethod
@@ -130,8 +131,8 @@ class PartitionLog:
         found = scan(d, config, now)
         if found is None:       # a new partition: nothing to recover, no checkpoint, no snapshot
             d.mkdir(parents=True, exist_ok=True)
-            self.segments = [Segment.create(d, 0, now)]
-            self._dir_dirty = True
+            self.segments = [Segment.create(d, 0, now, fresh=True)]
+            self._dir_dirty = self.created = True
             return self
         names, clean, checkpoint, segs = found.names, found.clean, found.checkpoint, found.segments
         if not segs:

@@ -108,10 +108,12 @@ class Segment:
 
     # --- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, base_offset: int, now_ms: int) -> "Segment":
+    def create(cls, directory: Path, base_offset: int, now_ms: int, *, fresh: bool = False) -> "Segment":
+        """A new empty segment; `fresh`: in a directory just made, where no index file can be left."""
         seg = cls(directory, base_offset, now_ms)
-        for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
-            unlink(p)
+        if not fresh:
+            for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
+                unlink(p)
         OPEN_FILES.adopt(seg, open_segment_file(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC))
         seg.dirty = True
         return seg
