@@ -156,6 +156,8 @@ class Cluster:
             cleanup_policy=str(eff["cleanup.policy"]),
             delete_retention_ms=int(value("delete.retention.ms")),
             min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
+            min_compaction_lag_ms=int(value("min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(value("max.compaction.lag.ms")),
             timestamp_type=str(eff["message.timestamp.type"]),
             fsync=self.config.str_of("fsync"),
         )

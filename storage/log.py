@@ -454,9 +454,7 @@ class PartitionLog:
             cfg = self.config
             replaced, self.first_dirty_offset = compact_segments(
                 self.segments, self.log_end_offset, first_unstable_offset,
-                first_dirty_offset=max(self.first_dirty_offset, self.log_start_offset), now_ms=now_ms,
-                delete_retention_ms=cfg.delete_retention_ms, min_cleanable_ratio=cfg.min_cleanable_dirty_ratio,
-                index_interval_bytes=cfg.index_interval_bytes, fsync=cfg.fsync != "never")
+                first_dirty_offset=max(self.first_dirty_offset, self.log_start_offset), now_ms=now_ms, config=cfg)
             if replaced:
                 self._begin_change()
                 old = self.segments
