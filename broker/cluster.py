@@ -280,6 +280,15 @@ class Cluster:
         for part in topic.partitions:
             part.update_config(self.log_config(topic))
 
+    def apply_broker_defaults(self) -> None:
+        """The broker's topic defaults changed (dynamic broker configs, set or read at start): every
+        topic takes its effective configs again, its own values still winning, as Kafka's
+        DynamicLogConfig reconfigures every log."""
+        for topic in self.topics.values():
+            topic.policy = self.produce_policy(topic)
+            for part in topic.partitions:
+                part.update_config(self.log_config(topic))
+
     def partition(self, topic_name: str, index: int) -> Partition | None:
         topic = self.topics.get(topic_name)
         if topic is None or not 0 <= index < len(topic.partitions):

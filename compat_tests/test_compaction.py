@@ -279,3 +279,30 @@ def test_advance_clock_moves_the_compaction_lags():
         b.controls.advance_clock(ms=HOUR_MS)
         wait_until(lambda: keys_left(bs, "held-back", "key") == 3 and keys_left(bs, "not-due", "key") == 3,
                    timeout=30, interval=0.5, what="both topics compacted an hour later")
+
+
+def test_a_dynamic_max_compaction_lag_reaches_existing_topics(tmp_path_factory, topic_name):
+    """log.cleaner.max.compaction.lag.ms set on the broker at run time (IncrementalAlterConfigs on
+    its BROKER resource) applies to a compacted topic that exists already, as Kafka reconfigures
+    every log: its two-hour-old segment, never dirty enough at min.cleanable.dirty.ratio=1, is
+    compacted once the setting is made."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    brokers.requires_own_broker("a cluster default that every topic of the broker takes")
+    with brokers.start(tmp_path_factory.mktemp("dynamic-lag"), {"log.cleaner.backoff.ms": "300"}) as b:
+        bs = b.bootstrap
+        witness = topic_name + "-witness"
+        create_compacted(bs, {topic_name: {"min.cleanable.dirty.ratio": "1"},
+                              witness: {"min.cleanable.dirty.ratio": "0.01"}})
+        now = int(time.time() * 1000)
+        produce_timed(bs, topic_name, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+        produce_timed(bs, witness, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+        wait_until(lambda: keys_left(bs, witness, "key") == 3, timeout=30, interval=0.5, what="the witness compacted")
+        assert keys_left(bs, topic_name, "key") == 30
+        admin = AdminClient({"bootstrap.servers": bs})
+        node = str(min(admin.list_topics(timeout=10).brokers))
+        broker = ConfigResource(ResourceType.BROKER, node, incremental_configs=[ConfigEntry(
+            "log.cleaner.max.compaction.lag.ms", str(HOUR_MS), incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([broker])[broker].result(30)
+        wait_until(lambda: keys_left(bs, topic_name, "key") == 3, timeout=30, interval=0.5,
+                   what="the topic compacted under the new setting")
