@@ -413,6 +413,7 @@ class PartitionLog:
             active = self.segments[-1]
             active.truncate_to(offset, self.config.index_interval_bytes)
             self.log_end_offset = offset
+            self.first_dirty_offset = min(self.first_dirty_offset, offset)  # the cleaner's checkpoint too
             remove_snapshots_after(self.directory, offset)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
@@ -420,8 +421,7 @@ class PartitionLog:
         gone = self.segments
         for seg in gone:    # before the new segment takes the name one of them may have
             seg.delete_files()
-        self.log_start_offset = offset
-        self.log_end_offset = offset
+        self.log_start_offset = self.log_end_offset = self.first_dirty_offset = offset
         self._write_log_start_checkpoint()
         self.segments = [Segment.create(self.directory, offset, now_ms)]
         for seg in gone:

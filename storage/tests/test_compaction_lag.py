@@ -112,3 +112,25 @@ def test_the_last_stable_offset_bounds_a_must_clean_log(tmp_path):
     assert plog.compact(10_000, first_unstable_offset=second + 1) == 1
     assert kept(plog)[:2] == [[("a", "a2")], [("a", "a3"), ("a", "a4")]]
     plog.close()
+
+
+def test_truncation_below_the_checkpoint_makes_the_new_records_dirty(tmp_path):
+    """A log truncated below the cleaner's checkpoint (the first dirty offset) takes the checkpoint
+    down with it (Kafka's maybeTruncateCheckpoint): the records written after the truncation are
+    dirty and compacted, not counted as clean."""
+    plog = open_log(tmp_path, min_cleanable_dirty_ratio=0.5)
+    put(plog, ("a", "a1", 1), ("b", "b1", 2))
+    plog.roll(2)
+    put(plog, ("c", "c1", 3), ("d", "d1", 4))
+    plog.roll(4)
+    put(plog, ("e", "e1", 5))
+    assert plog.compact(10, first_unstable_offset=None) == 0  # nothing to drop, the checkpoint moves on
+    assert plog.first_dirty_offset == 4
+    plog.truncate_to(2)
+    assert plog.first_dirty_offset == 2
+    put(plog, ("a", "a2", 6), ("a", "a3", 7), ("a", "a4", 8), ("a", "a5", 9))
+    plog.roll(9)
+    put(plog, ("f", "f1", 10))
+    assert plog.compact(20, first_unstable_offset=None) == 2
+    assert kept(plog)[:2] == [[("b", "b1")], [("a", "a5")]]
+    plog.close()
