@@ -134,3 +134,17 @@ def test_truncation_below_the_checkpoint_makes_the_new_records_dirty(tmp_path):
     assert plog.compact(20, first_unstable_offset=None) == 2
     assert kept(plog)[:2] == [[("b", "b1")], [("a", "a5")]]
     plog.close()
+
+
+def test_a_segment_without_timestamps_is_as_young_as_its_file(tmp_path):
+    """Records without a timestamp (-1): the segment's largest timestamp is its file's modification
+    time (Kafka's LogSegment.largestTimestamp), which min.compaction.lag.ms is measured from."""
+    plog = open_log(tmp_path, min_compaction_lag_ms=1000, min_cleanable_dirty_ratio=0.01)
+    put(plog, ("a", "a1", -1), ("a", "a2", -1))
+    plog.roll(0)
+    put(plog, ("c", "c1", -1))
+    modified = plog.segments[0].log_path.stat().st_mtime_ns // 1_000_000
+    assert plog.compact(modified + 999, first_unstable_offset=None) == 0
+    assert plog.compact(modified + 1000, first_unstable_offset=None) == 1
+    assert kept(plog)[0] == [("a", "a2")]
+    plog.close()
