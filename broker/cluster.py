@@ -172,6 +172,8 @@ class Cluster:
             cleanup_policy=str(eff["cleanup.policy"]),
             delete_retention_ms=int(value("delete.retention.ms")),
             min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
+            min_compaction_lag_ms=int(value("min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(value("max.compaction.lag.ms")),
             timestamp_type=str(eff["message.timestamp.type"]),
             fsync=self.config.str_of("fsync"),
         )
@@ -304,6 +306,15 @@ class Cluster:
         topic.policy = self.produce_policy(topic)
         for part in topic.partitions:
             part.update_config(self.log_config(topic))
+
+    def apply_broker_defaults(self) -> None:
+        """The broker's topic defaults changed (dynamic broker configs, set or read at start): every
+        topic takes its effective configs again, its own values still winning, as Kafka's
+        DynamicLogConfig reconfigures every log."""
+        for topic in self.topics.values():
+            topic.policy = self.produce_policy(topic)
+            for part in topic.partitions:
+                part.update_config(self.log_config(topic))
 
     def partition(self, topic_name: str, index: int) -> Partition | None:
         topic = self.topics.get(topic_name)

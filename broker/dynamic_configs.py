@@ -15,7 +15,10 @@ Keys Kafka does not know are kept, as Kafka keeps them, and never described.
 Values are applied where they mean something to kafkalite: the broker settings it has (topic
 defaults such as log.retention.ms and log.segment.bytes, message.max.bytes, min.insync.replicas,
 producer.id.expiration.ms, log.flush.interval.ms) take the per-broker value of the first node, else
-the cluster default, else the static setting, at once and for every node. Listener, SASL and SSL
+the cluster default, else the static setting, at once and for every node, and every existing topic
+takes the changed defaults where it has no value of its own (Kafka's DynamicLogConfig reconfigures
+every log: log.cleaner.max.compaction.lag.ms set at run time makes an existing compacted topic due
+for cleaning), at start too. Listener, SASL and SSL
 settings, thread counts, the cleaner's (but log.cleaner.backoff.ms, which the next pass of the log
 cleaner reads) and the replication throttles are stored and described only: kafkalite has one process, no replication traffic and no log cleaner threads to resize.
 Everything persists in `__cluster_metadata/broker_configs.json` (Kafka's metadata log) and is
@@ -30,7 +33,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kafkalite.storage.files import write_atomic
 
@@ -104,10 +107,13 @@ def validate(props: Mapping[str, str], per_broker: bool) -> None:
 
 
 class DynamicBrokerConfigs:
-    def __init__(self, meta_dir: Path, config: BrokerConfig, first_node: int):
+    def __init__(self, meta_dir: Path, config: BrokerConfig, first_node: int,
+                 applied: Callable[[], None] = lambda: None):
         self.path = meta_dir / "broker_configs.json"
         self.config = config
         self.first_node = first_node
+        # called once values are applied: the topics take the changed defaults
+        self.applied = applied
         # the settings as started (what a deleted dynamic value falls back to)
         self.static_values: dict[str, Any] = dict(config.values)
         self.defaults: dict[str, str] = {}
@@ -148,6 +154,7 @@ class DynamicBrokerConfigs:
                 self.config.values[key] = self.static_values[key] if text is None else parse_setting(key, text)
             except ValueError as exc:  # a value Kafka's type allows but kafkalite's setting does not
                 log.warning("dynamic %s=%s is stored but not applied: %s", key, text, exc)
+        self.applied()
 
     def _write(self, defaults: dict[str, str], per_broker: dict[int, dict[str, str]]) -> None:
         """Save the sets as they will be, before memory changes (a failure raises OSError)."""

@@ -9,8 +9,10 @@ Rules:
   default, true) it passes over the partitions whose cleanup.policy includes compact every
   log.cleaner.backoff.ms (Kafka's default, 15 s) of the broker's clock, as Kafka's cleaner thread
   backs off between passes, so advance-clock runs it too; a pass cleans a log whose dirty ratio is
-  above min.cleanable.dirty.ratio (storage.compaction). Both keys are read at every pass, so a
-  dynamic broker config changes them at once. With log.cleaner.enable=false nothing is compacted.
+  above min.cleanable.dirty.ratio or that max.compaction.lag.ms makes due, up to where
+  min.compaction.lag.ms allows (storage.cleanable), both lags at the pass's time on the broker's
+  clock. log.cleaner.enable and log.cleaner.backoff.ms are read at every pass, so a dynamic broker
+  config changes them at once. With log.cleaner.enable=false nothing is compacted.
 - What to do is decided on the trio loop (the floors come from transaction state, which only the
   loop may read); the work runs in a worker thread (storage allows retention and compaction
   beside appends and reads).

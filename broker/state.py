@@ -137,7 +137,7 @@ class Broker:
         reset control opens it again once it has removed those files."""
         meta_dir, node_id = self.cluster.meta_dir, self.cluster.node_id
         self.quotas = ClientQuotas(meta_dir)
-        self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id)
+        self.dynamic_configs = DynamicBrokerConfigs(meta_dir, self.config, node_id, self.cluster.apply_broker_defaults)
         self.features = Features(meta_dir, self.config, self.release, node_id)
         replaced = getattr(self, "reassignments", None)
         self.reassignments = Reassignments(self.cluster, self.config["reassignment.catch.up.ms"])

@@ -13,9 +13,16 @@ The cleaner keeps Kafka's schedule, apart from retention: a pass every log.clean
 (15 s by default, on both brokers), so a compacted topic with a low dirty ratio is compacted
 within about 20 s of its segment rolling, as client test suites expect; on kafkalite the
 advance-clock control runs the pass too.
+
+The lags, by record timestamps: min.compaction.lag.ms keeps the segments whose largest timestamp
+is within it uncleaned, and max.compaction.lag.ms cleans a log whose dirty ratio is below
+min.cleanable.dirty.ratio once a dirty segment's first batch is older than it (Kafka's
+LogCleanerManager); on kafkalite the advance-clock control moves both.
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -178,3 +185,124 @@ def test_no_compaction_with_the_cleaner_off():
         b.controls.advance_clock(ms=60_000)
         b.controls.advance_clock(ms=60_000)
         assert keyed_left(b.bootstrap, "no-cleaner") == 40
+
+
+HOUR_MS = 3_600_000
+
+
+def produce_timed(bootstrap: str, topic: str, groups: list[tuple[str, int, int]]) -> None:
+    """Each group is (key prefix, count, record timestamp): `count` records over three keys, all
+    stamped with the group's timestamp, sent and acknowledged before the next group, so a group
+    an hour or more from the one before it starts a new segment (segment.ms=60000 rolls by
+    record timestamps, on both brokers)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False})
+    for prefix, count, timestamp in groups:
+        for i in range(count):
+            producer.produce(topic, key=f"{prefix}{i % 3}".encode(), value=f"{prefix}-v{i}".encode(), partition=0,
+                             timestamp=timestamp)
+        assert producer.flush(30) == 0
+
+
+def create_compacted(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    base = {"cleanup.policy": "compact", "segment.ms": "60000", "segment.bytes": "1048576"}
+    futures = admin.create_topics([NewTopic(name, 1, 1, config={**base, **cfg}) for name, cfg in topics.items()])
+    for future in futures.values():
+        future.result(30)
+
+
+def keys_left(bootstrap: str, topic: str, prefix: str) -> int:
+    return sum(1 for k, _v in read_all(bootstrap, topic) if k.startswith(prefix))
+
+
+def test_min_compaction_lag_keeps_young_segments(cleaning_broker, topic_name):
+    """min.compaction.lag.ms=1 h: a segment of records stamped two hours ago is compacted (30
+    records over 3 keys to 3), the next one, stamped ten minutes ago, is not (its 30 stay, though
+    its keys are the same): the first uncleanable offset is the base of the first segment whose
+    largest timestamp is within the lag. A witness topic without the lag, written afterwards and
+    compacted by a later cleaner pass, shows the young segment was left on purpose."""
+    bs = cleaning_broker.bootstrap
+    witness = topic_name + "-witness"
+    create_compacted(bs, {topic_name: {"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": str(HOUR_MS)},
+                          witness: {"min.cleanable.dirty.ratio": "0.01"}})
+    now = int(time.time() * 1000)
+    produce_timed(bs, topic_name, [("key", 30, now - 2 * HOUR_MS), ("key", 30, now - 600_000), ("tail", 1, now)])
+    wait_until(lambda: keys_left(bs, topic_name, "key") == 33, timeout=30, interval=0.5,
+               what="the old segment compacted to 3 records and the young one's 30 kept")
+    produce_timed(bs, witness, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+    wait_until(lambda: keys_left(bs, witness, "key") == 3, timeout=30, interval=0.5, what="the witness compacted")
+    assert keys_left(bs, topic_name, "key") == 33
+
+
+def test_max_compaction_lag_cleans_below_the_dirty_ratio(cleaning_broker, topic_name):
+    """min.cleanable.dirty.ratio=1 (a log is never dirty enough): a topic with
+    max.compaction.lag.ms=1 h whose dirty segment's first batch is two hours old is compacted all
+    the same (Kafka's "must clean" log), the same records on a topic without the lag are not. A
+    second lagged topic, compacted by a later pass, is the witness that the first was not."""
+    bs = cleaning_broker.bootstrap
+    by_ratio, by_lag, witness = topic_name + "-ratio", topic_name + "-lag", topic_name + "-witness"
+    never_by_ratio = {"min.cleanable.dirty.ratio": "1"}
+    create_compacted(bs, {by_ratio: never_by_ratio, by_lag: {**never_by_ratio, "max.compaction.lag.ms": str(HOUR_MS)},
+                          witness: {**never_by_ratio, "max.compaction.lag.ms": str(HOUR_MS)}})
+    now = int(time.time() * 1000)
+    for topic in (by_ratio, by_lag):
+        produce_timed(bs, topic, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+    wait_until(lambda: keys_left(bs, by_lag, "key") == 3, timeout=30, interval=0.5,
+               what="the topic past max.compaction.lag.ms compacted to 3 records")
+    produce_timed(bs, witness, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+    wait_until(lambda: keys_left(bs, witness, "key") == 3, timeout=30, interval=0.5, what="the witness compacted")
+    assert keys_left(bs, by_ratio, "key") == 30
+
+
+def test_advance_clock_moves_the_compaction_lags():
+    """kafkalite: both lags are read on the broker's clock. With the broker defaults
+    log.cleaner.min.compaction.lag.ms and log.cleaner.max.compaction.lag.ms at an hour, records
+    stamped now are held back by the one, and a log below its dirty ratio is not due by the
+    other, until the clock is advanced by that hour."""
+    brokers.requires_kafkalite("the clock control is kafkalite's own")
+    config = {"log.cleaner.backoff.ms": 300, "log.cleaner.min.compaction.lag.ms": HOUR_MS,
+              "log.cleaner.max.compaction.lag.ms": HOUR_MS}
+    with kafkalite.running(controls=0, config=config) as b:
+        bs = b.bootstrap
+        create_compacted(bs, {"held-back": {"min.cleanable.dirty.ratio": "0.01"},
+                              "not-due": {"min.cleanable.dirty.ratio": "1", "min.compaction.lag.ms": "0"},
+                              "witness": {"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"}})
+        now = int(time.time() * 1000)
+        for topic in ("held-back", "not-due", "witness"):
+            produce_timed(bs, topic, [("key", 30, now - 120_000), ("tail", 1, now)])
+        wait_until(lambda: keys_left(bs, "witness", "key") == 3, timeout=30, interval=0.5,
+                   what="the witness compacted")
+        assert keys_left(bs, "held-back", "key") == 30
+        assert keys_left(bs, "not-due", "key") == 30
+        b.controls.advance_clock(ms=HOUR_MS)
+        wait_until(lambda: keys_left(bs, "held-back", "key") == 3 and keys_left(bs, "not-due", "key") == 3,
+                   timeout=30, interval=0.5, what="both topics compacted an hour later")
+
+
+def test_a_dynamic_max_compaction_lag_reaches_existing_topics(tmp_path_factory, topic_name):
+    """log.cleaner.max.compaction.lag.ms set on the broker at run time (IncrementalAlterConfigs on
+    its BROKER resource) applies to a compacted topic that exists already, as Kafka reconfigures
+    every log: its two-hour-old segment, never dirty enough at min.cleanable.dirty.ratio=1, is
+    compacted once the setting is made."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    brokers.requires_own_broker("a cluster default that every topic of the broker takes")
+    with brokers.start(tmp_path_factory.mktemp("dynamic-lag"), {"log.cleaner.backoff.ms": "300"}) as b:
+        bs = b.bootstrap
+        witness = topic_name + "-witness"
+        create_compacted(bs, {topic_name: {"min.cleanable.dirty.ratio": "1"},
+                              witness: {"min.cleanable.dirty.ratio": "0.01"}})
+        now = int(time.time() * 1000)
+        produce_timed(bs, topic_name, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+        produce_timed(bs, witness, [("key", 30, now - 2 * HOUR_MS), ("tail", 1, now)])
+        wait_until(lambda: keys_left(bs, witness, "key") == 3, timeout=30, interval=0.5, what="the witness compacted")
+        assert keys_left(bs, topic_name, "key") == 30
+        admin = AdminClient({"bootstrap.servers": bs})
+        node = str(min(admin.list_topics(timeout=10).brokers))
+        broker = ConfigResource(ResourceType.BROKER, node, incremental_configs=[ConfigEntry(
+            "log.cleaner.max.compaction.lag.ms", str(HOUR_MS), incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([broker])[broker].result(30)
+        wait_until(lambda: keys_left(bs, topic_name, "key") == 3, timeout=30, interval=0.5,
+                   what="the topic compacted under the new setting")

@@ -1,11 +1,12 @@
 """Log compaction for cleanup.policy=compact (a simple, whole-segment cleaner).
 
-Scope: the closed segments that lie wholly below the first unstable offset (the start of
-the oldest open transaction) - the active segment and anything an open transaction could
-still abort or commit are never touched. As Kafka's LogCleanerManager, a log is cleaned only
-when its dirty ratio (the bytes of those segments from the cleaner's checkpoint, the first
-dirty offset, over the bytes of all of them) is above min.cleanable.dirty.ratio; after a
-pass the checkpoint is the end of the cleaned range.
+Scope: the closed segments below the first uncleanable offset (storage.cleanable, Kafka's
+LogCleanerManager: the last stable offset, the active segment and min.compaction.lag.ms bound it)
+- the active segment, anything an open transaction could still abort or commit and the segments
+min.compaction.lag.ms still holds back are never touched. A log is cleaned when its dirty ratio
+is above min.cleanable.dirty.ratio or max.compaction.lag.ms has passed for a dirty segment
+(storage.cleanable); after a pass the checkpoint (the first dirty offset) is the end of the
+cleaned range.
 
 Rules, after Kafka's LogCleaner:
 - the latest record of each key (over the cleaned range) is kept; older ones go;
@@ -42,6 +43,8 @@ from kafkalite.protocol.batch import (COMPRESSION_MASK, CONTROL_MASK, DELETE_HOR
 from kafkalite.protocol.records import DecodedRecord, decode_records, encode_batch
 from kafkalite.protocol.codecs import UnsupportedCompression
 
+from .cleanable import cleanable
+from .config import LogConfig
 from .files import unlink, write_new
 from .segment import Segment
 
@@ -49,28 +52,17 @@ log = logging.getLogger("kafkalite.storage")
 
 
 def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstable_offset: int | None, *,
-                     first_dirty_offset: int, now_ms: int, delete_retention_ms: int, min_cleanable_ratio: float,
-                     index_interval_bytes: int, fsync: bool) -> tuple[dict[int, Segment], int]:
-    """Compact the eligible closed segments of a log (`segs`, oldest first, the last one
-    active) if enough of them is dirty. Returns the replacement of each rewritten segment by
-    its index in `segs` (the caller, holding the log's lock, swaps them in and retires the old
-    ones) and the cleaner's new first dirty offset."""
-    limit = log_end_offset if first_unstable_offset is None else min(first_unstable_offset, log_end_offset)
-    eligible = []
-    for i in range(len(segs) - 1):
-        if segs[i + 1].base_offset <= limit:
-            eligible.append(segs[i])
-        else:
-            break
-    if not eligible:
+                     first_dirty_offset: int, now_ms: int, config: LogConfig) -> tuple[dict[int, Segment], int]:
+    """Compact the cleanable closed segments of a log (`segs`, oldest first, the last one active)
+    when the cleaner cleans it now (storage.cleanable: the lags, the dirty ratio). Returns the
+    replacement of each rewritten segment by its index in `segs` (the caller, holding the log's
+    lock, swaps them in and retires the old ones) and the cleaner's new first dirty offset."""
+    last_stable = log_end_offset if first_unstable_offset is None else min(first_unstable_offset, log_end_offset)
+    plan = cleanable(segs, last_stable, first_dirty_offset, now_ms, config)
+    if not plan.should_clean(config.min_cleanable_dirty_ratio):
         return {}, first_dirty_offset
-    cleaned_end = segs[len(eligible)].base_offset
-    total = sum(seg.size for seg in eligible)
-    # Kafka's LogCleanerManager: the segments holding offsets at or after the first dirty one
-    dirty = sum(seg.size for i, seg in enumerate(eligible)
-                if (segs[i + 1].base_offset if i + 1 < len(segs) else log_end_offset) > first_dirty_offset)
-    if total == 0 or dirty / total <= min_cleanable_ratio:
-        return {}, first_dirty_offset
+    eligible = segs[:plan.segment_count]
+    delete_retention_ms = config.delete_retention_ms
 
     aborted: dict[int, list[tuple[int, int]]] = {}
     for seg in segs:
@@ -137,8 +129,8 @@ def compact_segments(segs: Sequence[Segment], log_end_offset: int, first_unstabl
                 continue
             out += _rebuild_batch(f, kept, now_ms + delete_retention_ms if set_horizon else horizon)
         if changed:
-            replaced[idx] = _replace_segment(seg, out, index_interval_bytes, fsync)
-    return replaced, max(first_dirty_offset, cleaned_end)
+            replaced[idx] = _replace_segment(seg, out, config.index_interval_bytes, config.fsync != "never")
+    return replaced, max(first_dirty_offset, plan.first_uncleanable_offset)
 
 
 def _rebuild_batch(f: HeaderFields, kept: list[DecodedRecord], delete_horizon_ms: int | None) -> bytearray:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+LONG_MAX = (1 << 63) - 1     # Java's Long.MAX_VALUE, Kafka's "no limit"
+
 
 @dataclass
 class LogConfig:
@@ -15,6 +17,8 @@ class LogConfig:
     cleanup_policy: str = "delete"               # cleanup.policy: delete | compact | compact,delete
     delete_retention_ms: int = 24 * 3600 * 1000  # delete.retention.ms: how long the cleaner keeps tombstones
     min_cleanable_dirty_ratio: float = 0.5       # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0               # min.compaction.lag.ms: how long a record stays uncleaned
+    max_compaction_lag_ms: int = LONG_MAX        # max.compaction.lag.ms: how long a dirty segment may wait
     timestamp_type: str = "CreateTime"           # message.timestamp.type: CreateTime | LogAppendTime
     fsync: str = "interval"                      # always | interval | never (broker-level --fsync)
 

@@ -414,6 +414,7 @@ class PartitionLog:
             active = self.segments[-1]
             active.truncate_to(offset, self.config.index_interval_bytes)
             self.log_end_offset = offset
+            self.first_dirty_offset = min(self.first_dirty_offset, offset)  # the cleaner's checkpoint too
             remove_snapshots_after(self.directory, offset)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
@@ -421,8 +422,7 @@ class PartitionLog:
         gone = self.segments
         for seg in gone:    # before the new segment takes the name one of them may have
             seg.delete_files()
-        self.log_start_offset = offset
-        self.log_end_offset = offset
+        self.log_start_offset = self.log_end_offset = self.first_dirty_offset = offset
         self._write_log_start_checkpoint()
         self.segments = [Segment.create(self.directory, offset, now_ms)]
         for seg in gone:
@@ -455,9 +455,7 @@ class PartitionLog:
             cfg = self.config
             replaced, self.first_dirty_offset = compact_segments(
                 self.segments, self.log_end_offset, first_unstable_offset,
-                first_dirty_offset=max(self.first_dirty_offset, self.log_start_offset), now_ms=now_ms,
-                delete_retention_ms=cfg.delete_retention_ms, min_cleanable_ratio=cfg.min_cleanable_dirty_ratio,
-                index_interval_bytes=cfg.index_interval_bytes, fsync=cfg.fsync != "never")
+                first_dirty_offset=max(self.first_dirty_offset, self.log_start_offset), now_ms=now_ms, config=cfg)
             if replaced:
                 self._begin_change()
                 old = self.segments

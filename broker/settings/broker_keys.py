@@ -131,6 +131,10 @@ BROKER_KEYS: dict[str, BrokerKey] = {
              T.BOOLEAN, "true"),
     "log.cleaner.backoff.ms": K(int, 15_000, "the log cleaner's pause between passes over the compacted "
              "partitions (by the broker's clock)", T.LONG, "15000"),
+    "log.cleaner.min.compaction.lag.ms": K(int, 0, "min.compaction.lag.ms default: records younger than this "
+             "(by their timestamps) are not compacted", T.LONG, "0"),
+    "log.cleaner.max.compaction.lag.ms": K(int, LONG_MAX, "max.compaction.lag.ms default: a dirty segment older "
+             "than this is compacted whatever the dirty ratio", T.LONG, str(LONG_MAX)),
     "log.flush.interval.ms": K(int, 1000, "fsync period with fsync=interval",
              T.LONG, None, (_s("log.flush.scheduler.interval.ms", str(LONG_MAX)),)),
     "fsync": K(_fsync, "interval", "always: fsync before acknowledging; interval; never",
