@@ -12,11 +12,12 @@ Rules:
   trio loop.
 - A partition loaded at start may open its storage later (`Partition(..., opener=...)`): on
   first use (any read, write or maintenance call, its producer state included) or from
-  broker.cluster's background pass after the broker answers, so that a start answers Metadata in
+  broker.server's background pass after the broker answers, so that a start answers Metadata in
   a time that does not grow with the partition count. Opening is under one lock, so a worker
   thread and the loop that want the same partition at once open it once; the partition counts as
-  open only once its producer state is replayed. Closing or snapshotting a partition never opened
-  does nothing (its files are as the last stop left them).
+  open only once its producer state is replayed. Closing, flushing, snapshotting or reconfiguring
+  a partition never opened does nothing (its files are as the last stop left them; it reads its
+  topic's config when it opens).
 - Leaders, ISR and epochs live in memory (broker.cluster moves them); a leader change bumps the
   leader epoch and wakes waiting fetches.
 - `flush_appended` fsyncs (fsync=always) in a worker thread what a request appended, before
@@ -320,8 +321,10 @@ class Partition:
             self.log.compact(now_ms, first_unstable_offset=last_stable_offset)
 
     def update_config(self, config: LogConfig) -> None:
-        """The topic's configs changed (AlterConfigs)."""
-        self.log.update_config(config)
+        """The topic's configs changed (AlterConfigs, a dynamic broker default). A partition not
+        opened yet takes its topic's config as it is when it opens."""
+        if self.opened:
+            self.log.update_config(config)
 
     def write_producer_snapshot(self) -> None:
         """Keep the producer state as a snapshot at the log end (at shutdown), so the next start
