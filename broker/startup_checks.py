@@ -14,6 +14,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 from importlib.util import find_spec
 from pathlib import Path
@@ -85,8 +86,13 @@ def check_data_dir(data_dir: Path) -> None:
     for child in children:
         if child.name == "tls":
             continue
-        what = "the cluster metadata in" if child.name.startswith("__cluster_metadata") else "the partition dir"
-        _probe(child, what)
+        if child.name.startswith("__cluster_metadata"):
+            _probe(child, "the cluster metadata in")
+        elif not os.access(child, os.W_OK | os.X_OK):
+            # access(2) answers for permissions and a read-only mount alike, without the write and
+            # unlink of a probe in each of thousands of partition dirs (1.5 s at 10 000); the
+            # probe then names why
+            _probe(child, "the partition dir")
 
 
 def check_security(config: BrokerConfig, self_signed: bool) -> None:
