@@ -42,7 +42,7 @@ from .java_text import set_text
 from .settings.broker_config import BrokerConfig
 from .settings.broker_keys import BROKER_KEYS
 from .settings.broker_keys import parse_value as parse_setting
-from .settings.describe import ConfigEntry
+from .settings.describe import ConfigEntry, DynamicLayers, describe_topic_configs
 from .settings.values import ConfigError, ConfigSource, ConfigType, parse_value
 
 log = logging.getLogger("kafkalite.dynamic_configs")
@@ -163,6 +163,14 @@ class DynamicBrokerConfigs:
         write_atomic(self.path, json.dumps(data, sort_keys=True).encode(), fsync=True)
 
     # --- DescribeConfigs ------------------------------------------------------------------
+
+    def describe_topic(self, overrides: Mapping[str, str], names: list[str] | None) -> list[ConfigEntry]:
+        """A topic's configs (DescribeConfigs, CreateTopics v5+): the values in effect, with the
+        dynamic broker configs as the sources of those that fall back to them. The dynamic set
+        of the first node is the one in effect (`_apply`), so it is the one named."""
+        return describe_topic_configs(overrides, self.config.values, static_values=self.static_values,
+                                      dynamic=DynamicLayers(self.per_broker.get(self.first_node, {}), self.defaults),
+                                      names=names)
 
     def describe_default(self, names: list[str] | None) -> list[ConfigEntry]:
         """The cluster-default resource: the dynamic defaults that are set, of keys Kafka knows."""

@@ -383,6 +383,37 @@ def test_describe_log_dirs(bootstrap, admin_client, create_topic, topic_name):
     assert replicas[f"{topic_name}-0"]["size"] == 0
 
 
+@pytest.mark.on_kafka_too
+# the Java admin only: the others cannot name the cluster-default resource (NAMES_THE_DEFAULT)
+@pytest.mark.parametrize("admin", [pytest.param("java", marks=pytest.mark.java)], indirect=True)
+def test_topic_configs_name_the_dynamic_broker_configs_they_fall_back_to(admin, create_topic, topic_name):
+    """DescribeConfigs of a topic without its own min.compaction.lag.ms: the value and source
+    follow the broker's dynamic configs (Kafka's ConfigHelper: the broker's own set, then the
+    cluster default, then server.properties, then Kafka's default), the synonyms in that order."""
+    node = str(admin.describe_cluster()["nodes"][0]["id"])
+    create_topic(topic_name)
+    key = "log.cleaner.min.compaction.lag.ms"   # 1 or 2 ms: nothing any other test can notice
+
+    def described(value: str, source: str):
+        def check():
+            entry = admin.describe_configs("topic", topic_name)["min.compaction.lag.ms"]
+            assert (entry.value, entry.source) == (value, source)
+        return check
+
+    eventually(described("0", "DEFAULT_CONFIG"), timeout=60)
+    try:
+        admin.incremental_alter_configs("broker", "", [("SET", key, "1")])
+        eventually(described("1", "DYNAMIC_DEFAULT_BROKER_CONFIG"), timeout=60)
+        admin.incremental_alter_configs("broker", node, [("SET", key, "2")])
+        eventually(described("2", "DYNAMIC_BROKER_CONFIG"), timeout=60)
+        admin.incremental_alter_configs("broker", node, [("DELETE", key, None)])
+        eventually(described("1", "DYNAMIC_DEFAULT_BROKER_CONFIG"), timeout=60)
+    finally:
+        admin.incremental_alter_configs("broker", node, [("DELETE", key, None)])
+        admin.incremental_alter_configs("broker", "", [("DELETE", key, None)])
+    eventually(described("0", "DEFAULT_CONFIG"), timeout=60)
+
+
 # clients whose admin reaches the cluster-default broker resource (""): confluent-kafka refuses an
 # empty ConfigResource name and the franz driver takes broker names as numbers; sarama's change of
 # the default is not seen on Apache Kafka 4.4 (its IncrementalAlterConfig picks a broker by name)

@@ -60,7 +60,7 @@ from kafkalite.protocol.messages import make
 
 from ..context import RequestContext
 from ..settings.broker_keys import BROKER_KEYS
-from ..settings.describe import BrokerKeyLike, describe_broker_configs, describe_topic_configs
+from ..settings.describe import BrokerKeyLike, describe_broker_configs
 from ..settings.topic_keys import is_list_config, topic_config_default, validate_topic_configs
 from ..settings.values import ConfigError, ConfigSource, ConfigType
 from ..authorizer import AUTHORIZATION_MESSAGES, AclOperation, ResourceType, allowed, allowed_cluster
@@ -233,7 +233,7 @@ def _describe_entries(ctx: RequestContext, resource):
         topic = ctx.cluster.topics.get(name)
         if topic is None:
             raise AdminError(ErrorCode.unknown_topic_or_partition, "")
-        return describe_topic_configs(topic.configs, ctx.broker.config.values, names=keys)
+        return ctx.broker.dynamic_configs.describe_topic(topic.configs, keys)
     if rtype == BROKER:
         dynamic = ctx.broker.dynamic_configs
         if name == "":

@@ -87,7 +87,6 @@ from ..context import RequestContext
 from ..quotas import ControllerMutationQuota, ThrottlingQuotaExceeded
 from ..internal_topics import INTERNAL_TOPICS
 from ..placement import replication_error_text
-from ..settings.describe import describe_topic_configs
 from ..settings.topic_keys import validate_topic_configs
 from ..settings.values import ConfigError
 from ..authorizer import AclOperation, ResourceType, allowed, allowed_cluster, allowed_names, operations
@@ -254,7 +253,7 @@ def _created_result(ctx: RequestContext, mod, name: str, topic_id: uuid.UUID, pa
                     num_partitions=-1, replication_factor=-1, configs=())
     config_results = ()
     if hasattr(mod, "CreatableTopicConfigs"):  # v5+
-        entries = describe_topic_configs(configs, ctx.broker.config.values)
+        entries = ctx.broker.dynamic_configs.describe_topic(configs, None)
         config_results = tuple(
             make(mod.CreatableTopicConfigs, name=e.name, value=None if e.sensitive else e.value,
                  read_only=e.read_only, config_source=int(e.source), is_sensitive=e.sensitive)

@@ -1,9 +1,11 @@
 """How settings are reported: DescribeConfigs (topics and the broker) and CreateTopics v5+.
 
 Rules:
-- A topic config's entry carries the effective value, its source (TOPIC_CONFIG for an
-  override, STATIC_BROKER_CONFIG when the broker setting it falls back to was set,
-  DEFAULT_CONFIG otherwise) and the synonym chain, as Kafka's ConfigHelper builds it.
+- A topic config's entry carries the effective value, its source and the synonym chain, as
+  Kafka's ConfigHelper builds it: TOPIC_CONFIG for an override, then for each broker synonym its
+  dynamic value of the answering broker (DYNAMIC_BROKER_CONFIG), the dynamic cluster default
+  (DYNAMIC_DEFAULT_BROKER_CONFIG), the broker setting as started when it was set
+  (STATIC_BROKER_CONFIG) and Kafka's default (DEFAULT_CONFIG); the source is the first's.
 - A broker setting counts as "set" (STATIC_BROKER_CONFIG) when its value differs from Kafka's
   own default, since that is what a server.properties line would produce. Every broker entry
   is read-only: kafkalite does not change broker settings at runtime. Passwords are null.
@@ -43,12 +45,27 @@ def _broker_value_string(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _static_synonyms(d: ConfigDef, broker_values: Mapping[str, Any]) -> list[SynonymEntry]:
-    """Kafka's configSynonyms for a topic config's broker synonyms, static sources only."""
+_DYNAMIC = (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+
+
+@dataclass(frozen=True)
+class DynamicLayers:
+    """The dynamic broker configs a topic config's synonyms are read from (broker.dynamic_configs),
+    as stored text: the answering broker's own set and the cluster default."""
+
+    per_broker: Mapping[str, str] = field(default_factory=dict)
+    cluster_default: Mapping[str, str] = field(default_factory=dict)
+
+
+def _broker_synonyms(d: ConfigDef, static_values: Mapping[str, Any], dynamic: DynamicLayers) -> list[SynonymEntry]:
+    """Kafka's ConfigHelper.configSynonyms for a topic config's broker synonyms."""
     found: list[tuple[str, str | None, ConfigSource]] = []
+    for source, values in ((ConfigSource.DYNAMIC_BROKER_CONFIG, dynamic.per_broker),
+                           (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, dynamic.cluster_default)):
+        found.extend((syn.name, values[syn.name], source) for syn in d.synonyms if syn.name in values)
     primary = d.synonyms[0]
-    if primary.name in broker_values:
-        text = _broker_value_string(broker_values[primary.name])
+    if primary.name in static_values:
+        text = _broker_value_string(static_values[primary.name])
         if text != d.default_string:
             found.append((primary.name, text, ConfigSource.STATIC_BROKER_CONFIG))
     for syn in d.synonyms:
@@ -61,8 +78,12 @@ def _static_synonyms(d: ConfigDef, broker_values: Mapping[str, Any]) -> list[Syn
 
 
 def describe_topic_configs(overrides: Mapping[str, str], broker_values: Mapping[str, Any], *,
+                           static_values: Mapping[str, Any] | None = None, dynamic: DynamicLayers = DynamicLayers(),
                            names: Iterable[str] | None = None) -> list[ConfigEntry]:
-    """Every topic config (or those in `names`) with value, source and synonyms, sorted by name."""
+    """Every topic config (or those in `names`) with value, source and synonyms, sorted by name:
+    `broker_values` the broker's settings in effect (dynamic ones applied), `static_values` as it
+    started (default: the same), `dynamic` the dynamic sets the synonyms name."""
+    static = broker_values if static_values is None else static_values
     wanted = None if names is None else set(names)
     entries = []
     for d in sorted(TOPIC_CONFIG_DEFS, key=lambda d: d.name):
@@ -70,13 +91,16 @@ def describe_topic_configs(overrides: Mapping[str, str], broker_values: Mapping[
             continue
         if d.internal and d.name not in overrides:
             continue
-        synonyms = _static_synonyms(d, broker_values) if d.synonyms else []
+        synonyms = _broker_synonyms(d, static, dynamic) if d.synonyms else []
+        dynamic_first = bool(synonyms) and synonyms[0][2] in _DYNAMIC and synonyms[0][0] == d.synonyms[0].name
         value: str | None
         if d.name in overrides:
             value = overrides[d.name]
             synonyms.insert(0, (d.name, value, ConfigSource.TOPIC_CONFIG))
-        elif d.synonyms and d.synonyms[0].name in broker_values:
-            value = _broker_value_string(broker_values[d.synonyms[0].name])
+        elif dynamic_first or (d.synonyms and d.synonyms[0].name in broker_values):
+            # the dynamic value (in effect, as far as a client can tell, even for a Kafka key
+            # kafkalite has no setting for), else the setting in effect
+            value = synonyms[0][1] if dynamic_first else _broker_value_string(broker_values[d.synonyms[0].name])
             try:
                 value = to_string(d.type, parse_value(d.name, d.type, value or ""))
             except ConfigError:
