@@ -82,6 +82,7 @@ class AdminConnection:
         if client is None:
             raise ConnectionError(f"cannot connect to {bootstrap}: {last}")
         self.client: WireClient = client
+        self._reconnect = lambda: WireClient(address, timeout=timeout, client_id=client_id)
         self.versions = self._api_versions()
 
     def close(self) -> None:
@@ -94,7 +95,16 @@ class AdminConnection:
         self.close()
 
     def request(self, req: Any) -> Any:
-        return self.client.request(req)
+        """`req`'s response; a connection the broker closed is opened again and the request sent
+        once more, as Kafka's clients do (a broker under chaos closes connections; every request
+        here is one that may be sent twice: Metadata, or CreateTopics/DeleteTopics whose repeat
+        answers that the topic exists, or is gone)."""
+        try:
+            return self.client.request(req)
+        except (ConnectionError, TimeoutError):
+            self.client.close()
+            self.client = self._reconnect()
+            return self.client.request(req)
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
         from kio.schema.api_versions.v0.request import ApiVersionsRequest

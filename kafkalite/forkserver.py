@@ -41,7 +41,7 @@ __all__ = ["ForkServer", "ForkedBroker"]
 
 _START_KEYS = ("host", "port", "config", "listeners", "advertised_listeners", "log_level", "metrics_port", "console",
                "controls", "clock", "kafka_version", "nodes", "tls_self_signed", "seed", "http_allowed_hosts",
-               "controls_token", "extra_args")
+               "controls_token", "chaos", "chaos_profile", "extra_args")
 
 
 class ForkedProcess:

@@ -216,6 +216,7 @@ class BrokerSettings(TypedDict, total=False):
     kafka_version: str | None
     nodes: int | None
     chaos: int | None              # the chaos seed (broker.chaos); None: no chaos
+    chaos_profile: str | None      # how often chaos faults hit: gentle, default, harsh
     tls_self_signed: bool
     seed: str | os.PathLike | None
     http_allowed_hosts: Sequence[str]  # Host names the HTTP endpoints answer besides their address
@@ -227,7 +228,7 @@ class BrokerSettings(TypedDict, total=False):
 _VALUE_FLAGS = {"--data-dir": "data_dir", "--log-level": "log_level", "--metrics-port": "metrics_port",
                 "--console": "console", "--controls": "controls", "--schema-registry": "schema_registry",
                 "--clock": "clock", "--kafka-version": "kafka_version", "--nodes": "nodes", "--seed": "seed",
-                "--chaos": "chaos"}
+                "--chaos": "chaos", "--chaos-profile": "chaos_profile"}
 
 
 def broker_args(**settings: Unpack[BrokerSettings]) -> list[str]:

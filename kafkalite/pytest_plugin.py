@@ -55,6 +55,10 @@ Options
         address and localhost (``kafkalite --http-allowed-hosts``), for controls reached by a name.
     ``KAFKALITE_CONTROLS_TOKEN`` (or ini ``kafkalite_controls_token``): the shared secret the brokers'
         controls ask for (``kafkalite --controls-token``); the fixtures send it.
+    ``--kafkalite-chaos SEED|random`` / ini ``kafkalite_chaos`` / ``KAFKALITE_CHAOS`` (and
+        ``--kafkalite-chaos-profile`` / ini ``kafkalite_chaos_profile`` / ``KAFKALITE_CHAOS_PROFILE``):
+        every broker the fixtures start runs seeded chaos, begun anew for each test; the session ends
+        with the faults each test met and the command that replays a failing one (kafkalite.pytest_chaos).
 
 The broker runs as its own process (``python -P -m kafkalite``) on a free port for the whole
 session and stops with it. When a test that uses it fails, the lines the broker logged during
@@ -75,9 +79,12 @@ from typing import Any, Callable
 
 import pytest
 
+from kafkalite import pytest_chaos
+
 _BROKER = pytest.StashKey[Any]()  # kafkalite.Broker, once started
 _LOG_OFFSET = pytest.StashKey[int]()
 _REPORT_SEQ = pytest.StashKey[int]()  # the request log's seq as the test started
+_CHAOS = pytest.StashKey["pytest_chaos.ChaosSettings | None"]()
 REPORT_MODES = ("off", "failed", "all")
 _FIXTURES = {"kafka_bootstrap", "kafkalite_broker", "kafka_topic", "kafka_topic_factory", "kafkalite_controls",
              "schema_registry_url", "kafka_clean"}
@@ -126,11 +133,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "their last records, groups and lag, open transactions) to the report of failed "
                          "tests (default), of all tests, or of none")
     parser.addini("kafkalite_report", default="failed", help="off | failed | all: see --kafkalite-report")
+    pytest_chaos.addoption(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "kafka_topic(partitions=1, configs=None): settings of the topic the kafka_topic fixture creates")
+    chaos = pytest_chaos.settings(config)
+    config.stash[_CHAOS] = chaos
+    if chaos is not None:
+        if external_bootstrap(config):
+            raise pytest.UsageError(f"--kafkalite-chaos needs the kafkalite broker the session starts, not an "
+                                    f"external one ({external_bootstrap(config)})")
+        config.pluginmanager.register(
+            pytest_chaos.ChaosPlugin(chaos, _test_broker, lambda: config.stash.get(_BROKER, None), _FRESH),
+            "kafkalite-chaos")
+
+
+def _chaos_settings(config: pytest.Config) -> dict[str, Any]:
+    """The keywords that give a started broker the session's chaos (none without it)."""
+    chaos = config.stash.get(_CHAOS, None)
+    return {} if chaos is None else chaos.broker_settings()
 
 
 def external_bootstrap(config: pytest.Config) -> str | None:
@@ -216,7 +239,7 @@ def _start_broker(config: pytest.Config):
                              nodes=int(nodes) if nodes else None,
                              controls=_controls(config),
                              schema_registry="127.0.0.1:0" if _registry_available() else None,
-                             seed=_seed(config), **_http_settings(config))
+                             seed=_seed(config), **_http_settings(config), **_chaos_settings(config))
     config.stash[_BROKER] = broker
     if broker.console_url:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -336,6 +359,15 @@ def _uses_broker(item: pytest.Item) -> bool:
     return any(n in _FIXTURES for n in names)
 
 
+def _test_broker(item: pytest.Item) -> Any:
+    """The broker `item` talks to: its kafkalite_fresh one, else the session's when it uses it
+    (None before it is started)."""
+    fresh = item.stash.get(_FRESH, None)
+    if fresh is not None:
+        return fresh
+    return item.config.stash.get(_BROKER, None) if _uses_broker(item) else None
+
+
 def _log_size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -367,11 +399,10 @@ def _broker_report(item: pytest.Item, report: pytest.TestReport) -> None:
     if mode == "off" or (mode == "failed" and not report.failed) or (mode == "all" and report.when != "call"
                                                                       and not report.failed):
         return
-    fresh = item.stash.get(_FRESH, None)
-    broker = fresh if fresh is not None else item.config.stash.get(_BROKER, None)
-    if broker is None or not broker.controls_url or (fresh is None and not _uses_broker(item)):
+    broker = _test_broker(item)
+    if broker is None or not broker.controls_url:
         return
-    after = 0 if fresh is not None else item.stash.get(_REPORT_SEQ, 0)
+    after = 0 if item.stash.get(_FRESH, None) is not None else item.stash.get(_REPORT_SEQ, 0)
     from kafkalite.report import render
 
     try:
@@ -463,7 +494,8 @@ def kafkalite_fresh(pytestconfig: pytest.Config, request: pytest.FixtureRequest)
     broker = _fork_server(pytestconfig).start(
         config=_broker_config(pytestconfig), log_level=level, seed=_seed(pytestconfig),
         listeners=pytestconfig.getini("kafkalite_listeners"),
-        controls="127.0.0.1:0" if _http_available() else None, **_http_settings(pytestconfig))
+        controls="127.0.0.1:0" if _http_available() else None, **_http_settings(pytestconfig),
+        **_chaos_settings(pytestconfig))
     request.node.stash[_FRESH] = broker
     try:
         yield broker
