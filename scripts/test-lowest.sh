@@ -50,6 +50,7 @@ RANGED_TESTS=(
     kafkalite/broker/tests/test_cli_settings.py kafkalite/broker/tests/test_cli_metrics.py  # the CLI
     kafkalite/broker/tests/test_startup_errors.py
     kafkalite/tests/test_pytest_plugin.py kafkalite/tests/test_pytest_isolation.py          # pytest, the plugin
+    kafkalite/tests/test_pytest_chaos.py
     kafkalite/broker/tests/test_security_config.py kafkalite/broker/tests/test_listeners.py # trustme, cryptography
     kafkalite/protocol/tests/test_records.py kafkalite/storage/tests/test_log.py            # cramjam
     kafkalite/storage/tests/test_compaction.py kafkalite/broker/tests/test_produce_validation.py
