@@ -195,26 +195,23 @@ node_packages() {
 # into the checkout's .cache/go/mod, and built into .cache/go/build, the build cache and settings the tests use
 # (compat_tests/clients/golang.py's go_env): kafkalite/tests/test_language_helpers.py then vets and
 # tests go/kafkalitetest without compiling franz-go and sarama (over a minute of the pass's CPU
-# otherwise). Go locks both caches, so two go commands may fill them at once. The driver binary is
-# built once per source hash into $DEPS/bin (compat_tests/clients/golang.py owns the build, run
-# from the venv once it is made; a second run finds the binary and does nothing).
+# otherwise), and the driver's packages compiled there too, so that the driver's build after the
+# steps (compat_tests/clients/golang.py owns it, run from the venv; once per source hash into
+# $DEPS/bin, a second run finds the binary and does nothing) only links.
 go_modules() {
     local go_cache="$PWD/.cache/go"
-    (cd go/kafkalitetest && export GOMODCACHE="$go_cache/mod" GOCACHE="$go_cache/build" GOPATH="$go_cache" \
+    (export GOMODCACHE="$go_cache/mod" GOCACHE="$go_cache/build" GOPATH="$go_cache" \
             GOFLAGS="-modcacherw -mod=readonly" CGO_ENABLED=0 \
-        && go mod download && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null) \
-        || { echo "could not download and build the modules of go/kafkalitetest" >&2; exit 1; }
+        && cd go/kafkalitetest && go mod download && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null \
+        && cd ../../compat_tests/go && go mod download && go build -o /dev/null .) \
+        || { echo "could not download and build the Go modules (go/kafkalitetest, compat_tests/go)" >&2; exit 1; }
 }
 go_driver() {
     "$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
         || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
 }
 
-python_and_go_driver() {
-    python_env
-    go_driver
-}
-start_step python-and-go-driver python_and_go_driver
+start_step python python_env
 start_step java java_jar_sets
 start_step node node_packages
 start_step containers bash scripts/container-base.sh
@@ -230,5 +227,6 @@ for spark_python in "$VENV/bin/python" "env PYTHONPATH=$SPARK_OLDEST_DIR $VENV/b
 done
 # spark-avro (from_avro) for the schema registry's Spark example, at the newest PySpark's connector
 maven_jars spark-avro "$("$VENV/bin/python" -m kafkalite.spark --connector-version)"
+go_driver
 
 echo "test dependencies ready in $DEPS"
