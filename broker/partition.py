@@ -401,6 +401,9 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
     partitions: list[Partition] = field(default_factory=list)
     policy: ProducePolicy = field(default_factory=ProducePolicy)
+    # the log config its partitions share (broker.cluster's log_config keeps it): one object per
+    # topic, not one per partition, however and whenever each opens
+    shared_log_config: LogConfig | None = field(default=None, compare=False, repr=False)
 
     @property
     def internal(self) -> bool:
