@@ -83,16 +83,17 @@ class Segment:
     """A segment of a partition log. Not thread-safe by itself; PartitionLog coordinates.
 
     Memory is per partition times the partition count, so a segment keeps only what it cannot
-    derive: slots instead of a dict, its file paths made when a file is opened (not four kept
-    Path objects), and the shared empty index arrays until its first index entry."""
+    derive: slots instead of a dict, its directory as the log's string and its file paths made
+    when a file is opened (not five kept Path objects), and the shared empty index arrays until
+    its first index entry."""
 
     __slots__ = ("directory", "base_offset", "_fd", "_pins", "_leases", "_closed", "_held", "size",
                  "next_offset", "max_timestamp", "max_timestamp_offset", "first_batch_timestamp",
                  "created_ms", "bytes_since_index", "idx_off", "idx_pos", "tidx_ts", "tidx_off",
                  "persisted_idx", "persisted_tidx", "rewrite_indexes", "txns", "dirty")
 
-    def __init__(self, directory: Path, base_offset: int, created_ms: int):
-        self.directory = directory              # the log's own Path object, shared
+    def __init__(self, directory: str | os.PathLike[str], base_offset: int, created_ms: int):
+        self.directory = os.fspath(directory)   # the log's own string, shared
         self.base_offset = base_offset
         self._fd = -1                           # open descriptor, owned by OPEN_FILES
         self._pins = 0                          # borrowers of _fd right now
@@ -139,7 +140,7 @@ class Segment:
 
     # --- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, base_offset: int, now_ms: int, *, fresh: bool = False) -> "Segment":
+    def create(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int, *, fresh: bool = False) -> "Segment":
         """A new empty segment; `fresh`: in a directory just made, where no index file can be left."""
         seg = cls(directory, base_offset, now_ms)
         if not fresh:
@@ -150,7 +151,7 @@ class Segment:
         return seg
 
     @classmethod
-    def load(cls, directory: Path, base_offset: int, now_ms: int, *, recover: bool,
+    def load(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int, *, recover: bool,
              index_interval: int) -> "Segment":
         """Open an existing segment. With `recover`, every batch is checked (length, magic,
         CRC), a bad tail is truncated and the indexes are rebuilt; otherwise the index files

@@ -20,7 +20,8 @@ def test_a_segment_has_no_dict_and_derives_its_file_paths(tmp_path):
     plog = _log(tmp_path / "t-0")
     seg = plog.segments[0]
     assert not hasattr(seg, "__dict__")
-    assert seg.directory is plog.directory
+    # the directory is one string for the log and its segments, not a Path object each
+    assert seg.directory is plog._directory and plog.directory == tmp_path / "t-0"
     assert seg.log_path == tmp_path / "t-0" / "00000000000000000000.log"
     assert seg.index_path.name == "00000000000000000000.index"
     assert seg.time_index_path.name == "00000000000000000000.timeindex"
