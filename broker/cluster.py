@@ -162,7 +162,7 @@ class Cluster:
             # the keys kafkalite's broker settings do not default (Kafka's topic default then)
             return eff.get(key) if eff.get(key) is not None else topic_config_default(key)
 
-        return LogConfig(
+        config = LogConfig(
             # internal.segment.bytes (Kafka's test-only override) wins over segment.bytes
             segment_bytes=int(eff.get("internal.segment.bytes") or eff["segment.bytes"]),
             segment_ms=int(eff["segment.ms"]),
@@ -177,6 +177,11 @@ class Cluster:
             timestamp_type=str(eff["message.timestamp.type"]),
             fsync=self.config.str_of("fsync"),
         )
+        shared = topic.shared_log_config
+        if shared is not None and shared == config:
+            return shared
+        topic.shared_log_config = config
+        return config
 
     def effective_configs(self, topic: Topic) -> dict[str, Any]:
         eff = self.config.topic_defaults()

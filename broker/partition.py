@@ -101,7 +101,8 @@ class Partition:
         # (leader epoch, its start offset) for every epoch after the first, in order
         # (OffsetForLeaderEpoch); epoch 0 began at the log start offset
         self.epoch_starts: list[tuple[int, int]] = []
-        self._waiters: set[trio.Event] = set()
+        # fetches waiting for data: made by the first one (most partitions never have one)
+        self._waiters: set[trio.Event] | None = None
         # the cluster's state changes, which the controls' waits sleep on
         self.changes = changes
 
@@ -353,10 +354,13 @@ class Partition:
 
     # --- fetches waiting for data ------------------------------------------------------------
     def add_waiter(self, event: trio.Event) -> None:
+        if self._waiters is None:
+            self._waiters = set()
         self._waiters.add(event)
 
     def remove_waiter(self, event: trio.Event) -> None:
-        self._waiters.discard(event)
+        if self._waiters:
+            self._waiters.discard(event)
 
     def wake(self) -> None:
         """New data or a moved LSO: wake every fetch waiting on this partition, and the controls'
@@ -401,6 +405,9 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
     partitions: list[Partition] = field(default_factory=list)
     policy: ProducePolicy = field(default_factory=ProducePolicy)
+    # the log config its partitions share (broker.cluster's log_config keeps it): one object per
+    # topic, not one per partition, however and whenever each opens
+    shared_log_config: LogConfig | None = field(default=None, compare=False, repr=False)
 
     @property
     def internal(self) -> bool:

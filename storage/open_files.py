@@ -81,7 +81,9 @@ def open_segment_file(path: Path, flags: int, mode: int = 0o644) -> int:
 class CachedFile(Protocol):
     """What the cache keeps per file: a Segment (storage.segment) carries these fields."""
 
-    log_path: Path
+    @property
+    def log_path(self) -> Path: ...   # read when the file is (re)opened
+
     _fd: int
     _pins: int
     _leases: int

@@ -69,21 +69,32 @@ class AbortedTxn(NamedTuple):
     last_stable_offset: int
 
 
+# the index arrays of every segment without entries (most of them, at many partitions): shared,
+# so never appended to (Segment replaces them with its own on its first entry)
+_NO_INT32 = array("i")
+_NO_INT64 = array("q")
+
+
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
 class Segment:
-    """A segment of a partition log. Not thread-safe by itself; PartitionLog coordinates."""
+    """A segment of a partition log. Not thread-safe by itself; PartitionLog coordinates.
 
-    def __init__(self, directory: Path, base_offset: int, created_ms: int):
-        self.directory = directory
+    Memory is per partition times the partition count, so a segment keeps only what it cannot
+    derive: slots instead of a dict, its directory as the log's string and its file paths made
+    when a file is opened (not five kept Path objects), and the shared empty index arrays until
+    its first index entry."""
+
+    __slots__ = ("directory", "base_offset", "_fd", "_pins", "_leases", "_closed", "_held", "size",
+                 "next_offset", "max_timestamp", "max_timestamp_offset", "first_batch_timestamp",
+                 "created_ms", "bytes_since_index", "idx_off", "idx_pos", "tidx_ts", "tidx_off",
+                 "persisted_idx", "persisted_tidx", "rewrite_indexes", "txns", "dirty")
+
+    def __init__(self, directory: str | os.PathLike[str], base_offset: int, created_ms: int):
+        self.directory = os.fspath(directory)   # the log's own string, shared
         self.base_offset = base_offset
-        stem = segment_name(base_offset)
-        self.log_path = directory / f"{stem}.log"
-        self.index_path = directory / f"{stem}.index"
-        self.time_index_path = directory / f"{stem}.timeindex"
-        self.txn_index_path = directory / f"{stem}.txnindex"
         self._fd = -1                           # open descriptor, owned by OPEN_FILES
         self._pins = 0                          # borrowers of _fd right now
         self._leases = 0                        # reads under way that must find the file open
@@ -96,19 +107,40 @@ class Segment:
         self.first_batch_timestamp = -1         # max timestamp of the first batch (segment.ms rolls)
         self.created_ms = created_ms
         self.bytes_since_index = 0
-        self.idx_off = array("i")               # relative base offsets of indexed batches
-        self.idx_pos = array("q")               # their positions
-        self.tidx_ts = array("q")
-        self.tidx_off = array("i")
+        # the index entries; while empty, the shared arrays below (never appended to: the first
+        # entry replaces them, see _add_offset_entry and _add_time_entry)
+        self.idx_off = _NO_INT32                # relative base offsets of indexed batches
+        self.idx_pos = _NO_INT64                # their positions
+        self.tidx_ts = _NO_INT64
+        self.tidx_off = _NO_INT32
         self.persisted_idx = 0                  # entries already in the .index file
         self.persisted_tidx = 0
         self.rewrite_indexes = False            # files must be rewritten whole (after a rebuild)
         self.txns: list[AbortedTxn] = []
         self.dirty = False                      # written since the last fsync
 
+    def _file(self, suffix: str) -> Path:
+        return Path(self.directory, f"{segment_name(self.base_offset)}{suffix}")
+
+    @property
+    def log_path(self) -> Path:
+        return self._file(".log")
+
+    @property
+    def index_path(self) -> Path:
+        return self._file(".index")
+
+    @property
+    def time_index_path(self) -> Path:
+        return self._file(".timeindex")
+
+    @property
+    def txn_index_path(self) -> Path:
+        return self._file(".txnindex")
+
     # --- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, base_offset: int, now_ms: int, *, fresh: bool = False) -> "Segment":
+    def create(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int, *, fresh: bool = False) -> "Segment":
         """A new empty segment; `fresh`: in a directory just made, where no index file can be left."""
         seg = cls(directory, base_offset, now_ms)
         if not fresh:
@@ -119,7 +151,7 @@ class Segment:
         return seg
 
     @classmethod
-    def load(cls, directory: Path, base_offset: int, now_ms: int, *, recover: bool,
+    def load(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int, *, recover: bool,
              index_interval: int) -> "Segment":
         """Open an existing segment. With `recover`, every batch is checked (length, magic,
         CRC), a bad tail is truncated and the indexes are rebuilt; otherwise the index files
@@ -274,13 +306,11 @@ class Segment:
             self.max_timestamp = max_ts
             self.max_timestamp_offset = base_offset
         if self.bytes_since_index > index_interval:
-            # the value before its key: a lookup in another thread (a reader while the loop
-            # appends) that finds an offset or a timestamp finds what it points to
-            self.idx_pos.append(pos)
-            self.idx_off.append(base_offset - self.base_offset)
+            # the value before its key (in both): a lookup in another thread (a reader while
+            # the loop appends) that finds an offset or a timestamp finds what it points to
+            self._add_offset_entry(pos, base_offset - self.base_offset)
             if not self.tidx_ts or self.max_timestamp > self.tidx_ts[-1]:
-                self.tidx_off.append(self.max_timestamp_offset - self.base_offset)
-                self.tidx_ts.append(self.max_timestamp)
+                self._add_time_entry()
             self.bytes_since_index = 0
         self.bytes_since_index += size
         self.next_offset = next_offset
@@ -290,8 +320,26 @@ class Segment:
         """Kafka appends the segment's max timestamp to its time index when it stops being
         active, so the last entry carries the segment's largest timestamp."""
         if self.max_timestamp >= 0 and (not self.tidx_ts or self.max_timestamp > self.tidx_ts[-1]):
-            self.tidx_off.append(self.max_timestamp_offset - self.base_offset)
+            self._add_time_entry()
+
+    def _add_offset_entry(self, pos: int, relative_offset: int) -> None:
+        # the first entry replaces the shared empty arrays instead of appending to them
+        if self.idx_off:
+            self.idx_pos.append(pos)
+            self.idx_off.append(relative_offset)
+        else:
+            self.idx_pos = array("q", (pos,))
+            self.idx_off = array("i", (relative_offset,))
+
+    def _add_time_entry(self) -> None:
+        """The segment's max timestamp so far, with the offset where it was first seen."""
+        relative_offset = self.max_timestamp_offset - self.base_offset
+        if self.tidx_ts:
+            self.tidx_off.append(relative_offset)
             self.tidx_ts.append(self.max_timestamp)
+        else:
+            self.tidx_off = array("i", (relative_offset,))
+            self.tidx_ts = array("q", (self.max_timestamp,))
 
     def persist_indexes(self, *, fsync: bool = False) -> None:
         """Write index entries that are only in memory to the index files."""
@@ -390,10 +438,10 @@ class Segment:
     def rebuild(self, index_interval: int, *, check_crc: bool) -> None:
         """Rebuild the in-memory indexes and the segment's bookkeeping from the log,
         truncating the file at the first invalid batch."""
-        self.idx_off = array("i")
-        self.idx_pos = array("q")
-        self.tidx_ts = array("q")
-        self.tidx_off = array("i")
+        self.idx_off = _NO_INT32
+        self.idx_pos = _NO_INT64
+        self.tidx_ts = _NO_INT64
+        self.tidx_off = _NO_INT32
         self.max_timestamp = -1
         self.max_timestamp_offset = -1
         self.bytes_since_index = 0
@@ -470,7 +518,9 @@ class Segment:
             head = self.pread(LOG_OVERHEAD, poss[-1])
             if len(head) < LOG_OVERHEAD or BatchHeader(head).base_offset != self.base_offset + offs[-1]:
                 return False
-        self.idx_off, self.idx_pos, self.tidx_ts, self.tidx_off = offs, poss, tts, toff
+        # files without entries leave the shared empty arrays in place
+        self.idx_off, self.idx_pos = (offs, poss) if offs else (_NO_INT32, _NO_INT64)
+        self.tidx_ts, self.tidx_off = (tts, toff) if tts else (_NO_INT64, _NO_INT32)
         self.persisted_idx = len(offs)
         self.persisted_tidx = len(tts)
         if tts:

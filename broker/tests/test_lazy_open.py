@@ -1,7 +1,8 @@
 """A one-node start answers before it opens its partitions (broker.cluster, broker.partition):
 loaded partitions open on first use, their producer state replayed before anything reads it; a
 worker thread and the loop that want the same partition open it once; what is never opened is
-left as the last stop left it (no close, flush or config change opens it); a cluster of more nodes
+left as the last stop left it (no close, flush or config change opens it); the partitions of a
+topic share one log config object, however they open; a cluster of more nodes
 opens every partition at load; and the server's background pass opens the rest after the start."""
 
 from __future__ import annotations
@@ -93,6 +94,30 @@ def test_what_is_never_opened_is_left_as_it_was(tmp_path):
     b0 = c.partition("b", 0)
     assert b0 is not None and b0.size_bytes == 0
     assert b0.log.config.segment_bytes == 123456
+    c.close()
+
+
+def test_a_topics_partitions_share_one_log_config_however_they_open(tmp_path):
+    _written(tmp_path)
+    c = Cluster(_config(tmp_path))
+    c.load()
+    a = c.topics["a"]
+    # each opens alone (first use), reading its topic's config then: one object for all three
+    configs = [a.partitions[i].log.config for i in range(3)]
+    assert all(cfg is configs[0] for cfg in configs) and configs[0].retention_ms == 7 * 24 * 3600 * 1000
+    assert c.topics["b"].partitions[0].log.config is not configs[0]
+    # a change gives every partition the new values, again in one object; the unchanged topic
+    # keeps its own
+    b_config = c.topics["b"].partitions[0].log.config
+    c.alter_topic_configs(a, {"retention.ms": "5000"})
+    changed = [p.log.config for p in a.partitions]
+    assert changed[0].retention_ms == 5000 and all(cfg is changed[0] for cfg in changed)
+    c.apply_broker_defaults()
+    assert all(p.log.config is changed[0] for p in a.partitions)
+    assert c.topics["b"].partitions[1].log.config is b_config
+    # created at once, the same
+    t = c.create_topic("fresh", 4)
+    assert len({id(p.log.config) for p in t.partitions}) == 1
     c.close()
 
 
