@@ -73,6 +73,10 @@ log = logging.getLogger("kafkalite.chaos")
 E = ErrorCode
 _COORDINATOR = (E.coordinator_load_in_progress, E.not_coordinator)
 _TXN_COORDINATOR = (E.coordinator_load_in_progress, E.not_coordinator, E.concurrent_transactions)
+# kafka-clients 4.4's SyncGroup and Heartbeat handlers (AbstractCoordinator) retry
+# COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR only: COORDINATOR_LOAD_IN_PROGRESS there is its
+# "Unexpected error", which ends the consumer
+_CLASSIC_MEMBER = (E.coordinator_not_available, E.not_coordinator)
 
 # API key -> the retriable errors Kafka answers for that API (ReplicaManager for the partition
 # APIs, KafkaApis.getCoordinator for FindCoordinator, the group and transaction coordinators for
@@ -87,8 +91,8 @@ ERRORS: dict[int, tuple[ErrorCode, ...]] = {
     9: _COORDINATOR,  # OffsetFetch
     10: (E.coordinator_not_available,),  # FindCoordinator
     11: _COORDINATOR,  # JoinGroup
-    12: _COORDINATOR,  # Heartbeat
-    14: _COORDINATOR,  # SyncGroup
+    12: _CLASSIC_MEMBER,  # Heartbeat
+    14: _CLASSIC_MEMBER,  # SyncGroup
     22: _TXN_COORDINATOR,  # InitProducerId
     24: _TXN_COORDINATOR,  # AddPartitionsToTxn
     25: _TXN_COORDINATOR,  # AddOffsetsToTxn
