@@ -245,3 +245,39 @@ def test_under_moves_a_transactional_producer_keeps_what_it_committed_and_nothin
     assert coordinator_moves and all(e["topic"] == "__transaction_state" for e in coordinator_moves), moves
     print(f"chaos seed {SEED} (harsh, 3 nodes), transactional producer: {len(coordinator_moves)} coordinator "
           f"moves, {len(moves) - len(coordinator_moves)} leader moves")
+
+
+@pytest.mark.java
+def test_under_moves_the_java_client_produces_idempotently_and_its_group_reads_every_record_once(three_nodes):
+    """The same with kafka-clients: an idempotent producer (20 producers of 10 records, one client
+    id: seed 42 moves the leader under its Produce #0 and #6) and a read_committed classic group
+    member (its Heartbeat #2 and #5 move the group's coordinator) on --nodes 3 under harsh chaos."""
+    from compat_tests.clients.base import Msg
+    from compat_tests.clients.java import JavaClient
+    from compat_tests.groups.members import Member
+
+    broker = three_nodes
+    topic = new_topic(broker, partitions=3)
+    values = [f"java-{i}" for i in range(200)]
+    producer = JavaClient(broker.bootstrap, config={"client.id": "moves-java-producer", "request.timeout.ms": 3000})
+    for i in range(0, len(values), 10):
+        producer.produce(topic, [Msg(value=v.encode(), key=v.encode()) for v in values[i:i + 10]],
+                         idempotent=True, acks="all")
+    group = f"moves-java-{uuid.uuid4().hex[:6]}"
+    member = Member("java", broker.bootstrap, group, topic, client_id="moves-java-member",
+                    isolation="read_committed", request_timeout_ms=3000)
+    try:
+        records = member.wait_records(len(values), timeout=40)
+        member.commit()
+    finally:
+        member.close()
+    read = Counter(r["value"] for r in records)
+    assert [v for v, n in read.items() if n > 1] == [] and set(read) == set(values)
+    stored = [r["value"] for r in broker.controls.records(topic=topic, isolation="read_committed", max=10_000)]
+    assert sorted(stored) == sorted(values)
+    leader_moves = broker.controls.chaos_log(fault="move", client_id="moves-java-producer")
+    group_moves = [e for e in broker.controls.chaos_log(fault="move", client_id="moves-java-member")
+                   if e.get("group") == group]
+    assert [e for e in leader_moves if e["topic"] == topic] and group_moves, (leader_moves, group_moves)
+    print(f"chaos seed {SEED} (harsh, 3 nodes), Java: {len(leader_moves)} leader moves under the producer, "
+          f"{len(group_moves)} coordinator moves under the group member")
