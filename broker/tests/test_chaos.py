@@ -290,3 +290,30 @@ def test_a_move_on_a_transaction_request_moves_its_coordinator_with_the_producer
                 ErrorCode.none, first.producer_id, first.producer_epoch + 1)
 
     trio.run(main)
+
+
+def test_a_topic_created_since_chaos_began_is_unknown_to_some_of_a_clients_first_requests_only(tmp_path):
+    def unknown_first(c: str, quiet_after: int = 8) -> bool:
+        return (draw(42, HARSH, c, 0, 0).fault is None and unknown_draw(42, HARSH, c, 0, 0)
+                and all(draw(42, HARSH, c, 0, s).fault is None for s in range(1, quiet_after)))
+
+    async def main():
+        async with cluster_of(tmp_path, nodes=1) as broker:
+            await ask(broker, 1, create_request("old", 1, 1))
+            engine = chaos.start(broker, 42, "harsh")
+            await ask(broker, 1, create_request("new", 1, 1))  # CreateTopics is never faulted
+            # `first` draws unknown_topic for its requests 3..7 too: past the window they must get through
+            first = next(c for i in range(50_000) if unknown_first(c := f"u-{i}") and not unknown_draw(42, HARSH, c, 0, 2)
+                         and all(unknown_draw(42, HARSH, c, 0, s) for s in range(3, 8)))
+            second = next(c for i in range(20_000) if unknown_first(c := f"v-{i}"))
+            answers = [produced(await ask_as(broker, 1, first, produce_request("new"))).error_code for _ in range(8)]
+            # the first is answered as by a broker that has not learnt the topic; its retry gets
+            # through, and after FRESH_REQUESTS requests naming it the topic is known for good
+            assert answers == [ErrorCode.unknown_topic_or_partition] + [ErrorCode.none] * 7
+            # a topic there before chaos began is never unknown, whatever the draw
+            assert produced(await ask_as(broker, 1, second, produce_request("old"))).error_code == ErrorCode.none
+            assert [(e["client_id"], e["api_seq"], e["fault"], e["error"], e["topics"]) for e in engine.injected] == [
+                (first, 0, "unknown_topic", "UNKNOWN_TOPIC_OR_PARTITION", ["new"])]
+            assert broker.cluster.partition("new", 0).high_watermark == 7  # the one answered so was not applied
+
+    trio.run(main)
