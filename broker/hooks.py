@@ -37,6 +37,9 @@ class HookContext(Protocol):
     @property
     def peer(self) -> str: ...
 
+    @property
+    def node_id(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class Interception:

@@ -3,7 +3,9 @@
     chaos      [seed, enabled=true, profile="default"]: start chaos with `seed` (counters and
                log begin anew), or stop it with enabled=false; without a seed, answers its state
     chaos-log  [api, client_id, fault]: the faults injected since chaos began, oldest first,
-               each {api, api_key, api_seq, client_id, fault, time_ms} (and error or delay_ms)
+               each {api, api_key, api_seq, client_id, fault, time_ms} (and error or delay_ms;
+               a move: topic, partition, from_node, to_node, leader_epoch, and group or
+               transactional_id for a coordinator's; unknown_topic: error and topics)
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ async def chaos(broker, *, seed=None, enabled: bool = True, profile: str = "defa
 @control("chaos-log")
 async def chaos_log(broker, *, api=None, client_id: str | None = None, fault: str | None = None):
     """The faults chaos injected since it began, oldest first: {api, api_key, api_seq, client_id,
-    fault, time_ms} (with error or delay_ms), filtered by api, client_id and fault."""
+    fault, time_ms} (with error or delay_ms; a move's partition, from_node and to_node), filtered
+    by api, client_id and fault."""
     running = engine.current(broker)
     if running is None:
         raise ControlError("chaos is not running (start it with the chaos control or --chaos SEED)")

@@ -32,15 +32,16 @@ class Member:
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, *, protocol: str = "classic",
                  instance_id: str | None = None, session_timeout_ms: int = 6000, heartbeat_interval_ms: int = 500,
                  assignor: str | None = None, client_id: str | None = None, request_timeout_ms: int | None = None,
-                 report_commit_failures: bool = False):
+                 report_commit_failures: bool = False, isolation: str | None = None):
         """Java only: `request_timeout_ms` is request.timeout.ms; with `report_commit_failures` a
-        failed commit is an event ("commit_failed") and the member goes on."""
+        failed commit is an event ("commit_failed") and the member goes on; `isolation` is
+        isolation.level (the client's default, read_uncommitted, when None)."""
         self.client = client
         self.cfg = {"client": client, "bootstrap": bootstrap, "group": group, "topic": topic, "protocol": protocol,
                     "instance_id": instance_id, "session_timeout_ms": session_timeout_ms,
                     "heartbeat_interval_ms": heartbeat_interval_ms, "assignor": assignor,
                     "client_id": client_id or f"{client}-member", "request_timeout_ms": request_timeout_ms,
-                    "report_commit_failures": True if report_commit_failures else None}
+                    "report_commit_failures": True if report_commit_failures else None, "isolation": isolation}
         self.events: list[dict] = []
         self.assignment: set[int] = set()
         self.assignments_seen = 0

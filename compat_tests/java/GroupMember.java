@@ -21,7 +21,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * One consumer-group member for the group tests (compat_tests/groups/members.py).
  *
  * Arguments are key=value: bootstrap, group, topic, protocol (classic|consumer), instance_id,
- * session_timeout_ms, heartbeat_interval_ms, assignor, client_id, request_timeout_ms,
+ * session_timeout_ms, heartbeat_interval_ms, assignor, client_id, request_timeout_ms, isolation (isolation.level),
  * report_commit_failures (a failed commitSync is an event, {"event": "commit_failed"}, not the end). Prints JSON lines
  * ({"event": "assigned", "partitions": [...]}, {"event": "record", ...}, {"event": "committed"},
  * {"event": "closed"}, {"event": "error", "message": ...}); reads "commit" / "close" on stdin.
@@ -87,6 +87,7 @@ public class GroupMember {
         }
         if (cfg.containsKey("instance_id")) p.put("group.instance.id", cfg.get("instance_id"));
         if (cfg.containsKey("request_timeout_ms")) p.put("request.timeout.ms", cfg.get("request_timeout_ms"));
+        if (cfg.containsKey("isolation")) p.put("isolation.level", cfg.get("isolation"));
 
         boolean reportCommitFailures = cfg.containsKey("report_commit_failures");
         LinkedBlockingQueue<String> commands = stdinCommands();

@@ -45,8 +45,8 @@ type ChaosLogArgs struct {
 }
 
 // ChaosLog runs the control chaos-log: The faults chaos injected since it began, oldest first:
-// {api, api_key, api_seq, client_id, fault, time_ms} (with error or delay_ms), filtered by api,
-// client_id and fault.
+// {api, api_key, api_seq, client_id, fault, time_ms} (with error or delay_ms; a move's partition,
+// from_node and to_node), filtered by api, client_id and fault.
 func (c *Controls) ChaosLog(args ChaosLogArgs) (json.RawMessage, error) {
 	return c.Call("chaos-log", args)
 }

@@ -316,7 +316,8 @@ export declare class GeneratedControls {
    * answers whether chaos runs, its seed, profile and fault counts. */
   chaos(args?: ChaosArgs): Promise<unknown>;
   /** The faults chaos injected since it began, oldest first: {api, api_key, api_seq, client_id,
-   * fault, time_ms} (with error or delay_ms), filtered by api, client_id and fault. */
+   * fault, time_ms} (with error or delay_ms; a move's partition, from_node and to_node), filtered
+   * by api, client_id and fault. */
   chaosLog(args?: ChaosLogArgs): Promise<unknown>;
   /** Disarm every fault, or only the one with `id`; returns how many were disarmed. */
   clearFaults(args?: ClearFaultsArgs): Promise<unknown>;

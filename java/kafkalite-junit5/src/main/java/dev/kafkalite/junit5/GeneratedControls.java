@@ -38,7 +38,8 @@ public abstract class GeneratedControls {
   }
 
   /** chaos-log: The faults chaos injected since it began, oldest first: {api, api_key, api_seq,
-   * client_id, fault, time_ms} (with error or delay_ms), filtered by api, client_id and fault. */
+   * client_id, fault, time_ms} (with error or delay_ms; a move's partition, from_node and
+   * to_node), filtered by api, client_id and fault. */
   public String chaosLog(Map<String, ?> optional) {
     Map<String, Object> arguments = new LinkedHashMap<>(optional);
     // no required arguments
