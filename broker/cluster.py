@@ -308,18 +308,21 @@ class Cluster:
     def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         self.save(changed=topic, configs=dict(configs))
         topic.configs = dict(configs)
-        topic.policy = self.produce_policy(topic)
-        for part in topic.partitions:
-            part.update_config(self.log_config(topic))
+        self._reconfigure(topic)
 
     def apply_broker_defaults(self) -> None:
         """The broker's topic defaults changed (dynamic broker configs, set or read at start): every
         topic takes its effective configs again, its own values still winning, as Kafka's
         DynamicLogConfig reconfigures every log."""
         for topic in self.topics.values():
-            topic.policy = self.produce_policy(topic)
-            for part in topic.partitions:
-                part.update_config(self.log_config(topic))
+            self._reconfigure(topic)
+
+    def _reconfigure(self, topic: Topic) -> None:
+        """The topic's produce policy and its partitions' log config, from its effective configs."""
+        topic.policy = self.produce_policy(topic)
+        config = self.log_config(topic)
+        for part in topic.partitions:
+            part.update_config(config)
 
     def partition(self, topic_name: str, index: int) -> Partition | None:
         topic = self.topics.get(topic_name)
