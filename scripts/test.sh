@@ -5,21 +5,13 @@
 # a finding fails the run), then runs every test (pyproject.toml's testpaths): unit tests of
 # protocol/, storage/, broker/ and kafkalite/, the compatibility suite (all clients, the framework
 # applications, the history checker), the Spark, container and fault tests, on kafkalite;
-# then the transaction, idempotence, offsets, security, share group, streams group, Kafka tools
-# (compat_tests/tools) and cluster admin tests of the compatibility suite, the ones marked
-# on_kafka_too (KIP-848 heartbeats and lost heartbeat answers, compaction against Kafka's cleaner,
-# dynamic broker configs, Connect and MirrorMaker 2), and bench/tests (rdkperf's idempotent and transactional runs) once more on
-# Apache Kafka (compat_tests/reference.py), the judge of what they assert.
-# Both runs spread their test files over TEST_WORKERS processes (pytest-xdist, default 3):
-# a file's tests stay together on one worker (--dist loadfile), so module fixtures are set up once,
-# and every worker has its own session broker, Spark session and Java driver. The suite mostly
-# waits on brokers, JVMs and clients, so this divides its wall time even on two cores.
-# TEST_WORKERS=0 runs each pass in one process, as before.
-# Beside that Kafka pass, the Spark tests' smallest part once more on the oldest PySpark 4 whose
-# Kafka connector Maven Central serves, then the lowest-versions job (scripts/test-lowest.sh, on two
-# workers): the lowest versions pyproject.toml allows, in a second venv, under the unit tests and
-# the console's browser test when pyproject.toml changed since its last full pass, otherwise under
-# the test files of the modules whose dependencies have ranges (test-lowest.sh says which).
+# beside that pass, from its start: ruff and mypy, and the Kafka side (the compatibility tests that
+# Apache Kafka judges, the Spark tests on the oldest PySpark 4, the lowest-versions job), which the
+# comment above their commands below lists.
+# The kafkalite pass spreads its test files over TEST_WORKERS processes (pytest-xdist, default 3), the
+# Kafka side over two: a file's tests stay together on one worker (--dist loadfile), so module
+# fixtures are set up once, and every worker has its own session broker, Spark session and Java
+# driver. TEST_WORKERS=0 runs each pass in one process.
 # After each change, scripts/quick.sh is the loop to run (a minute or two); this is the full run.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
 # with arguments, only that one run happens (in the existing .venv when there is one).
@@ -30,7 +22,7 @@ if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ];
     export KAFKALITE_REUSE_VENV="${KAFKALITE_REUSE_VENV:-1}"
 fi
 # Each part's wall time, and how busy the machine's cores were meanwhile (/proc/stat), are printed
-# when it ends: the whole command's budget is 25 minutes from an empty clone, on two cores.
+# when it ends: the whole command's budget is 18 minutes from an empty clone, on two cores.
 read_cpu_ticks() {
     # the machine's busy and total clock ticks so far, from /proc/stat's first line
     # (user nice system idle iowait irq softirq steal)
@@ -47,53 +39,78 @@ part_done() {
         "the command so far: $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s"
     part_start=$SECONDS part_busy=$busy_ticks part_total=$total_ticks
 }
+# Maven's own JVM (the install's jar sets, the JUnit 5 extension's `mvn install` in the suite) with
+# the JIT at C1 and the serial collector: a Maven run is short, and C2 compiling Maven itself cost
+# about half of each run's CPU (8.6 against 4.0 s of user time, `dependency:copy-dependencies` offline)
+export MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto}"
 bash scripts/install-test-deps.sh
 part_done "installing the test dependencies"
 VENV="${KAFKALITE_VENV:-$PWD/.venv}"
 # the venv's python first on PATH: `python3` in a test's subprocess is the venv's too
 export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PWD/.deps/bin:$PATH"
-python -m ruff check .
-python -m mypy
-part_done "ruff and mypy"
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
+    python -m ruff check .
+    python -m mypy
     exec python -m pytest "$@"
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
+kafka_workers="$(( workers < 2 ? workers : 2 ))"
 # The full run keeps no pytest cache (--lf/--ff are for scripts/quick.sh and runs with arguments):
 # each pass starts from the same nothing, in CI's clean clone as here.
 export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p no:cacheprovider"
-# --durations: the slowest tests of each pass at the end of its output, to keep the whole command
-# within its time budget (25 minutes from an empty clone)
-python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
-part_done "the tests on kafkalite"
-# The rest of the compatibility suite (the slow-marked tests, clients, admin, groups...) runs on
-# Apache Kafka with `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m
-# compat_tests.report puts both brokers side by side); it is left out here for time. This pass
-# (282 tests) took 4 min 32 s to 5 min 1 s on three workers, 5 min 49 s on two; the tests' Kafka
-# starts with the JIT at C1 and a class archive (compat_tests/reference.py), without which three
-# workers' brokers starved kafka-verifiable-consumer of its 120 s.
-# Beside the Kafka pass, which leaves the cores about half idle (54-63 % busy), run one after the
-# other: Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it,
-# its SPARK_OLDEST, into this folder, put first on PYTHONPATH; the example pipeline and one batch
-# test, for time), then the lowest-versions job on two workers. After the Kafka pass they took
-# 52-67 s and 175-193 s more. Their output comes after the Kafka pass's.
-beside_log="$(mktemp)"
+# What runs beside the kafkalite pass, each with its output in a file of its own, shown after that
+# pass with its time. The kafkalite pass alone left the cores a quarter idle (75 % busy: its tests
+# wait on client processes, JVMs and timeouts), and every part below is CPU-bound, so they fill
+# that time instead of following it (in the previous order: 17, 8 and 1 minutes one after another).
+# - ruff and mypy (their findings fail the run all the same);
+# - the Kafka side, one part after the other on $kafka_workers workers: the transaction,
+#   idempotence, offsets, security, share group, streams group, Kafka tools (compat_tests/tools) and
+#   cluster admin tests of the compatibility suite, the ones marked on_kafka_too (KIP-848 heartbeats
+#   and lost heartbeat answers, compaction against Kafka's cleaner, dynamic broker configs, Connect
+#   and MirrorMaker 2), and bench/tests (rdkperf's idempotent and transactional runs), once more on
+#   Apache Kafka (compat_tests/reference.py), the judge of what they assert. The rest of the
+#   compatibility suite (the slow-marked tests, clients, admin, groups...) runs on Apache Kafka with
+#   `COMPAT_BROKER=kafka scripts/test.sh compat_tests` (python -m compat_tests.report puts both
+#   brokers side by side); it is left out here for time. The tests' Kafka starts with the JIT at C1
+#   and a class archive (compat_tests/reference.py), without which several workers' brokers starved
+#   kafka-verifiable-consumer of its 120 s;
+# - then Spark on the oldest PySpark 4 whose connector is served (install-test-deps.sh installs it,
+#   its SPARK_OLDEST, into this folder, put first on PYTHONPATH; the example pipeline and one batch
+#   test, for time), and the lowest-versions job (scripts/test-lowest.sh) on $kafka_workers workers.
+# `part_line NAME START` prints a part's wall time in the lines above.
+part_line() { echo "== $1: $(( SECONDS - $2 )) s, ended $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s into the command"; }
+lint_log="$(mktemp)" beside_log="$(mktemp)"
 (
-    beside_status=0
+    lint_start=$SECONDS
+    python -m ruff check . && python -m mypy
+    lint_status=$?
+    part_line "ruff and mypy" "$lint_start"
+    exit "$lint_status"
+) > "$lint_log" 2>&1 &
+lint_pid=$!
+(
+    beside_status=0 kafka_start=$SECONDS
+    COMPAT_BROKER=kafka python -m pytest -n "$kafka_workers" --dist loadfile --durations=15 compat_tests bench/tests \
+        -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
+        || beside_status=1
+    part_line "the tests on Apache Kafka" "$kafka_start"
+    lowest_start=$SECONDS
     PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
         -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" \
         || beside_status=1
-    TEST_WORKERS="$(( workers < 2 ? workers : 2 ))" bash scripts/test-lowest.sh || beside_status=1
+    TEST_WORKERS="$kafka_workers" bash scripts/test-lowest.sh || beside_status=1
+    part_line "the Spark tests on PySpark 4.0.0 and the lowest-versions job" "$lowest_start"
     exit "$beside_status"
 ) > "$beside_log" 2>&1 &
 beside_pid=$!
-COMPAT_BROKER=kafka python -m pytest -n "$workers" --dist loadfile --durations=15 compat_tests bench/tests \
-    -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
-    || status=$?
-part_done "the tests on Apache Kafka"
+# --durations: the slowest tests of each pass at the end of its output, to keep the whole command
+# within its time budget (18 minutes from an empty clone)
+python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
+part_done "the tests on kafkalite"
 wait "$beside_pid" || status=$?
-cat "$beside_log"
-rm -f "$beside_log"
-part_done "beside them, the Spark tests on PySpark 4.0.0 and the lowest-versions job"
+wait "$lint_pid" || status=$?
+cat "$lint_log" "$beside_log"
+rm -f "$lint_log" "$beside_log"
+part_done "after them, the end of what ran beside them"
 exit "$status"
