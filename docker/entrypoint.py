@@ -35,6 +35,8 @@ def read_env_file(path):
 
 
 def wait_for_env_file(path, timeout=WAIT_TIMEOUT_S):
+    # said once, so that the container's log (and a test) shows where the start is held
+    print(f"kafkalite-entrypoint: waiting for {path}", file=sys.stderr, flush=True)
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
         if time.monotonic() > deadline:

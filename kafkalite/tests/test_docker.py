@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import kafkalite
+from compat_tests.waiting import wait_until
 from kafkalite.admin import AdminConnection
 
 ROOT = Path(kafkalite.__file__).resolve().parent.parent
@@ -160,7 +161,9 @@ def test_entrypoint_waits_for_the_env_file(run_entrypoint, tmp_path):
     env_file = tmp_path / "late.env"
     e = run_entrypoint(image_env(KAFKALITE_PORT="0", KAFKALITE_DATA_DIR=str(tmp_path),
                                  KAFKALITE_WAIT_FOR_ENV_FILE=str(env_file)))
-    time.sleep(0.5)
+    # once it says it waits, nothing may start until the file is there
+    wait_until(lambda: any(f"waiting for {env_file}" in line for line in e.err), timeout=20,
+               what="the entry point to say it waits for the file")
     assert e.proc.poll() is None and not e.lines
     env_file.write_text("# written once the port is mapped\nKAFKALITE_ADVERTISED_LISTENERS=PLAINTEXT://docker-host:32777\n")
     assert e.ready()["bootstrap"] == "docker-host:32777"
