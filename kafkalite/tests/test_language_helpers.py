@@ -170,10 +170,11 @@ def test_docs_node_sample_passes_as_printed(tmp_path):
 
 @pytest.mark.java
 @pytest.mark.timeout(900)
-def test_java_junit5_extension_with_kafka_clients():
+def test_java_junit5_extension_with_kafka_clients(tmp_path):
     """`mvn install` of java/kafkalite-junit5 (as docs/java.md says), which runs its own tests:
     a broker per class reset before each test, snapshots, a fault seen by kafka-clients, the
-    generated controls against the broker's table, and a broker per test on a manual clock."""
+    generated controls against the broker's table, and a broker per test on a manual clock; then
+    docs/java.md's sample test, as printed, against the installed extension."""
     if shutil.which("mvn") is None:
         pytest.fail("mvn is not installed (scripts/install-test-deps.sh installs it)")
     repo = Path(os.environ.get("KAFKALITE_M2_REPO") or REPO / ".cache" / "m2")
@@ -181,4 +182,19 @@ def test_java_junit5_extension_with_kafka_clients():
                    "install"], REPO / "java" / "kafkalite-junit5", _broker_env(), 850)
     assert result.returncode == 0, result.stdout[-8000:]
     assert "Tests run: 7, Failures: 0, Errors: 0, Skipped: 0" in result.stdout, result.stdout[-4000:]
-    assert (repo / "dev" / "kafkalite" / "kafkalite-junit5" / "0.1.0" / "kafkalite-junit5-0.1.0.jar").is_file()
+    extension = repo / "dev" / "kafkalite" / "kafkalite-junit5" / "0.1.0" / "kafkalite-junit5-0.1.0.jar"
+    assert extension.is_file()
+    # docs/java.md's sample as printed, against the extension just installed, kafka-clients and
+    # JUnit's console launcher (the java-example jar set of docs/java.md's first part)
+    jars = Path(os.environ.get("KAFKALITE_DEPS_DIR") or REPO / ".deps") / "maven" / "java-example"
+    sample = tmp_path / "OrdersTest.java"
+    sample.write_text(_doc_block(REPO / "docs" / "java.md", "## The JUnit 5 extension", "java"))
+    classpath = os.pathsep.join([str(jars / "*"), str(extension)])
+    compiled = _run(["javac", "-d", str(tmp_path / "classes"), "-cp", classpath, str(sample)], tmp_path,
+                    _broker_env(), 300)
+    assert compiled.returncode == 0, compiled.stdout[-4000:] + compiled.stderr[-4000:]
+    ran = _run(["java", "-cp", os.pathsep.join([classpath, str(tmp_path / "classes")]),
+                "org.junit.platform.console.ConsoleLauncher", "execute", "--disable-banner",
+                "--select-class", "OrdersTest"], tmp_path, _broker_env(), 300)
+    assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-3000:]
+    assert "2 tests successful" in ran.stdout and "0 tests failed" in ran.stdout, ran.stdout[-3000:]
