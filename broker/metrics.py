@@ -15,6 +15,7 @@ Exposed (text format 0.0.4):
     kafkalite_topics, kafkalite_partitions                      gauges
     kafkalite_open_transactions                                 gauge
     kafkalite_uptime_seconds                                    gauge
+    kafkalite_tasks                                             gauge: tasks alive in the event loop
 
 Open transactions come from the transaction coordinator's `open_transaction_count()`.
 """
@@ -82,6 +83,14 @@ def _api_name(api_key: int) -> str:
         return str(api_key)
 
 
+def _tasks_living() -> int | None:
+    """Tasks alive in the trio loop this runs in; None outside one (render() called by a test)."""
+    try:
+        return trio.lowlevel.current_statistics().tasks_living
+    except RuntimeError:
+        return None
+
+
 def render(broker: Any) -> str:
     """The Prometheus text exposition of `broker.metrics` plus gauges read from the broker."""
     m: Metrics = broker.metrics
@@ -116,6 +125,10 @@ def render(broker: Any) -> str:
          open_transactions(broker)),
         ("kafkalite_uptime_seconds", "gauge", "Seconds since the broker started.", f"{_monotonic() - m.started:.3f}"),
     ]
+    tasks = _tasks_living()
+    if tasks is not None:  # a task left behind per connection, fetch or group shows here first (bench.soak)
+        gauges.append(("kafkalite_tasks", "gauge",
+                       "Tasks alive in the broker's event loop (connections, waiting fetches, housekeeping).", tasks))
     for name, kind, what, value in gauges:
         head(name, kind, what)
         out.append(f"{name} {value}")

@@ -47,6 +47,8 @@ def test_metrics_endpoint_counts_requests_bytes_and_connections():
         assert m["kafkalite_received_bytes_total"] > 0 and m["kafkalite_sent_bytes_total"] > 0
         assert m["kafkalite_connections"] == 1
         assert m["kafkalite_open_transactions"] == 0
+        # the event loop's tasks: at least the listener, the open connection's and the scrape's own
+        assert m["kafkalite_tasks"] >= 3
         # a topic auto-created by Metadata shows in the gauges with its partitions (num.partitions=3)
         with WireClient(b.bootstrap) as c:
             c.request(MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="metrics-gauge"),),
@@ -58,6 +60,18 @@ def test_metrics_endpoint_counts_requests_bytes_and_connections():
         deadline = time.monotonic() + 5
         while scrape(b.metrics_url)["kafkalite_connections"] != 0:
             assert time.monotonic() < deadline
+            time.sleep(0.02)
+        # five more connections: their tasks show in the gauge, and go when they close
+        idle = scrape(b.metrics_url)["kafkalite_tasks"]
+        clients = [WireClient(b.bootstrap) for _ in range(5)]
+        for c in clients:
+            c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+        assert scrape(b.metrics_url)["kafkalite_tasks"] >= idle + 5
+        for c in clients:
+            c.close()
+        deadline = time.monotonic() + 5
+        while (after := scrape(b.metrics_url))["kafkalite_connections"] != 0 or after["kafkalite_tasks"] > idle:
+            assert time.monotonic() < deadline, after
             time.sleep(0.02)
 
 
