@@ -181,4 +181,20 @@ def test_markers_after_a_transaction_coordinator_move_carry_the_new_coordinator_
             (producer,) = described.topics[0].partitions[0].active_producers
             assert (producer.producer_id, producer.coordinator_epoch) == (pid, 1)
 
+        # the same data on one node: the coordinator's epoch goes on from the log, so the next
+        # transaction's markers are not fenced by the partition that saw epoch 1
+        async with cluster_of(tmp_path, nodes=1) as broker:
+            part = broker.cluster.partition("t", 0)
+            assert part is not None
+            tc = broker.services.transactions
+            err, again, epoch = tc.core.init_producer_id(tid, 60_000)
+            assert (err, again) == (ErrorCode.none, pid)
+            assert tc.core.add_partitions(tid, pid, epoch, [("t", 0)]) == ErrorCode.none
+            part.append(build_batch([Record(key=b"k", value=b"v")], producer_id=pid, producer_epoch=epoch,
+                                    base_sequence=0, transactional=True), now_ms=0)
+            assert tc.end_txn(tid, pid, epoch, True, 0).error == ErrorCode.none
+            await _until(broker, lambda: part.producers.entries[pid].current_txn_first_offset is None)
+            assert part.producers.entries[pid].coordinator_epoch == 1
+            assert part.last_stable_offset == part.high_watermark
+
     trio.run(main)
