@@ -7,11 +7,23 @@ member whose session ran out), or a jump of the broker's clock. Nothing polls: a
 waits, each checks its condition again, all on the trio loop with no await between the check and
 the sleep, so no change is missed.
 
-`notify` costs one attribute test while nobody waits."""
+`notify` costs one attribute test while nobody waits.
+
+Leader changes have listeners of their own (`on_leader_change`): a coordinator whose internal
+topic partition gets another leader resigns and loads it again, as Kafka's coordinators do on
+their broker's onResignation/onElection (broker.groups.coordinator, broker.transactions)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 import trio
+
+if TYPE_CHECKING:
+    from .partition import Partition
+
+# called with the partition and the node that led it before (-1: none) after its leader changed
+LeaderListener = Callable[["Partition", int], None]
 
 
 class StateChanges:
@@ -21,6 +33,17 @@ class StateChanges:
         self._event: trio.Event | None = None
         # responses held back by a delay fault (the connection sleeps before sending them)
         self.held_responses = 0
+        self._leader_listeners: list[LeaderListener] = []
+
+    def on_leader_change(self, listener: LeaderListener) -> Callable[[], None]:
+        """Call `listener` after every leader change; returns what unregisters it."""
+        self._leader_listeners.append(listener)
+        return lambda: self._leader_listeners.remove(listener)
+
+    def leader_changed(self, part: "Partition", previous: int) -> None:
+        """Partition.set_leader's report: the listeners run now, before any other request."""
+        for listener in list(self._leader_listeners):
+            listener(part, previous)
 
     def notify(self) -> None:
         event = self._event

@@ -22,8 +22,10 @@ Rules:
   NOT_LEADER_OR_FOLLOWER (with KIP-951's new leader), FENCED_LEADER_EPOCH for a Fetch that
   carries the old epoch, NOT_COORDINATOR; a consumer's Fetch v11+ without an epoch is served by
   the old leader, now a follower, as Kafka's follower fetching serves it. Replicas are logical
-  (one copy of the data, broker.cluster), so the log and the group and transaction state are
-  the new leader's at once, as Kafka's coordinator loads them from the partition it now leads.
+  (one copy of the data, broker.cluster), so the log is the new leader's at once; a moved group
+  coordinator unloads the partition (classic members waiting in JoinGroup or SyncGroup get
+  NOT_COORDINATOR) and loads it from its log, and a moved transaction coordinator's markers
+  carry the new coordinator epoch, as on Kafka (broker.groups.persistence, broker.transactions.log).
   Nothing led by the node the request came to, or no other in-sync replica up: nothing moves,
   and the request is not faulted.
 - A topic created since chaos began is new to a client for its first FRESH_REQUESTS Produce and

@@ -215,9 +215,11 @@ class Cluster:
         directory = self.data_dir / partition_dir_name(part.topic.name, part.index)
         plog = PartitionLog.open(directory, config or self.log_config(part.topic), now_ms=now_ms())
         part.attach_storage(plog)
-        if len(self.node_ids) > 1 and plog.log_end_offset > plog.log_start_offset:
+        if (len(self.node_ids) > 1 or part.topic.name in INTERNAL_TOPICS) and plog.log_end_offset > plog.log_start_offset:
             # leaders moved in an earlier run: go on from the last epoch the log holds, so that
-            # no client that saw it is shown an older one (clients ignore metadata that goes back)
+            # no client that saw it is shown an older one (clients ignore metadata that goes back);
+            # on one node too for the internal topics, whose leader epoch is their coordinator's
+            # epoch (markers of an older one are fenced by the partitions that saw a newer)
             for _base, batch in plog.batches_from(plog.log_end_offset - 1):
                 part.leader_epoch = max(part.leader_epoch, BatchHeader(batch, 0).partition_leader_epoch)
             if part.leader_epoch:

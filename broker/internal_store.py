@@ -115,14 +115,15 @@ class InternalTopicStore:
             raise CoordinatorWriteError(f"write to {self.name}-{part.index} failed: {exc}") from exc
 
     def replay(self, on_record: Callable[[StoredRecord], None],
-               on_marker: Callable[[StoredMarker], None] | None = None) -> None:
-        """Feed every keyed record of the topic to `on_record`, and, when `on_marker` is given,
-        every transaction marker to it, partition by partition in offset order. A record
-        `on_record` cannot read (it raises) is logged and skipped, as is an undecodable batch."""
+               on_marker: Callable[[StoredMarker], None] | None = None, *, only: int | None = None) -> None:
+        """Feed every keyed record of the topic (of partition `only`, when given) to `on_record`,
+        and, when `on_marker` is given, every transaction marker to it, partition by partition in
+        offset order. A record `on_record` cannot read (it raises) is logged and skipped, as is
+        an undecodable batch."""
         topic = self.existing()
         if topic is None:
             return
-        for part in topic.partitions:
+        for part in topic.partitions if only is None else topic.partitions[only:only + 1]:
             for _base, batch in part.batches_from(part.log_start_offset):
                 header = BatchHeader(batch, 0)
                 if header.is_control:

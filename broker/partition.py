@@ -156,12 +156,16 @@ class Partition:
 
     def set_leader(self, node: int) -> None:
         """A new leader (or -1, none): the leader epoch grows by one, as Kafka's controller bumps it
-        on every leader change; batches appended from now on carry the new epoch."""
+        on every leader change; batches appended from now on carry the new epoch. A coordinator
+        whose partition this is hears of it (StateChanges.on_leader_change)."""
+        previous = self.leader
         self.leader = node
         self.leader_epoch += 1
         self.epoch_starts.append((self.leader_epoch, self.log.log_end_offset))
         # fetches waiting on this partition answer now (their next request finds the new leader)
         self.wake()
+        if self.changes is not None:
+            self.changes.leader_changed(self, previous)
 
     @property
     def high_watermark(self) -> int:

@@ -297,3 +297,97 @@ def test_consumer_group_recovers_from_a_coordinator_move(cluster, kind):
         assert sorted(r["value"] for r in recs2) == sorted(f"last-{p}-0" for p in range(3))
         assert all(r["offset"] == 5 for r in recs2)
         m2.close()
+
+
+class PollingMember:
+    """A confluent-kafka classic group member polling in a thread of its own, committing each
+    record's offset synchronously before it takes the next (retrying what a moved coordinator
+    answers), so that no record is read twice across a rebalance."""
+
+    RETRIABLE = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+                 "REQUEST_TIMED_OUT", "_TRANSPORT", "_TIMED_OUT"}
+
+    def __init__(self, cluster, group: str, topic: str, client_id: str):
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": client_id, "group.id": group,
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
+                                  "reconnect.backoff.max.ms": 500})
+        self.consumer.subscribe([topic])
+        self.values: list[str] = []
+        self.stop = threading.Event()
+        self.worker = Background(self._run)
+
+    def _run(self) -> None:
+        from confluent_kafka import KafkaException
+
+        try:
+            while not self.stop.is_set():
+                msg = self.consumer.poll(0.2)
+                if msg is None or msg.error() is not None:
+                    continue
+                self.values.append(msg.value().decode())
+                for _ in range(50):
+                    try:
+                        self.consumer.commit(message=msg, asynchronous=False)
+                        break
+                    except KafkaException as exc:
+                        if exc.args[0].name() not in self.RETRIABLE:
+                            raise
+                else:
+                    raise AssertionError(f"offset {msg.offset() + 1} of partition {msg.partition()} never committed")
+        finally:
+            self.consumer.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.worker.result(30)
+
+
+@pytest.mark.groups
+@pytest.mark.librdkafka
+def test_a_coordinator_move_during_a_rebalance_answers_the_waiting_member_and_the_group_stabilises(cluster):
+    """A second member joins a Stable group, and while the rebalance waits (the joiner parked in
+    JoinGroup, or in SyncGroup) the group's coordinator moves: the old coordinator answers the
+    parked request NOT_COORDINATOR, as Kafka's onUnloaded does, the new one loads the group from
+    __consumer_offsets, both members find it, the group is Stable with two members, and every
+    record is consumed once."""
+    from confluent_kafka import Producer
+
+    topic, group = f"fo-{uuid.uuid4().hex[:6]}", f"fo-{uuid.uuid4().hex[:6]}"
+    create(cluster, topic, partitions=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+
+    def produce(prefix: str, n: int) -> list[str]:
+        values = [f"{prefix}-{i}" for i in range(n)]
+        for v in values:
+            producer.produce(topic, v.encode(), key=v.encode())
+        assert producer.flush(30) == 0
+        return values
+
+    before = produce("before", 30)
+    first = PollingMember(cluster, group, topic, "failover-first")
+    members = [first]
+    try:
+        wait_until(lambda: len(first.values) >= len(before), 30, what="the first member reads every record")
+        cluster.controls.wait_for_committed(group, topic)
+        second = PollingMember(cluster, group, topic, "failover-second")
+        members.append(second)
+        cluster.controls.wait_for_group(group, state="PreparingRebalance", assigned=False)
+        mark = max(e["seq"] for e in cluster.controls.requests())
+        cluster.controls.call("move-coordinator", group=group, node=_another_node(cluster, {"group": group}))
+        cluster.controls.wait_for_group(group, state="Stable", members=2, timeout_ms=60_000)
+        parked = [e for e in cluster.controls.requests(group_id=group)
+                  if e["seq"] <= mark and e["api"] in ("JoinGroup", "SyncGroup") and e["error"] == "NOT_COORDINATOR"]
+        assert parked, "no JoinGroup or SyncGroup waiting at the move was answered NOT_COORDINATOR"
+        after = produce("after", 30)
+        wait_until(lambda: len(first.values) + len(second.values) >= len(before) + len(after), 30,
+                   what="the members read the records produced after the move")
+        cluster.controls.wait_for_committed(group, topic)
+    finally:
+        for m in members:
+            m.close()
+    consumed = first.values + second.values
+    assert sorted(consumed) == sorted(before + after)  # every record once: none lost, none twice
+    assert second.values, "the member that joined during the move got no partition"

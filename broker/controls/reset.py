@@ -44,7 +44,6 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode
 
 from ..clock import CLOCK
 from ..credentials import ScramCredential, parse_scram_users
@@ -77,24 +76,18 @@ def _empty_trash_later(trash: Path) -> None:
 
 def _answer_waiting_members(broker: "Broker") -> int:
     """Classic members waiting in JoinGroup or SyncGroup are answered NOT_COORDINATOR (the group
-    is gone with its coordinator): their clients look the coordinator up again and rejoin."""
+    is gone with its coordinator, ClassicGroup.unload): their clients look the coordinator up
+    again and rejoin."""
     groups = broker.services.existing("groups")
     if groups is None:
         return 0
-    from ..groups.classic import ClassicGroup, JoinResult, SyncResult
+    from ..groups.classic import ClassicGroup
 
     count = 0
     for group in groups.groups.values():
-        if not isinstance(group, ClassicGroup):
-            continue
-        for member in group.members.values():
-            if member.join_waiter is not None:
-                waiter, member.join_waiter = member.join_waiter, None
-                waiter(JoinResult(ErrorCode.not_coordinator, member_id=member.member_id))
-            if member.sync_waiter is not None:
-                sync_waiter, member.sync_waiter = member.sync_waiter, None
-                sync_waiter(SyncResult(ErrorCode.not_coordinator))
-        count += 1
+        if isinstance(group, ClassicGroup):
+            group.unload(groups.clock())
+            count += 1
     return count
 
 

@@ -65,7 +65,10 @@ async def move_leader(broker: "Broker", *, topic: str, partition: int, node: int
 async def move_coordinator(broker: "Broker", *, node: int, group: str | None = None,
                            transactional_id: str | None = None) -> dict[str, Any]:
     """Move the coordinator of a group or of a transactional id to `node`: the leader of the key's
-    __consumer_offsets / __transaction_state partition moves (with every other key on it)."""
+    __consumer_offsets / __transaction_state partition moves (with every other key on it). The
+    group coordinator unloads that partition's groups, answering members waiting in JoinGroup
+    or SyncGroup NOT_COORDINATOR, and loads them from its log (broker.groups.persistence); the
+    transactions' markers carry the new coordinator epoch (broker.transactions.log)."""
     cluster = broker.cluster
     target = _node(cluster, node, up=True)
     if (group is None) == (transactional_id is None):

@@ -539,6 +539,28 @@ class ClassicGroup:
                     self._remove_member(m)
             self._prepare_rebalance(now, "members did not sync within the rebalance timeout")
 
+    # --- unloading -------------------------------------------------------------------------
+    def unload(self, now: int) -> int:
+        """This coordinator resigns (its __consumer_offsets partition has another leader): the
+        group goes Dead, and every member waiting in JoinGroup (PreparingRebalance) or SyncGroup
+        (CompletingRebalance) is answered NOT_COORDINATOR, as Kafka's GroupMetadataManager.onUnloaded
+        completes their futures; its client finds the new coordinator and joins again. Returns
+        how many were answered."""
+        answered = 0
+        self._transition(S.DEAD, now)
+        self.join_deadline = self.sync_deadline = self.settle_deadline = None
+        self.initial_delay_deadline = self.initial_delay_limit = None
+        for m in self.members.values():
+            if m.join_waiter is not None:
+                waiter, m.join_waiter = m.join_waiter, None
+                waiter(JoinResult(ErrorCode.not_coordinator, member_id=m.member_id))
+                answered += 1
+            if m.sync_waiter is not None:
+                sync_waiter, m.sync_waiter = m.sync_waiter, None
+                sync_waiter(SyncResult(ErrorCode.not_coordinator))
+                answered += 1
+        return answered
+
     # --- persistence -----------------------------------------------------------------------
     def to_record_value(self) -> GroupMetadataValue:
         members = []

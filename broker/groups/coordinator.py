@@ -13,7 +13,9 @@ The state machines (classic.py, consumer.py, streams.py) are plain classes; the 
 feed them requests and time.
 
 Rules:
-- This single broker coordinates every group. A group lives on partition
+- The leader of a group's partition of `__consumer_offsets` coordinates it (with `--nodes`, the
+  other nodes answer NOT_COORDINATOR, broker.handlers.leadership; a leader change unloads and
+  loads the partition, persistence.py). A group lives on partition
   `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions` of `__consumer_offsets`
   (`offsets_partition`, broker.internal_store), as in Kafka; the topic is created on first use.
 - Time: one trio task (`run`) sleeps until the earliest session/rebalance deadline of any group,
@@ -82,7 +84,7 @@ class GroupCoordinator(ClassicRequests, ConsumerRequests, StreamsRequests, Offse
                 await self._wake.wait()
 
     def close(self) -> None:
-        pass
+        self._unlisten_leaders()
 
     def _tick(self, group: Group, now: int) -> None:
         if isinstance(group, ClassicGroup):

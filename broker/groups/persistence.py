@@ -17,6 +17,13 @@ Rules:
 - `empty_since` holds when each empty group became empty: offset retention counts from there.
 - `load` rebuilds the groups and offsets from the topic (replay.py reads its records): a group
   with offsets and no group record becomes an empty classic ("simple") group, as in Kafka.
+- Coordinator failover (`--nodes`): when a __consumer_offsets partition gets another leader
+  (a chaos move, the move-coordinator and node-down controls, a reassignment), the groups and
+  offsets it holds are unloaded (`unload_partition`: classic members waiting in JoinGroup or
+  SyncGroup are answered NOT_COORDINATOR) and loaded again from its log (`load_partition`), as
+  Kafka's old coordinator resigns and the new one loads the partition: the nodes share one
+  process, but what a group is after a move is what was written, never what only the old
+  coordinator's memory held.
 - Offsets of a deleted topic (or one deleted and created again under the same name) are removed
   (`_drop_offsets_of_deleted_topics`), with tombstones, before offsets are read or written.
 """
@@ -32,12 +39,12 @@ from kio.schema.errors import ErrorCode
 
 from ..clock import CLOCK
 from ..internal_store import CoordinatorWriteError, InternalTopicStore
-from ..internal_topics import OFFSETS_TOPIC
+from ..internal_topics import OFFSETS_TOPIC, partition_for
 from . import records as rec
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup, TopicView
 from .offsets import OffsetStore
-from .replay import replay_offsets_topic
+from .replay import Replayed, replay_offsets_topic
 from .states import MemberState
 from .streams import StreamsGroup
 from .streams_records import STREAMS_GROUP_METADATA_KEY
@@ -80,6 +87,8 @@ class GroupPersistence:
             broker.cluster, OFFSETS_TOPIC, clock=clock,
             configs={"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)},
             num_partitions=lambda: max(1, self.config["offsets.topic.num.partitions"]))
+        # a leader change of a __consumer_offsets partition unloads and loads it (close() unregisters)
+        self._unlisten_leaders = broker.cluster.changes.on_leader_change(self._leader_changed)
 
     @property
     def cluster(self) -> Any:
@@ -158,15 +167,76 @@ class GroupPersistence:
         """Rebuild groups and offsets from __consumer_offsets (replay.py reads the records)."""
         if self.store.existing() is None:
             return
+        self._install(replay_offsets_topic(self.store))
+
+    def _leader_changed(self, part: "Partition", previous: int) -> None:
+        """A __consumer_offsets partition got another leader (StateChanges.on_leader_change): this
+        coordinator resigns it and loads it again, as Kafka's GroupCoordinator does on the old
+        leader's onResignation (removeGroupsForPartition) and the new one's onElection
+        (loadGroupsForPartition). Leaderless, it stays unloaded until a leader is elected."""
+        if part.topic.name != OFFSETS_TOPIC or part.leader == previous:
+            return
+        self.unload_partition(part.index)
+        if part.leader >= 0:
+            self.load_partition(part.index)
+
+    def unload_partition(self, index: int) -> list[str]:
+        """Forget the groups and offsets kept in __consumer_offsets partition `index`, answering
+        the classic members waiting in JoinGroup or SyncGroup NOT_COORDINATOR (ClassicGroup.unload).
+        What was written stays in the log; what was not (a change whose write failed) is lost,
+        as on Kafka. Returns the group ids forgotten."""
+        topic = self.store.existing()
+        if topic is None:
+            return []
+        count, now = len(topic.partitions), self.clock()
+        pending = [gid for groups in self.offsets.pending.values() for gid in groups]
+        gone = sorted({gid for gid in (*self.groups, *self.offsets.committed, *pending)
+                       if partition_for(gid, count) == index})
+        answered = 0
+        for gid in gone:
+            group = self.groups.pop(gid, None)
+            if isinstance(group, ClassicGroup):
+                answered += group.unload(now)
+            self.offsets.drop_group(gid)
+            self.empty_since.pop(gid, None)
+            self._dirty_classic.discard(gid)
+            self._unwritten_classic.discard(gid)
+        self.offsets.pending = {pid: groups for pid, groups in self.offsets.pending.items() if groups}
+        if gone:
+            log.info("%s-%d has another leader: %d group(s) unloaded, %d waiting member(s) answered "
+                     "NOT_COORDINATOR", OFFSETS_TOPIC, index, len(gone), answered)
+        self._kick()
+        return gone
+
+    def load_partition(self, index: int) -> list[str]:
+        """Read the groups and offsets of __consumer_offsets partition `index` back from its log
+        (this coordinator leads it now): each classic group as its last metadata record left it
+        (Stable with its members and assignments, or Empty), with new session deadlines. Returns
+        the group ids loaded."""
+        if self.store.existing() is None:
+            return []
+        loaded = self._install(replay_offsets_topic(self.store, only=index))
+        log.info("%s-%d loaded: %d group(s)", OFFSETS_TOPIC, index, len(loaded))
+        self._kick()
+        return loaded
+
+    def _install(self, state: Replayed) -> list[str]:
+        """Add the groups and offsets `state` replayed (every group in it is new to this
+        coordinator); returns their ids."""
         now = self.clock()
-        state = replay_offsets_topic(self.store)
-        self.offsets = state.offsets
+        for gid, offsets in state.offsets.committed.items():
+            self.offsets.commit(gid, offsets)
+        for pid, groups in state.offsets.pending.items():
+            for gid, offsets in groups.items():
+                self.offsets.stage(pid, gid, offsets)
         classic_values, consumer_epochs = state.classic_values, state.consumer_epochs
         members, assignments = state.members, state.assignments
+        loaded: list[str] = []
         for gid, value in classic_values.items():
             if value is None:
                 continue
             classic = self._new_classic(gid)
+            loaded.append(gid)
             self._unwritten_classic.discard(gid)
             classic.load_record_value(value, now)
             if classic.is_empty():
@@ -175,6 +245,7 @@ class GroupPersistence:
             if epoch is None:
                 continue
             self._new_consumer(gid).group_epoch = epoch
+            loaded.append(gid)
         for (gid, mid), member in members.items():
             owner = self.groups.get(gid)
             if member is None or not isinstance(owner, ConsumerGroup):
@@ -190,11 +261,13 @@ class GroupPersistence:
             owner.load_member(member, now)
         for gid, replayed in state.streams.items():
             streams = self._new_streams(gid)
+            loaded.append(gid)
             restore_streams(streams, replayed, now)
             streams.persisted = streams_records_of(streams)
             if streams.is_empty():
                 self.empty_since[gid] = now
-        for group in self.groups.values():
+        for gid in loaded:
+            group = self.groups[gid]
             if isinstance(group, ConsumerGroup):
                 # recompute the target on the next heartbeat, sticking to what members own
                 group.target = {mid: {t: set(ps) for t, ps in m.assigned.items()} for mid, m in group.members.items()}
@@ -203,10 +276,12 @@ class GroupPersistence:
                 if group.is_empty():
                     self.empty_since[group.group_id] = now
         self._drop_offsets_of_deleted_topics(full_scan=True)
-        for gid in list(self.offsets.committed):
-            if gid not in self.groups:
+        for gid in state.offsets.committed:
+            if gid in self.offsets.committed and gid not in self.groups:
                 self._new_classic(gid)
+                loaded.append(gid)
                 self.empty_since[gid] = 0
+        return loaded
 
     def _drop_offsets_of_deleted_topics(self, *, full_scan: bool = False) -> None:
         """Committed offsets of a topic that was deleted (or deleted and created again) are

@@ -2,7 +2,8 @@
 key winning and a null value deleting. Transactional offset commits stay pending until their
 partition's COMMIT/ABORT marker is read (a marker decides the offsets of its own partition
 only); without a marker they stay pending, as the transaction is still open. The coordinator
-builds its groups from the result (GroupCoordinator.load)."""
+builds its groups from the result (GroupCoordinator.load at start, and load_partition for one
+partition whose leader it becomes)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ class Replayed:
     streams: dict[str, streams_records.ReplayedStreamsGroup] = field(default_factory=dict)
 
 
-def replay_offsets_topic(store: InternalTopicStore) -> Replayed:
-    """What the records of `__consumer_offsets` say, folded in offset order."""
+def replay_offsets_topic(store: InternalTopicStore, only: int | None = None) -> Replayed:
+    """What the records of `__consumer_offsets` (of its partition `only`, when given) say, folded
+    in offset order."""
     out = Replayed()
     # per partition, its undecided transactional offsets: a marker decides its own partition's only
     pending: dict[int, OffsetStore] = {}
@@ -47,7 +49,7 @@ def replay_offsets_topic(store: InternalTopicStore) -> Replayed:
             return
         _apply(out, pending.setdefault(record.partition, OffsetStore()), key, record)
 
-    store.replay(on_record, on_marker)
+    store.replay(on_record, on_marker, only=only)
     for staged in pending.values():
         for pid, groups in staged.pending.items():
             for gid, offsets in groups.items():

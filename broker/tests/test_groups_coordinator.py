@@ -36,6 +36,10 @@ class FakeLog:
         return SimpleNamespace(base_offset=base, last_offset=self.next_offset - 1, max_timestamp=h.max_timestamp,
                                log_append_time_ms=-1, log_start_offset=self.log_start_offset)
 
+    @property
+    def log_end_offset(self):
+        return self.next_offset
+
     def batches_from(self, offset):
         return [(b, data) for b, data in self.batches if b >= offset]
 

@@ -55,7 +55,8 @@ class TransactionCoordinator:
         self.core = TxnCoordinatorCore(
             store=self.store, producer_ids=self.pids, clock=self.clock,
             max_timeout_ms=config["transaction.max.timeout.ms"], server_tv=config["transaction.version"],
-            on_prepared=self._on_prepared, id_expiration_ms=config["transactional.id.expiration.ms"])
+            coordinator_epoch=self.store.coordinator_epoch, on_prepared=self._on_prepared,
+            id_expiration_ms=config["transactional.id.expiration.ms"])
         t0 = time.monotonic()
         self._to_complete: list[str] = self.core.load(self.store.load())
         log.info("loaded %d transactional id(s) in %.3f s; %d transaction(s) to complete",

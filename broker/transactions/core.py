@@ -86,13 +86,16 @@ _MARKER_GIVE_UP = {E.unknown_topic_or_partition, E.invalid_producer_epoch, E.tra
 class TxnCoordinatorCore:
     def __init__(self, *, store: TxnStore, producer_ids: ProducerIdManager, clock: Callable[[], int],
                  max_timeout_ms: int = 900_000, server_tv: int = 2,
-                 coordinator_epoch: int = 0, on_prepared: Callable[[str], None] | None = None,
+                 coordinator_epoch: Callable[[str], int] = lambda transactional_id: 0,
+                 on_prepared: Callable[[str], None] | None = None,
                  id_expiration_ms: int = 604_800_000):
         self.store = store
         self.pids = producer_ids
         self.clock = clock
         self.max_timeout_ms = max_timeout_ms
         self.server_tv = server_tv
+        # transactional id -> the epoch its markers carry: Kafka's coordinatorEpoch, the leader
+        # epoch of the id's __transaction_state partition (TransactionStateManager)
         self.coordinator_epoch = coordinator_epoch
         self.on_prepared = on_prepared or (lambda tid: None)
         self.id_expiration_ms = id_expiration_ms
@@ -365,7 +368,8 @@ class TxnCoordinatorCore:
         md = self.txns.get(transactional_id)
         if md is None or md.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or md.pending_transition:
             return None
-        return MarkerJob(md.producer_id, md.producer_epoch, self.coordinator_epoch, md.state == S.PREPARE_COMMIT,
+        return MarkerJob(md.producer_id, md.producer_epoch, self.coordinator_epoch(transactional_id),
+                         md.state == S.PREPARE_COMMIT,
                          sorted(md.partitions))
 
     def finish_markers(self, transactional_id: str, results: dict) -> bool:

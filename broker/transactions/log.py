@@ -156,6 +156,13 @@ class TxnLogStore:
     def partition_of(self, transactional_id: str) -> Partition:
         return self.topic_store.partition_of(transactional_id)
 
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """Kafka's coordinatorEpoch for the id: the leader epoch of its __transaction_state
+        partition, which the coordinator takes when it loads the partition on becoming its
+        leader (TransactionStateManager.loadTransactionsForTxnTopicPartition). Its markers
+        carry it; a partition fences markers of an older one, and DescribeProducers shows it."""
+        return self.partition_of(transactional_id).leader_epoch
+
     def append(self, transactional_id: str, transit: TxnTransit | None) -> None:
         """The transit's state (None: the id's tombstone), durable when this returns; raises
         CoordinatorWriteError when the write fails."""

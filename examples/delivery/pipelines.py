@@ -1,4 +1,4 @@
-"""One consume-transform-produce pipeline (orders in, invoices out), written two ways, to run under
+"""One consume-transform-produce pipeline (orders in, invoices out), written three ways, to run under
 seeded chaos and judge with the delivery audit (docs/delivery.md):
 
 - `copy_exactly_once`: a transactional producer writes the invoices and commits the consumed
@@ -7,6 +7,11 @@ seeded chaos and judge with the delivery audit (docs/delivery.md):
 - `copy_at_least_once`: a producer without idempotence, a consumer that auto-commits. A lost
   acknowledgement (chaos `drop` on Produce: written, answer never sent) makes the producer send
   the record again, and the invoice is written twice.
+- `copy_at_most_once`: the consumer commits each order's offset before it is processed, and a
+  producer that does not retry writes the invoice. A Produce the broker refuses (chaos `error`:
+  NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER; or a closed connection) fails
+  the delivery for good, the application gives up on it, and the order, committed already, is
+  never billed.
 
 Each client has a fixed client.id, so that a chaos seed meets the same requests every run.
 """
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 # a dropped response costs a client its request timeout: keep it short
 TIMEOUTS = {"socket.timeout.ms": 5000}
@@ -91,3 +96,50 @@ def copy_at_least_once(bootstrap: str, count: int) -> None:
         assert producer.flush(60) == 0
         billed += 1
     consumer.close()
+
+
+# what a synchronous commit may fail with and then succeed on a retry (the coordinator moved, is
+# loading, or the connection went)
+_COMMIT_RETRIABLE = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                     KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
+                     KafkaError._TIMED_OUT}
+
+
+def _commit_before_processing(consumer: Consumer, message: Message) -> None:
+    """Commit the offset after `message`, retrying until the broker has it."""
+    for _ in range(20):
+        try:
+            consumer.commit(message=message, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() not in _COMMIT_RETRIABLE and not exc.args[0].retriable():
+                raise
+    raise RuntimeError(f"could not commit offset {message.offset() + 1} of {message.topic()}-{message.partition()}")
+
+
+def copy_at_most_once(bootstrap: str, count: int) -> list[str]:
+    """Consume `count` orders, committing each one's offset before billing it, one Produce request
+    per invoice from a producer without idempotence or retries; a delivery that fails is given up.
+    Returns the order ids whose invoice was not delivered."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "client.id": "billing", "group.id": GROUP,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **TIMEOUTS})
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": "billing-out", "enable.idempotence": False,
+                         "acks": "all", "retries": 0, **TIMEOUTS})
+    undelivered: list[str] = []
+
+    def on_delivery(err: KafkaError | None, message: Message) -> None:
+        if err is not None:  # the application gives up: the order's offset is committed already
+            undelivered.append(json.loads(message.value())["order_id"])
+
+    consumer.subscribe([ORDERS])
+    consumed = 0
+    while consumed < count:
+        m = consumer.poll(1)
+        if m is None or m.error() is not None:
+            continue
+        _commit_before_processing(consumer, m)
+        consumed += 1
+        producer.produce(INVOICES, invoice(m.value()), key=m.key(), on_delivery=on_delivery)
+        producer.flush(60)
+    consumer.close()
+    return undelivered

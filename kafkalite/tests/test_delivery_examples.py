@@ -1,6 +1,7 @@
 """examples/delivery/pipelines.py under `pytest --kafkalite-chaos SEED`, judged by the delivery audit:
 the transactional copier is exactly once over several seeds, the copier without idempotence
-duplicates an invoice when chaos drops a Produce acknowledgement."""
+duplicates an invoice when chaos drops a Produce acknowledgement, and the copier that commits
+before it processes loses an order when chaos refuses a Produce it does not retry."""
 
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ USER_TEST = textwrap.dedent(f"""
         kafka_topic_factory(name=pipelines.INVOICES)
         count = int(os.environ["ORDERS"])
         pipelines.place_orders(kafkalite_broker.bootstrap, count)
-        getattr(pipelines, os.environ["PIPELINE"])(kafkalite_broker.bootstrap, count)
+        returned = getattr(pipelines, os.environ["PIPELINE"])(kafkalite_broker.bootstrap, count)
         audit = kafkalite_broker.controls.delivery_audit(input_topic=pipelines.ORDERS, output_topic=pipelines.INVOICES,
                                                          group=pipelines.GROUP, match="$.order_id")
         with open(os.environ["AUDIT_OUT"], "w") as f:
-            json.dump({{"audit": audit, "chaos": kafkalite_broker.controls.chaos_log()}}, f)
+            json.dump({{"audit": audit, "chaos": kafkalite_broker.controls.chaos_log(), "returned": returned}}, f)
 """)
 
 
@@ -77,3 +78,23 @@ def test_the_copier_without_idempotence_duplicates_when_an_acknowledgement_is_lo
     assert audit["duplicated_examples"], audit
     print(f"seed 20: {audit['verdict']}, {audit['duplicated']} duplicated ({audit['extra_copies']} extra copies), "
           f"{len(drops)} Produce drops of {len(seen['chaos'])} faults")
+
+
+@pytest.mark.timeout(300)
+def test_the_copier_that_commits_before_processing_loses_an_order_when_a_produce_fails(pytester: pytest.Pytester,
+                                                                                      tmp_path: Path):
+    """Seed 16 answers billing-out's Produce request #20 NOT_ENOUGH_REPLICAS (broker.chaos.draw):
+    the order's offset was committed before, the producer does not retry, the application gives
+    up on the delivery error, and that order is never billed."""
+    seen = _under_chaos(pytester, tmp_path, "copy_at_most_once", 16, orders=30)
+    audit, undelivered = seen["audit"], seen["returned"]
+    refused = [e for e in seen["chaos"] if e["client_id"] == "billing-out" and e["api"] == "produce"
+               and e["fault"] in ("error", "close", "unknown_topic")]
+    assert refused, seen["chaos"]
+    assert audit["verdict"] == "at most once", audit
+    assert (audit["consumed"], audit["duplicated"]) == (30, 0), audit
+    assert audit["lost"] == len(undelivered) >= 1, (audit, undelivered)
+    assert sorted(e["id"] for e in audit["lost_examples"]) == sorted(undelivered)[:5], audit
+    print(f"seed 16: {audit['verdict']}, {audit['lost']} lost of {audit['consumed']} consumed "
+          f"({', '.join(undelivered)}); billing-out's refused Produce requests: "
+          f"{[(e['api_seq'], e.get('error', e['fault'])) for e in refused]} of {len(seen['chaos'])} faults")
