@@ -15,15 +15,13 @@ their broker's onResignation/onElection (broker.groups.coordinator, broker.trans
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import trio
 
-if TYPE_CHECKING:
-    from .partition import Partition
-
-# called with the partition and the node that led it before (-1: none) after its leader changed
-LeaderListener = Callable[["Partition", int], None]
+# called after a partition's leader changed, with its topic's name, its index, its leader now and
+# the node that led it before (-1: none); plain values, so that this module needs no Partition
+LeaderListener = Callable[[str, int, int, int], None]
 
 
 class StateChanges:
@@ -40,10 +38,10 @@ class StateChanges:
         self._leader_listeners.append(listener)
         return lambda: self._leader_listeners.remove(listener)
 
-    def leader_changed(self, part: "Partition", previous: int) -> None:
+    def leader_changed(self, topic: str, index: int, leader: int, previous: int) -> None:
         """Partition.set_leader's report: the listeners run now, before any other request."""
         for listener in list(self._leader_listeners):
-            listener(part, previous)
+            listener(topic, index, leader, previous)
 
     def notify(self) -> None:
         event = self._event

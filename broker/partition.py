@@ -165,7 +165,7 @@ class Partition:
         # fetches waiting on this partition answer now (their next request finds the new leader)
         self.wake()
         if self.changes is not None:
-            self.changes.leader_changed(self, previous)
+            self.changes.leader_changed(self.topic.name, self.index, node, previous)
 
     @property
     def high_watermark(self) -> int:

@@ -169,16 +169,16 @@ class GroupPersistence:
             return
         self._install(replay_offsets_topic(self.store))
 
-    def _leader_changed(self, part: "Partition", previous: int) -> None:
+    def _leader_changed(self, topic: str, index: int, leader: int, previous: int) -> None:
         """A __consumer_offsets partition got another leader (StateChanges.on_leader_change): this
         coordinator resigns it and loads it again, as Kafka's GroupCoordinator does on the old
         leader's onResignation (removeGroupsForPartition) and the new one's onElection
         (loadGroupsForPartition). Leaderless, it stays unloaded until a leader is elected."""
-        if part.topic.name != OFFSETS_TOPIC or part.leader == previous:
+        if topic != OFFSETS_TOPIC or leader == previous:
             return
-        self.unload_partition(part.index)
-        if part.leader >= 0:
-            self.load_partition(part.index)
+        self.unload_partition(index)
+        if leader >= 0:
+            self.load_partition(index)
 
     def unload_partition(self, index: int) -> list[str]:
         """Forget the groups and offsets kept in __consumer_offsets partition `index`, answering
