@@ -10,7 +10,7 @@ members received in total before that (3 means one rebalance; more means extra r
 Consumer settings are librdkafka's defaults (classic protocol, range/roundrobin assignors,
 heartbeat.interval.ms=3000) unless ``--consumer-config key=value`` is given.
 
-Target (issue 3): kafkalite <= 1 s (a Kafka broker with default settings takes over 3 s,
+Target: kafkalite <= 1 s (a Kafka broker with default settings takes over 3 s,
 because of group.initial.rebalance.delay.ms=3000).
 
     python -m bench.group_join [--runs 5] [--members 3] [--partitions 6] [--json FILE]

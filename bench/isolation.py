@@ -2,7 +2,7 @@
 
 * reset: the reset control on an empty broker (controls on a free port), 30 times: the broker's
   own figure (`took_ms` of the answer) and the HTTP round trip from `kafkalite.Controls`.
-  Targets (issue 28): <= 5 ms in the broker, <= 25 ms round trip.
+  Targets: <= 5 ms in the broker, <= 25 ms round trip.
 * restore: 10 topics x 4 partitions x 1 000 records (100-byte values, produced with
   confluent-kafka), one `snapshot`, then `restore` several times, a Metadata and a produce
   between restores, as a test would; `took_ms` and the round trip. Target: <= 100 ms in the broker.

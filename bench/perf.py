@@ -57,7 +57,7 @@ under py-spy (bench/profile.py), one recording for the produce phase and one for
 phase (``DIR/kafkalite-p6-1024-idem-produce.txt``, ...), and a summary of where the broker's time
 went (top functions by self and inclusive samples) is printed with the figures.
 
-Targets (issue 18): produce and consume MB/s >= 1.0x Apache Kafka and >= 1.5x Tansu;
+Targets: produce and consume MB/s >= 1.0x Apache Kafka and >= 1.5x Tansu;
 transactional produce >= 0.9x idempotent (compare the txn and idem rows of the same size and
 partitions) and >= 1.0x Apache Kafka.
 """

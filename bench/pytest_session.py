@@ -15,7 +15,7 @@ the test, broker teardown.
 * no broker: the same session with one test that only imports confluent_kafka, plugin disabled:
   the fixed cost of Python, pytest, its plugins and the client library on this machine.
 
-Target (issue 6): kafkalite session under 1.5 s (a Kafka container takes 4-12 s to start).
+Target: kafkalite session under 1.5 s (a Kafka container takes 4-12 s to start).
 
     python -m bench.pytest_session [--runs 5] [--brokers kafkalite,tansu] [--json FILE]
 """

@@ -14,7 +14,7 @@ storage engine; Apache Kafka (``kafka``) as compat_tests/reference.py runs it, i
 before the clock starts. Runs alternate (kafkalite, tansu, kafkalite, tansu, ...); one unmeasured
 warm-up run per broker first fills the page cache and Python's bytecode cache.
 
-Targets: kafkalite <= 500 ms and <= 80 MB (10^6 bytes) (issue 2); <= 200 ms and <= 35 MB (issue 18).
+Targets: kafkalite <= 500 ms and <= 80 MB (10^6 bytes); later <= 200 ms and <= 35 MB.
 
 ``kafkalite-3nodes`` (any ``kafkalite-Nnodes``) is kafkalite started with ``--nodes 3``: three node
 ids on three ports over one copy of the data; the Metadata that stops the clock lists all three.

@@ -17,7 +17,7 @@ so its CPU use is part of every figure (same client, same work for each broker).
 value bytes, 10^6 bytes per MB. Broker CPU is the broker process's user+system CPU time
 during the phase (psutil).
 
-Targets (issue 2): kafkalite produce >= 0.7x Tansu, consume >= 0.5x Tansu (records/s medians).
+Targets: kafkalite produce >= 0.7x Tansu, consume >= 0.5x Tansu (records/s medians).
 
     python -m bench.throughput [--records 200000] [--runs 3] [--value-size 1024]
                                [--brokers kafkalite,tansu] [--json FILE] [--profile DIR]

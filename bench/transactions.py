@@ -17,7 +17,7 @@ broker in turn (kafkalite, tansu, kafkalite, tansu, ...), on a fresh topic:
    shows the last stable offset past the transaction's records (markers written). Each run
    reports the median over its commits.
 
-Targets (issue 4): transactional >= 0.8x idempotent throughput on kafkalite; commit latency
+Targets: transactional >= 0.8x idempotent throughput on kafkalite; commit latency
 median < 5 ms.
 
     python -m bench.transactions [--records 100000] [--runs 3] [--commits 50] [--json FILE]

@@ -15,7 +15,7 @@ Sizes: EOS_RECORDS input records (default 30000, spread over 3 partitions; the g
 test uses 2 * EOS_RECORDS unless EOS_RECORDS is set), EOS_KILLS copier kills (default 5;
 group mode: min(EOS_KILLS, 3) unless EOS_KILLS is set), EOS_BROKER_KILLS broker kills
 (default 3), EOS_BATCH records per transaction at most (default 20); EOS_SEED fixes the random
-moments. The full size, as in the issue (100 000 records, transactions of 750, 3 kills):
+moments. The full size (100 000 records, transactions of 750, 3 kills):
 
     EOS_RECORDS=100000 EOS_BATCH=750 EOS_KILLS=3 python -m pytest compat_tests/test_exactly_once.py
 """

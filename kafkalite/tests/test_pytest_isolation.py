@@ -1,7 +1,7 @@
 """The isolation fixtures in a throwaway project (pytester, in a subprocess as a user's pytest
 runs): `kafka_clean` gives each test a reset session broker, `kafkalite_fresh` a broker of its
 own, the ini `kafkalite_seed` seeds both; and each costs less than a broker started per test
-(bench.isolation prints the figures against the issue's targets)."""
+(bench.isolation prints the figures against its targets)."""
 
 from __future__ import annotations
 
