@@ -20,12 +20,11 @@ turn; medians over ``--runs`` runs. The target: the p99 with 5 000 idle connecti
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 from typing import Sequence
 
 from bench import wire
-from bench.peers import HOST, Peer, parse_brokers, process_rss_bytes, running_in_order
+from bench.peers import HOST, Peer, parse_brokers, process_rss_bytes, raise_descriptor_limit, running_in_order
 from bench.stats import Report, Target, emit, failure
 from fault_tests.hostile import Producer
 
@@ -128,17 +127,6 @@ def run(brokers: Sequence[str], runs: int, counts: Sequence[int], records: int, 
     report.notes.append(f"idle connections: each answered one ApiVersions on {HOST} before the produce "
                         f"round trips began; {SAMPLE} of them sampled again after")
     return report
-
-
-def raise_descriptor_limit(needed: int) -> None:
-    """The soft RLIMIT_NOFILE up to the hard one when ``needed`` descriptors would not fit (the
-    brokers started here inherit it)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        if target < needed:
-            raise SystemExit(f"bench.idle_connections: {needed} descriptors needed, the hard limit is {hard}")
 
 
 def main(argv: list[str] | None = None) -> Report:

@@ -23,6 +23,7 @@ import contextlib
 import importlib.util
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -396,3 +397,14 @@ def process_rss_bytes(pid: int) -> int:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def raise_descriptor_limit(needed: int) -> None:
+    """The soft RLIMIT_NOFILE up to the hard one when ``needed`` descriptors would not fit (the
+    brokers started here inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        if target < needed:
+            raise SystemExit(f"{needed} descriptors needed, the hard limit is {hard}")
