@@ -87,7 +87,7 @@ def _now_ms() -> int:
 
 
 class PartitionLog:
-    def __init__(self, directory: Path, config: LogConfig):
+    def __init__(self, directory: str | os.PathLike[str], config: LogConfig):
         self._directory = os.fspath(directory)   # a str, shared with the segments: not a Path each
         self.config = config
         self.segments: list[Segment] = []      # replaced, never mutated in place
@@ -115,13 +115,12 @@ class PartitionLog:
 
     # --- open / recovery -----------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: os.PathLike, config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
+    def open(cls, directory: str | os.PathLike[str], config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
         """Recover the log in the partition directory, or a new log whose directory and first
         segment its first write makes (`_make`)."""
         now = _now_ms() if now_ms is None else now_ms
-        d = Path(directory)
-        self = cls(d, config)
-        found = scan(d, config, now)
+        self = cls(directory, config)
+        found = scan(self._directory, config, now)
         if found is None:       # a new partition: nothing to recover, no checkpoint, no snapshot
             self.segments = [Segment(self._directory, 0, now)]
             self.created = self._unmade = True
@@ -137,10 +136,10 @@ class PartitionLog:
         if self.log_start_offset > self.log_end_offset:
             # the data behind the checkpointed start offset was lost: start over there
             log.warning("%s: log start offset %d is past the recovered end %d; starting an empty log there",
-                        d, self.log_start_offset, self.log_end_offset)
+                        self._directory, self.log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self.log_start_offset, now)
         if any(name.endswith(SNAPSHOT_SUFFIX) for name in names):
-            remove_snapshots_after(d, self.log_end_offset)
+            remove_snapshots_after(self.directory, self.log_end_offset)
         return self
 
     def _make(self) -> None:
