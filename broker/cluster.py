@@ -8,8 +8,10 @@ Rules:
   configs, its replica lists) is written to topics.json as the cluster will be before memory
   changes; a write that fails (a full or failing disk) raises OSError with memory as it was, and
   the caller answers KAFKA_STORAGE_ERROR. Creating a topic or adding partitions opens the
-  partition directories first and removes them again when the save fails: no partial topic is
-  served or stored.
+  partitions first and drops them again when the save fails: no partial topic is served or
+  stored. A new partition's directory is made by its first write (storage.log), so creating one
+  costs no file system call but a listing that finds nothing, and topics.json is written once per
+  CreateTopics.
 - A partition opened is replayed into its producer state (broker.producer_replay) before it
   serves.
 - A start answers before it opens the partitions it loads, on a cluster of one node: each opens
@@ -28,6 +30,7 @@ every partition over at its preferred leader with the full ISR.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from pathlib import Path
 from typing import Any, Iterable
@@ -211,8 +214,9 @@ class Cluster:
 
     def _open_storage(self, part: Partition, config: LogConfig | None = None) -> None:
         """A partition's opener (broker.partition): its log, its leader epoch and its producer
-        state (none to replay in a directory the open made)."""
-        directory = self.data_dir / partition_dir_name(part.topic.name, part.index)
+        state (none to replay in a new log, whose directory is not made yet)."""
+        # a string: a Path per partition costs more than the listing that finds no directory
+        directory = os.path.join(self.data_dir, partition_dir_name(part.topic.name, part.index))
         plog = PartitionLog.open(directory, config or self.log_config(part.topic), now_ms=now_ms())
         part.attach_storage(plog)
         if (len(self.node_ids) > 1 or part.topic.name in INTERNAL_TOPICS) and plog.log_end_offset > plog.log_start_offset:

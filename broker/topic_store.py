@@ -5,7 +5,7 @@ Rules:
 - One entry per topic: name, stable topic id, partition count, config overrides and replica
   lists. Leaders, ISR and epochs are not stored (broker.cluster keeps them in memory).
 - The file is rewritten whole and atomically on every change (temporary file, fsync, rename), so
-  a crash leaves the old or the new contents, never a mix.
+  a crash leaves the old or the new contents, never a mix; one topic a line.
 """
 
 from __future__ import annotations
@@ -42,4 +42,7 @@ def save_topics(meta_dir: Path, topics: list[StoredTopic], *, fsync: bool = True
     """Replace the stored topics with `topics`, atomically, and durably unless `fsync` is off (the
     restore control replaces the file at once again)."""
     meta_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(meta_dir / FILE_NAME, json.dumps({"topics": topics}, indent=1).encode(), fsync=fsync)
+    # one topic a line: json's C encoder (an indent makes it use its Python one, 4x slower, and
+    # every CreateTopics rewrites the whole file) in a file a reader can still scan
+    text = '{"topics": [\n' + ",\n".join(json.dumps(t) for t in topics) + "\n]}\n"
+    write_atomic(meta_dir / FILE_NAME, text.encode(), fsync=fsync)

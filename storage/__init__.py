@@ -14,8 +14,8 @@ if __name__ != "kafkalite.storage":  # the repository's storage/ folder is the p
 
 from .config import LogConfig  # noqa: E402
 from .headers import BatchLocation, SegmentSummary  # noqa: E402
-from .interface import PartitionStorage  # noqa: E402
-from .log import AppendInfo, OffsetOutOfRange, PartitionLog  # noqa: E402
+from .interface import AppendInfo, OffsetOutOfRange, PartitionStorage  # noqa: E402
+from .log import PartitionLog  # noqa: E402
 from .segment import AbortedTxn  # noqa: E402
 
 __all__ = ["PartitionStorage", "PartitionLog", "LogConfig", "OffsetOutOfRange", "AppendInfo", "AbortedTxn",

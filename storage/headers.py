@@ -6,18 +6,40 @@ Rules:
 - Takes the segment list it is given (lists are replaced, never mutated), which the log has
   leased for the walk (storage.log): none is closed under it. `batches_from`, for the replays of
   state, reads whole batches.
+- `whole_batches_end` walks the headers of bytes a read already holds, to cut them after the last
+  whole batch below a bound (storage.log's read).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Iterator, NamedTuple, Sequence
 
-from kafkalite.protocol.batch import BATCH_HEADER_SIZE, BatchHeader
+from kafkalite.protocol.batch import BATCH_HEADER_SIZE, LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader
 
 from .segment import Segment
 
 # bytes read at once when walking headers: several small batches per read
 HEADER_CHUNK = 16 * 1024
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+def whole_batches_end(data: bytes | memoryview, start: int, upper_bound: int) -> int:
+    """Where the whole batches of `data` from `start` (a batch start) end: before the first batch
+    that starts at or after offset `upper_bound` or is cut short by the end of `data`."""
+    n = len(data)
+    q = start
+    unpack_i32 = _I32.unpack_from
+    unpack_i64 = _I64.unpack_from
+    while q + LOG_OVERHEAD <= n:
+        if unpack_i64(data, q)[0] >= upper_bound:
+            break
+        total = unpack_i32(data, q + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+        if q + total > n:
+            break
+        q += total
+    return q
 
 
 class SegmentSummary(NamedTuple):

@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
@@ -25,8 +26,28 @@ from kafkalite.protocol.regions import FileRegion
 
 from .config import LogConfig
 from .headers import BatchLocation, SegmentSummary
-from .log import AppendInfo
 from .segment import AbortedTxn
+
+
+class OffsetOutOfRange(Exception):
+    """A read or a DeleteRecords outside [log_start_offset, log_end_offset]."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int):
+        super().__init__(f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+@dataclass
+class AppendInfo:
+    """What an append assigned."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time_ms: int     # -1 with CreateTime
+    log_start_offset: int
 
 
 class PartitionStorage(Protocol):

@@ -15,6 +15,11 @@ Offsets: `log_start_offset` is the first readable offset (persisted in
 `log-start-offset.checkpoint` when DeleteRecords or retention moves it);
 `log_end_offset` is the next offset to assign, the high watermark of a single broker.
 
+A new partition costs no file until its first write: open() of a missing (or empty) directory
+makes neither it nor the first segment file, which the first write that needs them makes
+(`_make`: the directory, the empty segment file, and an fsync of the parent directory with the
+next flush); reads, lookups and close of a log never written touch no file.
+
 Durability: append() has written every byte to the segment file with os.write before it
 returns, so acknowledged data survives kill -9 of the process; flush() fsyncs (the broker
 calls it per its fsync policy, from a worker thread). On open, a log without the clean
@@ -46,22 +51,21 @@ import contextlib
 import logging
 import os
 import shutil
-import struct
 import threading
 import time
 from bisect import bisect_right
-from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterator
 
 from kafkalite.protocol.regions import FileRegion
-from kafkalite.protocol.batch import LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader
+from kafkalite.protocol.batch import BatchHeader
 
 from .config import LogConfig
 from .compaction import compact_segments
 from .files import fsync_path, unlink, write_atomic
-from .headers import BatchLocation, SegmentSummary, batch_headers_from, batches_from
+from .interface import AppendInfo, OffsetOutOfRange
+from .headers import BatchLocation, SegmentSummary, batch_headers_from, batches_from, whole_batches_end
 from .open_files import OPEN_FILES, leased, segments_kept_leaving
 from .recovery import CLEAN_SHUTDOWN_FILE, scan, write_log_start_checkpoint
 from .segment import AbortedTxn, Segment
@@ -72,29 +76,10 @@ from .timestamps import max_timestamp_offset, offset_for_timestamp
 
 log = logging.getLogger("kafkalite.storage")
 
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _base = attrgetter("base_offset")
 # Looks at the segment list a read makes before giving up: it looks again only when a segment
 # of the list it read was closed in between, which housekeeping does once per change
 LEASE_ATTEMPTS = 1000
-
-
-class OffsetOutOfRange(Exception):
-    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int):
-        super().__init__(f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
-        self.offset = offset
-        self.log_start_offset = log_start_offset
-        self.log_end_offset = log_end_offset
-
-
-@dataclass
-class AppendInfo:
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    log_append_time_ms: int     # -1 with CreateTime
-    log_start_offset: int
 
 
 def _now_ms() -> int:
@@ -102,7 +87,7 @@ def _now_ms() -> int:
 
 
 class PartitionLog:
-    def __init__(self, directory: Path, config: LogConfig):
+    def __init__(self, directory: str | os.PathLike[str], config: LogConfig):
         self._directory = os.fspath(directory)   # a str, shared with the segments: not a Path each
         self.config = config
         self.segments: list[Segment] = []      # replaced, never mutated in place
@@ -119,7 +104,10 @@ class PartitionLog:
         # the clean-shutdown marker is on disk and the log has not changed since it was opened
         self._clean_marker = False
         self._changed = False     # changed since open: the next close persists, fsyncs and marks
-        self.created = False      # open made the directory: no records, no snapshot to replay
+        self.created = False      # open found no directory: no records, no snapshot to replay
+        # the directory and the first segment file are not on disk yet (made by the first write)
+        self._unmade = False
+        self._parent_dirty = False   # the directory was made: its entry in the data dir to fsync
 
     @property
     def directory(self) -> Path:
@@ -127,16 +115,15 @@ class PartitionLog:
 
     # --- open / recovery -----------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: os.PathLike, config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
-        """Create the partition directory or recover the log in it."""
+    def open(cls, directory: str | os.PathLike[str], config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
+        """Recover the log in the partition directory, or a new log whose directory and first
+        segment its first write makes (`_make`)."""
         now = _now_ms() if now_ms is None else now_ms
-        d = Path(directory)
-        self = cls(d, config)
-        found = scan(d, config, now)
+        self = cls(directory, config)
+        found = scan(self._directory, config, now)
         if found is None:       # a new partition: nothing to recover, no checkpoint, no snapshot
-            d.mkdir(parents=True, exist_ok=True)
-            self.segments = [Segment.create(self._directory, 0, now, fresh=True)]
-            self._dir_dirty = self.created = True
+            self.segments = [Segment(self._directory, 0, now)]
+            self.created = self._unmade = True
             return self
         names, clean, checkpoint, segs = found.names, found.clean, found.checkpoint, found.segments
         if not segs:
@@ -149,11 +136,21 @@ class PartitionLog:
         if self.log_start_offset > self.log_end_offset:
             # the data behind the checkpointed start offset was lost: start over there
             log.warning("%s: log start offset %d is past the recovered end %d; starting an empty log there",
-                        d, self.log_start_offset, self.log_end_offset)
+                        self._directory, self.log_start_offset, self.log_end_offset)
             self._truncate_fully_and_start_at(self.log_start_offset, now)
         if any(name.endswith(SNAPSHOT_SUFFIX) for name in names):
-            remove_snapshots_after(d, self.log_end_offset)
+            remove_snapshots_after(self.directory, self.log_end_offset)
         return self
+
+    def _make(self) -> None:
+        """The directory and the first segment file of a new log, on its first write (raises
+        OSError, the log still unmade, when the disk refuses)."""
+        with self._lock:
+            if self._unmade:
+                os.makedirs(self._directory, exist_ok=True)
+                self.segments[0].make_file()
+                self._unmade = False
+                self._dir_dirty = self._parent_dirty = True
 
     @property
     def changed_since_open(self) -> bool:
@@ -192,6 +189,8 @@ class PartitionLog:
                 buf = bytearray(buf)
 
         if not self._changed:
+            if self._unmade:
+                self._make()
             self._begin_change()
         seg = self.segments[-1]
         if seg.size > 0 and seg.should_roll(n, max_in, now_ms, self.log_end_offset + count - 1, self.config):
@@ -294,18 +293,8 @@ class PartitionLog:
             data = seg.pread(min(max_bytes, seg.size - pos), pos)
         finally:
             OPEN_FILES.unlease((seg,))
-        n = len(data)
-        q = first_size
-        unpack_i32 = _I32.unpack_from
-        unpack_i64 = _I64.unpack_from
-        while q + LOG_OVERHEAD <= n:
-            if unpack_i64(data, q)[0] >= ub:
-                break
-            total = unpack_i32(data, q + LENGTH_OFFSET)[0] + LOG_OVERHEAD
-            if q + total > n:
-                break
-            q += total
-        if q >= n:
+        q = whole_batches_end(data, first_size, ub)
+        if q >= len(data):
             return data
         return memoryview(data)[:q]
 
@@ -503,6 +492,7 @@ class PartitionLog:
     # --- producer state snapshots (storage.snapshots) ------------------------------------------
     def write_producer_snapshot(self, offset: int, blob: bytes) -> None:
         """Write `<offset>.snapshot` atomically (temp file, fsync, rename); keep the newest two."""
+        self._make()
         write_snapshot(self.directory, offset, blob, fsync=self.config.fsync != "never")
         self._dir_dirty = True
 
@@ -511,13 +501,15 @@ class PartitionLog:
         return latest_snapshot(self.directory, self.log_end_offset)
 
     def _write_log_start_checkpoint(self) -> None:
+        self._make()
         write_log_start_checkpoint(self.directory, self.log_start_offset, fsync=self.config.fsync != "never")
         self._dir_dirty = True
 
     # --- flush / close / delete ----------------------------------------------------------------
     def flush(self) -> None:
-        """fsync the log data, the index entries so far, new files and the directory (nothing for
-        a log never written since its open: it holds nothing acknowledged to keep)."""
+        """fsync the log data, the index entries so far, new files, the directory and, once made,
+        its entry in the data dir (nothing for a log never written since its open: it holds
+        nothing acknowledged to keep)."""
         with self._lock:
             if self._closed or (not self._changed and self._empty()):
                 return
@@ -530,8 +522,8 @@ class PartitionLog:
             OPEN_FILES.lease(dirty)     # none is closed under the lock; housekeeping may close them after it
             txn_paths = list(self._txn_dirty)
             self._txn_dirty.clear()
-            dir_dirty = self._dir_dirty
-            self._dir_dirty = False
+            dir_dirty, parent_dirty = self._dir_dirty, self._parent_dirty
+            self._dir_dirty = self._parent_dirty = False
         try:
             for s in dirty:
                 try:
@@ -545,6 +537,8 @@ class PartitionLog:
             fsync_path(p)
         if dir_dirty:
             fsync_path(self.directory)
+        if parent_dirty:
+            fsync_path(self.directory.parent)
 
     def close(self) -> None:
         """Persist indexes, fsync (unless fsync=never), write the clean-shutdown marker; a log
@@ -575,6 +569,7 @@ class PartitionLog:
 
     def copy_files(self, dest: Path, copy_dir: Callable[[Path, Path, str], int], now_ms: int) -> int:
         with self._lock:  # a flush or compaction in a worker thread swaps files under it
+            self._make()
             self.roll(now_ms)
             for seg in self.segments:
                 seg.persist_indexes()

@@ -36,15 +36,16 @@ class Found:
     segments: list[Segment]     # loaded (the last one recovered unless clean); maybe none
 
 
-def scan(directory: Path, config: LogConfig, now_ms: int) -> Found | None:
-    """Load the segments of `directory` after removing what interrupted writes left; None when
-    the directory is missing or empty (a new partition: nothing to recover)."""
+def scan(where: str | os.PathLike[str], config: LogConfig, now_ms: int) -> Found | None:
+    """Load the segments of the directory `where` after removing what interrupted writes left;
+    None when it is missing or empty (a new partition: nothing to recover, and no Path made)."""
     try:
-        names = os.listdir(directory)
+        names = os.listdir(where)
     except FileNotFoundError:
         return None
     if not names:
         return None
+    directory = Path(where)
     clean = CLEAN_SHUTDOWN_FILE in names
     for name in names:
         if name.endswith((".tmp", ".cleaned")):

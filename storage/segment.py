@@ -140,15 +140,18 @@ class Segment:
 
     # --- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int, *, fresh: bool = False) -> "Segment":
-        """A new empty segment; `fresh`: in a directory just made, where no index file can be left."""
+    def create(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int) -> "Segment":
+        """A new empty segment, its file made (index files a former one left at its name go)."""
         seg = cls(directory, base_offset, now_ms)
-        if not fresh:
-            for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
-                unlink(p)
-        OPEN_FILES.adopt(seg, open_segment_file(seg.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC))
-        seg.dirty = True
+        for p in (seg.index_path, seg.time_index_path, seg.txn_index_path):
+            unlink(p)
+        seg.make_file()
         return seg
+
+    def make_file(self) -> None:
+        """The empty .log file of a segment made in memory (a new log's first, on its first write)."""
+        OPEN_FILES.adopt(self, open_segment_file(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC))
+        self.dirty = True
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], base_offset: int, now_ms: int, *, recover: bool,

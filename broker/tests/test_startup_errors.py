@@ -55,12 +55,16 @@ def test_a_data_dir_that_cannot_be_written(tmp_path):
 
 
 def test_a_data_dir_whose_topics_cannot_be_written_is_refused_at_start(tmp_path):
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data = tmp_path / "data"
     with kafkalite.running(data_dir=data) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("orders", 1, 1)])["orders"].result(timeout=30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        producer.produce("orders", b"v")    # the partition's directory is made by its first write
+        assert producer.flush(30) == 0
     partition = data / "orders-0"
     assert partition.is_dir() and (data / "__cluster_metadata").is_dir()
     line = one_line(run_readonly(["--port", "0", "--data-dir", str(data)], [partition]))

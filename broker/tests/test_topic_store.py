@@ -22,10 +22,15 @@ def test_saved_topics_read_back_in_order(tmp_path):
     ]
     save_topics(tmp_path, topics)
     assert load_topics(tmp_path) == topics
+    # one topic a line, between the opening and closing lines
+    lines = (tmp_path / FILE_NAME).read_text().splitlines()
+    assert len(lines) == 2 + len(topics) and json.loads(lines[1].rstrip(",")) == topics[0]
     # a second save replaces the file whole and leaves no temporary file behind
     save_topics(tmp_path, topics[1:])
     assert load_topics(tmp_path) == topics[1:]
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILE_NAME]
+    save_topics(tmp_path, [])
+    assert load_topics(tmp_path) == []
 
 
 def test_a_file_of_an_older_version_without_replica_lists_reads(tmp_path):

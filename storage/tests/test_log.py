@@ -34,11 +34,63 @@ def open_log(pdir, cfg=None, now_ms=0):
 def test_new_log_is_empty(pdir):
     plog = open_log(pdir)
     assert (plog.log_start_offset, plog.log_end_offset, plog.size_bytes) == (0, 0, 0)
-    assert plog.read(0, 1000) == b""
-    assert (pdir / "00000000000000000000.log").exists()
+    assert plog.read(0, 1000) == b"" and plog.read_region(0, 1000) == b""
     with pytest.raises(OffsetOutOfRange):
         plog.read(1, 1000)
     assert plog.offset_for_timestamp(0) is None and plog.max_timestamp_offset() is None
+    assert list(plog.batches_from(0)) == [] and plog.segment_summaries() == [(0, 0, 0)]
+    plog.close()
+
+
+def test_a_new_log_makes_its_files_on_its_first_write(pdir):
+    """Creating a partition costs no file: its directory and first segment are made by its first
+    write; reads, lookups, flush, retention and close of a log never written touch no file, and it
+    opens again as a new log."""
+    for _ in range(2):
+        plog = open_log(pdir, small_config(fsync="always", retention_ms=0))
+        assert plog.read(0, 1000) == b"" and plog.offset_for_timestamp(0) is None
+        plog.flush()
+        assert plog.apply_retention(10**12) == 0
+        plog.close()
+        assert not pdir.exists()
+    plog = open_log(pdir)
+    plog.append(batch(2, tag="a"), now_ms=0)
+    assert sorted(os.listdir(pdir)) == ["00000000000000000000.log"]
+    assert [v.rstrip(b".") for _o, v in read_all(plog)] == [b"a:0", b"a:1"]
+    plog.close()
+    plog = open_log(pdir)
+    assert plog.log_end_offset == 2 and not plog.created
+    plog.close()
+
+
+def test_a_first_write_the_disk_refuses_leaves_a_new_log(tmp_path):
+    """The directory cannot be made (a file stands where it goes): the append raises OSError and
+    the log is as it was, and the first write after the cause is gone makes it."""
+    pdir = tmp_path / "data" / "topic-0"
+    plog = open_log(pdir)
+    (tmp_path / "data").write_bytes(b"")
+    with pytest.raises(OSError):
+        plog.append(batch(1, tag="x"), now_ms=0)
+    assert (plog.log_end_offset, plog.size_bytes, plog.changed_since_open) == (0, 0, False)
+    (tmp_path / "data").unlink()
+    assert plog.append(batch(1, tag="y"), now_ms=0).base_offset == 0
+    assert [v.rstrip(b".") for _o, v in read_all(plog)] == [b"y:0"]
+    plog.close()
+
+
+def test_the_first_flush_fsyncs_the_new_directory_entry(pdir, monkeypatch):
+    """fsync=always: the directory made by the first write is fsynced in the data dir too, once."""
+    import kafkalite.storage.log as log_module
+
+    synced: list[Path] = []
+    monkeypatch.setattr(log_module, "fsync_path", lambda p: synced.append(Path(p)))
+    plog = open_log(pdir, small_config(fsync="always"))
+    plog.append(batch(1, tag="x"), now_ms=0)
+    plog.flush()
+    assert synced == [pdir, pdir.parent]
+    plog.append(batch(1, tag="y"), now_ms=0)
+    plog.flush()
+    assert synced == [pdir, pdir.parent]
     plog.close()
 
 

@@ -61,6 +61,8 @@ def test_a_closed_descriptor_is_reopened_for_append_truncate_and_fsync(tmp_path,
     plog = PartitionLog.open(tmp_path / "a", small_config(fsync="always"), now_ms=0)
     plog.append(batch(2, tag="a"), now_ms=0)
     others = [PartitionLog.open(tmp_path / f"o{i}", small_config(), now_ms=0) for i in range(5)]
+    for p in others:        # a new log opens its file with its first write
+        p.append(batch(1), now_ms=0)
     assert not plog.segments[-1].is_open           # pushed out by the others
     plog.append(batch(2, tag="b"), now_ms=0)
     plog.flush()

@@ -61,12 +61,15 @@ def test_a_region_keeps_its_file_open_until_released(tmp_path):
         plog.append(batch(3, tag="a"), now_ms=0)
         region = plog.read_region(0, 1 << 20)
         others = [PartitionLog.open(tmp_path / f"o-{i}", small_config(), now_ms=0) for i in range(4)]
+        for p in others:     # a new log opens its file with its first write
+            p.append(batch(1), now_ms=0)
         seg = plog.segments[0]
         assert seg.is_open                    # pinned: the cache went over its limit instead
         data = region.read()
         region.release()
         region.release()                      # twice is harmless
         others.append(PartitionLog.open(tmp_path / "o-last", small_config(), now_ms=0))
+        others[-1].append(batch(1), now_ms=0)
         assert not seg.is_open                # released: the least recently used goes
         assert data == bytes(plog.read(0, 1 << 20))
         for p in others + [plog]:

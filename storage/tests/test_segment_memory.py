@@ -26,6 +26,8 @@ def test_a_segment_has_no_dict_and_derives_its_file_paths(tmp_path):
     assert seg.index_path.name == "00000000000000000000.index"
     assert seg.time_index_path.name == "00000000000000000000.timeindex"
     assert seg.txn_index_path.name == "00000000000000000000.txnindex"
+    assert not seg.log_path.exists()      # made by the log's first write
+    plog.append(batch(1), now_ms=0)
     assert seg.log_path.exists()
     plog.close()
 
