@@ -502,18 +502,26 @@ def test_kafkajs_fetch_from_inside_a_batch(bootstrap, topic_name, compression):
 @pytest.mark.kafkajs
 @pytest.mark.produce_fetch
 def test_kafkajs_calls_are_fast(bootstrap, topic_name):
-    """One node process per call: each produce or consume stays well under 2 s on a local broker."""
+    """One node process per call: a produce or a consume of 100 records costs about what the
+    simplest call does (a node process, a connection, Metadata), never a retry's backoff or a
+    fetch that waits out kafkajs's 5 s maxWaitTimeInMs. The bound follows this machine's speed
+    as measured in the same test (a listTopics call), so that a loaded machine meets it too."""
     c = KafkajsClient(bootstrap)
     c.create_topic(topic_name, 1)
     # not timed: Kafka's broker learns of the new topic a little after CreateTopics answers
     LibrdkafkaClient(bootstrap).wait_for_leaders(topic_name, 1)
+    t = time.monotonic()
+    c.admin("listTopics")
+    simplest = time.monotonic() - t
     t = time.monotonic()
     c.produce(topic_name, [Msg(value=b"x" * 100) for _ in range(100)], partition=0)
     produced = time.monotonic() - t
     t = time.monotonic()
     assert len(c.consume(topic_name, [0], 100, timeout_s=10)) == 100
     consumed = time.monotonic() - t
-    assert produced < 2 and consumed < 2, f"produce {produced:.2f}s, consume {consumed:.2f}s"
+    bound = 3 * simplest + 1
+    assert produced < bound and consumed < bound, \
+        f"produce {produced:.2f}s, consume {consumed:.2f}s, against listTopics' {simplest:.2f}s"
 
 
 @pytest.mark.kafkajs
