@@ -247,7 +247,10 @@ type MoveCoordinatorArgs struct {
 
 // MoveCoordinator runs the control move-coordinator: Move the coordinator of a group or of a
 // transactional id to `node`: the leader of the key's __consumer_offsets / __transaction_state
-// partition moves (with every other key on it).
+// partition moves (with every other key on it). The group coordinator unloads that partition's
+// groups, answering members waiting in JoinGroup or SyncGroup NOT_COORDINATOR, and loads them from
+// its log (broker.groups.persistence); the transactions' markers carry the new coordinator epoch
+// (broker.transactions.log).
 func (c *Controls) MoveCoordinator(args MoveCoordinatorArgs) (json.RawMessage, error) {
 	return c.Call("move-coordinator", args)
 }

@@ -358,7 +358,10 @@ export declare class GeneratedControls {
   /** The armed throttles. */
   listThrottles(): Promise<unknown>;
   /** Move the coordinator of a group or of a transactional id to `node`: the leader of the key's
-   * __consumer_offsets / __transaction_state partition moves (with every other key on it). */
+   * __consumer_offsets / __transaction_state partition moves (with every other key on it). The
+   * group coordinator unloads that partition's groups, answering members waiting in JoinGroup or
+   * SyncGroup NOT_COORDINATOR, and loads them from its log (broker.groups.persistence); the
+   * transactions' markers carry the new coordinator epoch (broker.transactions.log). */
   moveCoordinator(args: MoveCoordinatorArgs): Promise<unknown>;
   /** Make `node` the leader of topic-partition, with a new leader epoch (a node that is not a
    * replica takes the current leader's place among the replicas). */

@@ -237,7 +237,10 @@ public abstract class GeneratedControls {
 
   /** move-coordinator: Move the coordinator of a group or of a transactional id to `node`: the
    * leader of the key's __consumer_offsets / __transaction_state partition moves (with every other
-   * key on it). */
+   * key on it). The group coordinator unloads that partition's groups, answering members waiting
+   * in JoinGroup or SyncGroup NOT_COORDINATOR, and loads them from its log
+   * (broker.groups.persistence); the transactions' markers carry the new coordinator epoch
+   * (broker.transactions.log). */
   public String moveCoordinator(long node, Map<String, ?> optional) {
     Map<String, Object> arguments = new LinkedHashMap<>(optional);
     arguments.put("node", node);
