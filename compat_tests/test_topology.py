@@ -314,9 +314,12 @@ class PollingMember:
                                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
                                   "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
                                   "reconnect.backoff.max.ms": 500})
-        self.consumer.subscribe([topic])
+        # a revoke callback makes the member's rejoin wait for its poll(), so that pausing it
+        # keeps a rebalance parked (confluent-kafka still assigns and unassigns by itself)
+        self.consumer.subscribe([topic], on_revoke=lambda consumer, partitions: None)
         self.values: list[str] = []
         self.stop = threading.Event()
+        self.paused = threading.Event()
         self.worker = Background(self._run)
 
     def _run(self) -> None:
@@ -324,6 +327,9 @@ class PollingMember:
 
         try:
             while not self.stop.is_set():
+                if self.paused.is_set():
+                    self.stop.wait(0.02)  # not polling: a rebalance waits for this member
+                    continue
                 msg = self.consumer.poll(0.2)
                 if msg is None or msg.error() is not None:
                     continue
@@ -372,11 +378,15 @@ def test_a_coordinator_move_during_a_rebalance_answers_the_waiting_member_and_th
     try:
         wait_until(lambda: len(first.values) >= len(before), 30, what="the first member reads every record")
         cluster.controls.wait_for_committed(group, topic)
+        # the first member stops polling, so the rebalance the second starts stays parked (its
+        # JoinGroup waits for the first to rejoin) until the move, however slow the machine
+        first.paused.set()
         second = PollingMember(cluster, group, topic, "failover-second")
         members.append(second)
         cluster.controls.wait_for_group(group, state="PreparingRebalance", assigned=False)
         mark = max(e["seq"] for e in cluster.controls.requests())
         cluster.controls.call("move-coordinator", group=group, node=_another_node(cluster, {"group": group}))
+        first.paused.clear()
         cluster.controls.wait_for_group(group, state="Stable", members=2, timeout_ms=60_000)
         parked = [e for e in cluster.controls.requests(group_id=group)
                   if e["seq"] <= mark and e["api"] in ("JoinGroup", "SyncGroup") and e["error"] == "NOT_COORDINATOR"]
