@@ -16,12 +16,15 @@ import time
 import uuid
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from compat_tests.cleanup import killed_at_end
 from compat_tests import brokers
 from compat_tests.brokers import EXTERNAL_BOOTSTRAP
 from compat_tests.groups.members import Member, settle, wait_split
+from compat_tests.differ.core import request as wire_request
 from compat_tests.waiting import wait_until
+from kafkalite.protocol.client import WireClient
 
 pytestmark = pytest.mark.groups
 
@@ -34,6 +37,7 @@ BROKER_CONFIG = {"group.min.session.timeout.ms": 1000,
                  "group.consumer.heartbeat.interval.ms": 300,
                  "group.consumer.min.heartbeat.interval.ms": 300}
 SESSION_MS = 4000  # classic members
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
 
 KINDS = [
     pytest.param(("confluent", "classic"), marks=pytest.mark.librdkafka, id="confluent-classic"),
@@ -209,10 +213,29 @@ def test_three_members_split_six_partitions(kind, gbootstrap, members):
 STATIC_KINDS = [k for k in KINDS if k.id not in ("kafkajs",)]
 
 
+def give_group_session(bootstrap: str, group: str, session_ms: int) -> None:
+    """A KIP-848 member's session is the group's `consumer.session.timeout.ms`, not a setting of the
+    client: set it as a user of that protocol does, and wait until the broker describes it (Kafka
+    applies a group config through its metadata log, a moment after the answer)."""
+    resource = {"resource_type": GROUP_RESOURCE, "resource_name": group}
+    with WireClient(bootstrap) as c:
+        altered = c.request(wire_request(44, 1, validate_only=False, resources=[{**resource, "configs": [
+            {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": str(session_ms)}]}]))
+        assert [r.error_code for r in altered.responses] == [ErrorCode.none], altered
+
+        def described() -> bool:
+            got = c.request(wire_request(32, 4, include_synonyms=False, include_documentation=False, resources=[
+                {**resource, "configuration_keys": ["consumer.session.timeout.ms"]}]))
+            return [e.value for r in got.results for e in r.configs] == [str(session_ms)]
+        wait_until(described, 20, what=f"group {group}'s consumer.session.timeout.ms described as {session_ms}")
+
+
 @pytest.mark.parametrize("kind", STATIC_KINDS)
 def test_static_member_restart_without_rebalance(kind, gbootstrap, members):
     topic = new_topic(gbootstrap, 4)
     group = group_id()
+    if kind[1] == "consumer":  # the 10 s the members ask for, which only a classic member's client sets
+        give_group_session(gbootstrap, group, 10000)
     a = member(kind, gbootstrap, group, topic, instance_id="inst-a", session_timeout_ms=10000, client_id="member-a")
     members.append(a)
     a.wait_assignment(lambda s: s == {0, 1, 2, 3}, 40, "all four partitions")  # a leads
