@@ -7,11 +7,11 @@ Rules:
 - All or nothing: a change of the topics (creating or deleting one, adding partitions, its
   configs, its replica lists) is written to topics.json as the cluster will be before memory
   changes; a write that fails (a full or failing disk) raises OSError with memory as it was, and
-  the caller answers KAFKA_STORAGE_ERROR. Creating a topic or adding partitions opens the
-  partitions first and drops them again when the save fails: no partial topic is served or
-  stored. A new partition's directory is made by its first write (storage.log), so creating one
-  costs no file system call but a listing that finds nothing, and topics.json is written once per
-  CreateTopics.
+  the caller answers KAFKA_STORAGE_ERROR. A topic whose save fails is dropped whole: no partial
+  topic is served or stored. A new partition's directory is made by its first write
+  (storage.log), and its storage opens on first use as a loaded one's (an internal topic's at
+  once, for its coordinator), so creating one costs its objects and no file system call, and
+  topics.json is written once per CreateTopics, re-encoding only the topics that changed.
 - A partition opened is replayed into its producer state (broker.producer_replay) before it
   serves.
 - A start answers before it opens the partitions it loads, on a cluster of one node: each opens
@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -47,7 +48,7 @@ from .placement import assign_replicas, topic_seed
 from .produce_validation import ProducePolicy
 from .producer_replay import replay_producer_state
 from .settings.broker_config import BrokerConfig
-from .topic_store import StoredTopic, load_topics, save_topics
+from .topic_store import StoredTopic, load_topics, save_topic_lines, topic_line
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -71,6 +72,23 @@ def topic_name_error(name: str | None) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _StoredLine:
+    """A topic's line of topics.json and the objects it was made from. Every CreateTopics rewrites
+    the whole file (all or nothing), and encoding every topic anew made a request's cost grow with
+    the topics there were: a topic whose configs and replica lists are the same objects as at the
+    last save keeps its line. Configs and replica lists are replaced, never changed in place, and
+    held here, so an object seen again is the one the line was made from."""
+
+    configs: dict[str, str]
+    replicas: tuple[list[int], ...]
+    text: str
+
+    def holds(self, configs: dict[str, str], replicas: list[list[int]]) -> bool:
+        return (configs is self.configs and len(replicas) == len(self.replicas)
+                and all(a is b for a, b in zip(replicas, self.replicas)))
+
+
 class Cluster:
     def __init__(self, config: BrokerConfig):
         self.config = config
@@ -87,6 +105,8 @@ class Cluster:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         # appends, markers and handled requests, which the controls' waits sleep on
         self.changes = StateChanges()
+        # each topic's line of topics.json as the last save wrote it (`save`)
+        self._stored_lines: dict[uuid.UUID, _StoredLine] = {}
 
     # --- persistence ---------------------------------------------------------------------
     def load(self) -> None:
@@ -140,16 +160,23 @@ class Cluster:
         (the all-or-nothing rule at the top): the topics in memory, less `without`, with
         `changed`'s configs and replica lists replaced by `configs` and `replicas` where given."""
         gone = {id(t) for t in without}
-        entries: list[StoredTopic] = []
+        lines: list[str] = []
+        made: dict[uuid.UUID, _StoredLine] = {}
         for t in self.topics.values():
             if id(t) in gone:
                 continue
             mine = t is changed
             lists = replicas if mine and replicas is not None else [p.replicas for p in t.partitions]
-            entries.append({"name": t.name, "id": str(t.topic_id), "partitions": len(lists),
-                            "configs": configs if mine and configs is not None else t.configs,
-                            "replicas": lists})
-        save_topics(self.meta_dir, entries, fsync=fsync)
+            topic_configs = configs if mine and configs is not None else t.configs
+            line = self._stored_lines.get(t.topic_id)
+            if line is None or not line.holds(topic_configs, lists):
+                line = _StoredLine(topic_configs, tuple(lists), topic_line(
+                    {"name": t.name, "id": str(t.topic_id), "partitions": len(lists), "configs": topic_configs,
+                     "replicas": lists}))
+            made[t.topic_id] = line
+            lines.append(line.text)
+        save_topic_lines(self.meta_dir, lines, fsync=fsync)
+        self._stored_lines = made
 
     def replicas_with(self, part: Partition, replicas: list[int]) -> list[list[int]]:
         """The replica lists of `part`'s topic with `part`'s replaced (for `save`)."""
@@ -212,6 +239,15 @@ class Cluster:
         topic.partitions.append(part)
         return part
 
+    def _new_partition(self, topic: Topic, index: int, replicas: list[int]) -> None:
+        """A partition just created (CreateTopics, CreatePartitions): its storage opens on first use,
+        as a loaded one's (it has nothing on disk to open: its first write makes its directory), so
+        creating one costs its objects alone; an internal topic's opens at once, for its coordinator."""
+        part = Partition(topic, index, None, list(replicas), self.changes, opener=self._open_storage)
+        if topic.internal:
+            part.open_now()
+        topic.partitions.append(part)
+
     def _open_storage(self, part: Partition, config: LogConfig | None = None) -> None:
         """A partition's opener (broker.partition): its log, its leader epoch and its producer
         state (none to replay in a new log, whose directory is not made yet)."""
@@ -243,9 +279,8 @@ class Cluster:
             assignment = self.placement(name, num_partitions, rf)
         topic = Topic(name, uuid.uuid4(), dict(configs or {}))
         try:
-            config = self.log_config(topic)
             for i in range(num_partitions):
-                self._open_partition(topic, i, assignment[i], config)
+                self._new_partition(topic, i, assignment[i])
             self._attach(topic)
             if persist:
                 self.save()
@@ -281,9 +316,8 @@ class Cluster:
             rf = len(topic.partitions[0].replicas) if topic.partitions else 1
             assignment = self.placement(topic.name, total, rf)[first:]
         try:
-            config = self.log_config(topic)
             for i in range(first, total):
-                self._open_partition(topic, i, assignment[i - first], config)
+                self._new_partition(topic, i, assignment[i - first])
             self.save()
         except OSError:
             # all or nothing, as create_topic: the partitions opened go with their directories

@@ -13,6 +13,9 @@ Rules:
   min.compaction.lag.ms allows (storage.cleanable), both lags at the pass's time on the broker's
   clock. log.cleaner.enable and log.cleaner.backoff.ms are read at every pass, so a dynamic broker
   config changes them at once. With log.cleaner.enable=false nothing is compacted.
+- Retention and the cleaner look at open partitions only: one never opened holds nothing new
+  since the last stop, and opening it would make a pass cost every partition there is (a loaded
+  one is opened by the start's background pass, a created one by its first use).
 - What to do is decided on the trio loop (the floors come from transaction state, which only the
   loop may read); the work runs in a worker thread (storage allows retention and compaction
   beside appends and reads).
@@ -92,7 +95,7 @@ def _flush_all(parts: Iterable[Partition]) -> None:
 def retention_jobs(broker: Broker) -> list[Partition]:
     """The partitions retention looks at, their floors set on the trio loop (the floors come from
     transaction state, which only the loop may read)."""
-    parts = list(broker.cluster.all_partitions())
+    parts = [part for part in broker.cluster.all_partitions() if part.opened]
     for part in parts:
         part.plan_retention()
     return parts
@@ -110,7 +113,8 @@ def run_retention_jobs(parts: list[Partition]) -> None:
 
 def compaction_jobs(broker: Broker) -> list[tuple[Partition, int]]:
     """The compacted partitions and their last stable offsets, read on the trio loop."""
-    return [(part, part.last_stable_offset) for part in broker.cluster.all_partitions() if part.compact_enabled]
+    return [(part, part.last_stable_offset) for part in broker.cluster.all_partitions()
+            if part.opened and part.compact_enabled]
 
 
 def run_compaction_jobs(jobs: list[tuple[Partition, int]]) -> None:

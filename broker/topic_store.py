@@ -38,11 +38,21 @@ def load_topics(meta_dir: Path) -> list[StoredTopic]:
     return list(data["topics"])
 
 
+def topic_line(topic: StoredTopic) -> str:
+    """A topic as its line of the file: json's C encoder (an indent makes it use its Python one,
+    4x slower)."""
+    return json.dumps(topic)
+
+
 def save_topics(meta_dir: Path, topics: list[StoredTopic], *, fsync: bool = True) -> None:
     """Replace the stored topics with `topics`, atomically, and durably unless `fsync` is off (the
     restore control replaces the file at once again)."""
+    save_topic_lines(meta_dir, [topic_line(t) for t in topics], fsync=fsync)
+
+
+def save_topic_lines(meta_dir: Path, lines: list[str], *, fsync: bool = True) -> None:
+    """`save_topics` of topics already made lines by `topic_line` (every CreateTopics rewrites the
+    whole file: its caller keeps the lines of the topics that did not change)."""
     meta_dir.mkdir(parents=True, exist_ok=True)
-    # one topic a line: json's C encoder (an indent makes it use its Python one, 4x slower, and
-    # every CreateTopics rewrites the whole file) in a file a reader can still scan
-    text = '{"topics": [\n' + ",\n".join(json.dumps(t) for t in topics) + "\n]}\n"
+    text = '{"topics": [\n' + ",\n".join(lines) + "\n]}\n"
     write_atomic(meta_dir / FILE_NAME, text.encode(), fsync=fsync)

@@ -509,7 +509,11 @@ class PartitionLog:
     def flush(self) -> None:
         """fsync the log data, the index entries so far, new files, the directory and, once made,
         its entry in the data dir (nothing for a log never written since its open: it holds
-        nothing acknowledged to keep)."""
+        nothing acknowledged to keep). Housekeeping asks every partition each flush interval: one
+        with nothing waiting answers without its lock, so a pass costs what changed."""
+        if self._unmade or not (self._dir_dirty or self._parent_dirty or self._txn_dirty
+                                or any(s.unpersisted() for s in self.segments)):
+            return
         with self._lock:
             if self._closed or (not self._changed and self._empty()):
                 return

@@ -344,6 +344,12 @@ class Segment:
             self.tidx_off = array("i", (relative_offset,))
             self.tidx_ts = array("q", (self.max_timestamp,))
 
+    def unpersisted(self) -> bool:
+        """Whether a flush has anything of this segment to write or fsync (read without the log's
+        lock: a write racing it is seen by the next flush)."""
+        return (self.dirty or self.rewrite_indexes or len(self.idx_off) > self.persisted_idx
+                or len(self.tidx_ts) > self.persisted_tidx)
+
     def persist_indexes(self, *, fsync: bool = False) -> None:
         """Write index entries that are only in memory to the index files."""
         if self.rewrite_indexes:
