@@ -5,7 +5,7 @@
 # proven as the main run proves the newest versions. It prints the versions it tested.
 # What it runs:
 # - in full (the unit tests of protocol/, storage/, broker/ with the console's browser tests, and
-#   kafkalite/) when pyproject.toml changed since its last full pass: scripts/lowest-full-pass.sha256,
+#   kafkalite/, and the charts) when pyproject.toml changed since its last full pass: scripts/lowest-full-pass.sha256,
 #   kept in git, holds pyproject.toml's hash as it was at the last full pass that succeeded, and a
 #   full pass writes it; so a change of pyproject.toml runs in full wherever it is first tested,
 #   and its commit carries the new hash once that pass is green (a clean clone of a commit whose
@@ -13,8 +13,8 @@
 #   pyproject.toml was not, in full). LOWEST_FULL=1 forces it;
 # - otherwise only the test files of the modules whose dependencies have ranges beyond the core's
 #   (RANGED_TESTS below: the console, the controls, the schema registry, the CLI, the pytest plugin,
-#   TLS, compression, testcontainers, and the reset control that set confluent-kafka's floor): the
-#   versions installed are the same as at the full pass, and the rest of the code runs the core
+#   TLS, compression, testcontainers, the benchmarks' charts, and the reset control that set
+#   confluent-kafka's floor): the versions installed are the same as at the full pass, and the rest of the code runs the core
 #   (trio, kio, crc32c) that the full pass proved.
 # Left out in both: the slow-marked tests, and the wheel and Java example tests, which install or
 # run nothing from this venv's versions. The venv is reused while pyproject.toml is unchanged (a
@@ -39,7 +39,7 @@ fi
 from importlib.metadata import version
 print("lowest versions:", ", ".join(f"{n} {version(n)}" for n in (
     "trio", "kio", "crc32c", "anyio", "starlette", "hypercorn", "cramjam", "trustme", "cryptography",
-    "testcontainers", "confluent-kafka", "pytest", "playwright")))
+    "testcontainers", "confluent-kafka", "pytest", "playwright", "matplotlib")))
 PY
 # the test files of the modules whose dependencies have ranges beyond the core's (see above)
 RANGED_TESTS=(
@@ -55,6 +55,7 @@ RANGED_TESTS=(
     kafkalite/protocol/tests/test_records.py kafkalite/storage/tests/test_log.py            # cramjam
     kafkalite/storage/tests/test_compaction.py kafkalite/broker/tests/test_produce_validation.py
     kafkalite/tests/test_testcontainers.py                          # testcontainers
+    bench/tests/test_charts.py                                      # matplotlib
 )
 full_pass_stamp="scripts/lowest-full-pass.sha256"
 full=0
@@ -63,6 +64,7 @@ if [ $# -eq 0 ]; then
         full=1
         echo "lowest versions: the full selection (pyproject.toml is not the one $full_pass_stamp names)"
         set -- kafkalite/protocol/tests kafkalite/storage/tests kafkalite/broker/tests kafkalite/tests \
+            bench/tests/test_charts.py \
             --ignore=kafkalite/tests/test_wheel.py --ignore=kafkalite/tests/test_java_example.py
     else
         echo "lowest versions: the modules with ranged dependencies (pyproject.toml as at the last full pass, $full_pass_stamp)"
