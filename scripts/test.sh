@@ -10,8 +10,10 @@
 # comment above their commands below lists.
 # The kafkalite pass spreads its test files over TEST_WORKERS processes (pytest-xdist, default 3), the
 # Kafka side over two: a file's tests stay together on one worker (--dist loadfile), so module
-# fixtures are set up once, and every worker has its own session broker, Spark session and Java
-# driver. TEST_WORKERS=0 runs each pass in one process.
+# fixtures are set up once, and every worker has its own session broker and Java driver; the files
+# sharing a Spark session, or the differ's two brokers, go to one worker together
+# (kafkalite/tests/shared_sessions.py), which starts them once. TEST_WORKERS=0 runs each pass in
+# one process.
 # After each change, scripts/quick.sh is the loop to run (a minute or two); this is the full run.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m java` or `scripts/test.sh -k compression`;
 # with arguments, only that one run happens (in the existing .venv when there is one).
