@@ -46,7 +46,8 @@ class SharedSessionScheduling(LoadFileScheduling):
         return f"shared session: {group}" if group else path
 
 
-@pytest.hookimpl(trylast=True)
+# optional: a run without xdist (`-p no:xdist`) has no such hook, and no workers to schedule
+@pytest.hookimpl(optionalhook=True, trylast=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadFileScheduling | None:
     """The scheduler for `--dist loadfile`; any other mode is xdist's own (None)."""
     if config.getvalue("dist") != "loadfile":

@@ -51,3 +51,13 @@ def test_a_group_runs_on_one_worker_beside_other_files(tmp_path: Path) -> None:
     assert set(worker_of) == {*grouped, *others}, proc.stdout
     assert len(set.union(*(worker_of[p] for p in grouped))) == 1, worker_of
     assert len(set.union(*(worker_of[p] for p in others))) > 1, worker_of
+
+
+def test_a_run_without_xdist_is_not_refused(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-p", "kafkalite.tests.shared_sessions", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
