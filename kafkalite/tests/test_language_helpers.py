@@ -28,6 +28,9 @@ REPO = Path(__file__).resolve().parents[2]
 GO_DIR = REPO / "go" / "kafkalitetest"
 NODE_DIR = REPO / "node" / "kafkalite"
 CONTROLS_TOKEN = "helpers-" + os.urandom(6).hex()
+# the JVMs of the JUnit 5 extension's test (surefire's fork, javac, the sample's launcher) live
+# seconds: C2 compiling their classes cost more than it gained (about 24 core-s for the test, 17 so)
+SHORT_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
 # what a Go test gets of _broker_env() beside go_env()
 BROKER_ENV_KEYS = ("KAFKALITE_CMD", "PYTHONPATH", "KAFKALITE_CONTROLS_TOKEN")
 
@@ -179,7 +182,7 @@ def test_java_junit5_extension_with_kafka_clients(tmp_path):
         pytest.fail("mvn is not installed (scripts/install-test-deps.sh installs it)")
     repo = Path(os.environ.get("KAFKALITE_M2_REPO") or REPO / ".cache" / "m2")
     result = _run(["mvn", "-B", f"-Dmaven.repo.local={repo}", f"-Dkafkalite.cmd={sys.executable} -P -m kafkalite",
-                   "install"], REPO / "java" / "kafkalite-junit5", _broker_env(), 850)
+                   f"-DargLine={' '.join(SHORT_JVM)}", "install"], REPO / "java" / "kafkalite-junit5", _broker_env(), 850)
     assert result.returncode == 0, result.stdout[-8000:]
     assert "Tests run: 7, Failures: 0, Errors: 0, Skipped: 0" in result.stdout, result.stdout[-4000:]
     extension = repo / "dev" / "kafkalite" / "kafkalite-junit5" / "0.1.0" / "kafkalite-junit5-0.1.0.jar"
@@ -190,10 +193,10 @@ def test_java_junit5_extension_with_kafka_clients(tmp_path):
     sample = tmp_path / "OrdersTest.java"
     sample.write_text(_doc_block(REPO / "docs" / "java.md", "## The JUnit 5 extension", "java"))
     classpath = os.pathsep.join([str(jars / "*"), str(extension)])
-    compiled = _run(["javac", "-d", str(tmp_path / "classes"), "-cp", classpath, str(sample)], tmp_path,
-                    _broker_env(), 300)
+    compiled = _run(["javac", *(f"-J{flag}" for flag in SHORT_JVM), "-d", str(tmp_path / "classes"), "-cp", classpath,
+                     str(sample)], tmp_path, _broker_env(), 300)
     assert compiled.returncode == 0, compiled.stdout[-4000:] + compiled.stderr[-4000:]
-    ran = _run(["java", "-cp", os.pathsep.join([classpath, str(tmp_path / "classes")]),
+    ran = _run(["java", *SHORT_JVM, "-cp", os.pathsep.join([classpath, str(tmp_path / "classes")]),
                 "org.junit.platform.console.ConsoleLauncher", "execute", "--disable-banner",
                 "--select-class", "OrdersTest"], tmp_path, _broker_env(), 300)
     assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-3000:]
