@@ -20,6 +20,9 @@
 # COMPAT_BROKER=kafka runs it on Apache Kafka.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the loadfile scheduler that keeps the files sharing a Spark session, or the differ's brokers,
+# on one worker (kafkalite/tests/shared_sessions.py; its hook is unused without xdist)
+SCHEDULER=(-p kafkalite.tests.shared_sessions)
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     export KAFKALITE_REUSE_VENV="${KAFKALITE_REUSE_VENV:-1}"
 fi
@@ -53,7 +56,7 @@ export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PWD/.deps/bin:$PATH"
 if [ $# -gt 0 ] || [ -n "${KAFKA_BOOTSTRAP:-}" ] || [ -n "${COMPAT_BROKER:-}" ]; then
     python -m ruff check .
     python -m mypy
-    exec python -m pytest "$@"
+    exec python -m pytest "${SCHEDULER[@]}" "$@"
 fi
 status=0
 workers="${TEST_WORKERS:-3}"
@@ -93,7 +96,7 @@ lint_log="$(mktemp)" beside_log="$(mktemp)"
 lint_pid=$!
 (
     beside_status=0 kafka_start=$SECONDS
-    COMPAT_BROKER=kafka python -m pytest -n "$kafka_workers" --dist loadfile --durations=15 compat_tests bench/tests \
+    COMPAT_BROKER=kafka python -m pytest "${SCHEDULER[@]}" -n "$kafka_workers" --dist loadfile --durations=15 compat_tests bench/tests \
         -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
         || beside_status=1
     part_line "the tests on Apache Kafka" "$kafka_start"
@@ -108,7 +111,7 @@ lint_pid=$!
 beside_pid=$!
 # --durations: the slowest tests of each pass at the end of its output, to keep the whole command
 # within its time budget (18 minutes from an empty clone)
-python -m pytest -n "$workers" --dist loadfile --durations=25 || status=$?
+python -m pytest "${SCHEDULER[@]}" -n "$workers" --dist loadfile --durations=25 || status=$?
 part_done "the tests on kafkalite"
 wait "$beside_pid" || status=$?
 wait "$lint_pid" || status=$?

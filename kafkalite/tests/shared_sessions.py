@@ -1,4 +1,4 @@
-"""A pytest plugin of this repository (pyproject.toml's addopts, `-p kafkalite.tests.shared_sessions`):
+"""A pytest plugin of this repository (scripts/test.sh loads it: `-p kafkalite.tests.shared_sessions`):
 with `--dist loadfile` (scripts/test.sh), the test files that share an expensive session fixture
 go to one xdist worker together, so that it is started once per pass instead of once per worker
 that happens to get one of them.
