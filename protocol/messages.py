@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from .api_keys import ApiKey
+from .metadata_encoding import encode_metadata_response
 
 # a request frame as read from a connection, or a view of part of one
 Frame = bytes | bytearray | memoryview
@@ -327,6 +328,10 @@ def _null_in_non_nullable(entity: Any) -> str | None:
     return None
 
 
+# responses whose entity a module of ours writes byte for byte as kio does, faster (see each)
+_BODY_ENCODERS: dict[int, Callable[[int, Any], bytes]] = {ApiKey.METADATA: encode_metadata_response}
+
+
 class EncodedBody(bytes):
     """A response body a handler encoded itself, byte for byte what kio would write for the
     entity (a hot path's common case: Produce; its tests compare both encodings);
@@ -340,6 +345,9 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
 
     ApiVersions responses always use header v0 so that a client that sent a version we do not
     know can still read the answer."""
+    by_hand = _BODY_ENCODERS.get(api_key)
+    if by_hand is not None and type(body) is not EncodedBody:
+        body = EncodedBody(by_hand(version, body))
     if type(body) is EncodedBody:
         if response_type(api_key, version).__flexible__ and api_key != API_VERSIONS_KEY:
             return _HEAD_FLEX.pack(len(body) + 5, correlation_id, 0) + body

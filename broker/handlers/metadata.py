@@ -25,16 +25,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from typing import Any
+from functools import lru_cache
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.messages import make
+from kafkalite.protocol.messages import has_field, make
 
 from ..context import RequestContext
 from ..authorizer import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, allowed, allowed_cluster,
                           operations)
 from ..cluster import Topic, topic_name_error
+from ..partition import Partition
 from ..placement import PlacementError
 from . import api
 from .common import response_module
@@ -63,15 +65,27 @@ def controller_id(cluster) -> int:
 
 def topic_entry(ctx: RequestContext, mod, topic):
     down = ctx.cluster.down
-    parts = tuple(
-        make(mod.MetadataResponsePartition,
-             error_code=ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
-             partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
-             replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr),
-             offline_replicas=tuple(n for n in p.replicas if n in down))
-        for p in topic.partitions
-    )
+    entry = _partition_entry(mod.MetadataResponsePartition)
+    parts = tuple(entry(p, down) for p in topic.partitions)
     return _make_topic(mod, ErrorCode.none, topic.name, topic.topic_id, topic.internal, parts)
+
+
+@lru_cache(maxsize=None)
+def _partition_entry(entity: type) -> Callable[[Partition, set[int]], Any]:
+    """A partition's entry of this version, built directly: an answer lists every partition asked
+    for, and `make`'s field-by-field conversion cost 5 µs each (0.25 s of 50 000)."""
+    epoch, offline = has_field(entity, "leader_epoch"), has_field(entity, "offline_replicas")
+
+    def entry(p: Partition, down: set[int]) -> Any:
+        fields = {"error_code": ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
+                  "partition_index": p.index, "leader_id": p.leader, "replica_nodes": tuple(p.replicas),
+                  "isr_nodes": tuple(p.isr)}
+        if epoch:
+            fields["leader_epoch"] = p.leader_epoch
+        if offline:
+            fields["offline_replicas"] = tuple(n for n in p.replicas if n in down) if down else ()
+        return entity(**fields)
+    return entry
 
 
 def _make_topic(mod, error, name, topic_id, internal, parts):
