@@ -190,6 +190,15 @@ def wait_polling_other(m: Member, other: Member, start: float, target: str) -> N
         other.poll_once(0)
 
 
+def both_expect(event: str, first: Member, other: Member, start: float) -> None:
+    """0102's pair of waits for an event both members expect: `first`'s while `other` is polled
+    in between, then `other`'s."""
+    first.expected = other.expected = event
+    target = "assigned_at" if event == ASSIGN else "revoked_at"
+    wait_polling_other(first, other, start, target)
+    expect_rebalance(other, start, target, None)
+
+
 def steps(name: str, *members: Member) -> None:
     for m in members:
         m.step = name
@@ -240,6 +249,7 @@ def static_group_rebalance(bootstrap: str) -> dict[str, float]:
     for i in range(RECORDS):  # test_produce_msgs_easy: no key, the partitioner spreads them
         producer.produce(topic, value=f"testid={testid} msg={i}".encode())
     assert producer.flush(30) == 0
+    producer.close()
 
     seen: list[tuple[str, int, int]] = []
     c = [Member(f"consumer{i + 1}", bootstrap, topic, f"^{topic}.*", testid, seen) for i in range(2)]
@@ -253,9 +263,7 @@ def static_group_rebalance(bootstrap: str) -> dict[str, float]:
 
         steps("first assignment", *c)
         start = time.monotonic()
-        c[0].expected = c[1].expected = ASSIGN
-        wait_polling_other(c[0], c[1], start, "assigned_at")
-        expect_rebalance(c[1], start, "assigned_at", None)
+        both_expect(ASSIGN, c[0], c[1], start)
         serve_queue(c[0])
         serve_queue(c[1])
         verify_records(seen, "first verify")
@@ -274,12 +282,8 @@ def static_group_rebalance(bootstrap: str) -> dict[str, float]:
         steps("subscription expansion", *c)
         create_topic(bootstrap, f"{topic}new", 1)
         start = time.monotonic()
-        c[0].expected = c[1].expected = REVOKE
-        wait_polling_other(c[0], c[1], start, "revoked_at")
-        expect_rebalance(c[1], start, "revoked_at", None)
-        c[0].expected = c[1].expected = ASSIGN
-        wait_polling_other(c[0], c[1], start, "assigned_at")
-        expect_rebalance(c[1], start, "assigned_at", None)
+        both_expect(REVOKE, c[0], c[1], start)
+        both_expect(ASSIGN, c[0], c[1], start)
 
         steps("consumer unsubscribe", *c)  # a LeaveGroup, which bumps the generation
         start = time.monotonic()
@@ -294,9 +298,7 @@ def static_group_rebalance(bootstrap: str) -> dict[str, float]:
         c[1].subscribe()
         c[0].expected = REVOKE
         expect_rebalance(c[0], start, "revoked_at", None)
-        c[0].expected = c[1].expected = ASSIGN
-        wait_polling_other(c[1], c[0], start, "assigned_at")
-        expect_rebalance(c[0], start, "assigned_at", None)
+        both_expect(ASSIGN, c[1], c[0], start)
 
         # consumer2 stops polling: past max.poll.interval.ms consumer1 gets every partition
         steps("max poll violation", *c)
@@ -312,9 +314,7 @@ def static_group_rebalance(bootstrap: str) -> dict[str, float]:
         poll_expect_err(c[1], 1.0, "_MAX_POLL_EXCEEDED")
         wait_polling_other(c[0], c[1], start, "revoked_at")
         expect_rebalance(c[1], start, "revoked_at", None)
-        c[0].expected = c[1].expected = ASSIGN
-        wait_polling_other(c[1], c[0], start, "assigned_at")
-        expect_rebalance(c[0], start, "assigned_at", None)
+        both_expect(ASSIGN, c[1], c[0], start)
 
         # consumer1 closes, a static member sending no LeaveGroup: evicted after its session
         steps("session timeout eviction", *c)
