@@ -53,23 +53,26 @@ def _kafka_node_class():
 
 
 class Cluster:
-    def __init__(self, data_dir: Path, size: int = 3, timeout: float = 300.0, *, kafka: bool | None = None):
-        """`kafka`: Apache Kafka (True) or kafkalite (False); by default the broker the suite runs on."""
+    def __init__(self, data_dir: Path, size: int = 3, timeout: float = 300.0, *, kafka: bool | None = None,
+                 config: dict[str, str] | None = None):
+        """`kafka`: Apache Kafka (True) or kafkalite (False); by default the broker the suite runs on.
+        `config`: broker settings (Kafka's keys) for every node of either kind."""
+        common = {**COMMON, **(config or {})}
         self._closers: list[Any] = []
         if not (brokers.on_kafka() if kafka is None else kafka):
             import kafkalite
 
-            b = kafkalite.start(data_dir=data_dir, nodes=size, config=COMMON)
+            b = kafkalite.start(data_dir=data_dir, nodes=size, config=common)
             self._closers.append(b)
             self.nodes: dict[int, str] = dict(b.nodes)
             return
         node_class = _kafka_node_class()
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        first = node_class(data_dir / "n1", {**COMMON, **KAFKA_ONLY}, cluster_id, None)
+        first = node_class(data_dir / "n1", {**common, **KAFKA_ONLY}, cluster_id, None)
         first.prepare()
         voters = f"1@127.0.0.1:{first.controller_port}"
         members = [first] + [
-            node_class(data_dir / f"n{i}", {**COMMON, **KAFKA_ONLY, "node.id": str(i), "process.roles": "broker"},
+            node_class(data_dir / f"n{i}", {**common, **KAFKA_ONLY, "node.id": str(i), "process.roles": "broker"},
                        cluster_id, voters)
             for i in range(2, size + 1)]
         self._closers.extend(members)

@@ -10,9 +10,10 @@ States (Kafka's ClassicGroupState): Empty, PreparingRebalance, CompletingRebalan
 - The join phase completes as soon as every known member (and every pending one) has sent a
   JoinGroup, or when the rebalance timeout (the largest of the members') passes; dynamic
   members that did not rejoin are then removed. group.initial.rebalance.delay.ms delays the
-  first rebalance of an empty group (KIP-134; 0 by default). With no delay, a lone member
-  forms its group at once, but when several members join an empty group together the first
-  join phase waits until no new member has arrived for `burst_settle_ms` (100 ms): a member
+  first rebalance of an empty group (KIP-134; 0 by default). With no delay, a lone dynamic
+  member forms its group at once, but when several members join an empty group together (or
+  a static member, which has no MEMBER_ID_REQUIRED round trip for the others to arrive in) the
+  first join phase waits until no new member has arrived for `burst_settle_ms` (100 ms): a member
   whose first JoinGroup lands just after the others' join phase would otherwise cost a second
   round, which librdkafka delays by at least a second and a Stable member only notices at its
   next heartbeat.
@@ -332,13 +333,20 @@ class ClassicGroup:
 
     def _maybe_complete_join(self, now: int) -> None:
         if self.state == S.PREPARING_REBALANCE and self.initial_delay_deadline is None and self._all_joined():
-            if self.forming and len(self.members) > 1 and self.burst_settle_ms > 0 \
-                    and now < self.last_arrival + self.burst_settle_ms:
+            if self.forming and self.burst_settle_ms > 0 and now < self.last_arrival + self.burst_settle_ms \
+                    and (len(self.members) > 1 or self._has_static_member()):
                 # members are arriving together at an empty group: a member whose first
-                # JoinGroup is still on its way would otherwise force a second round
+                # JoinGroup is still on its way would otherwise force a second round. A lone
+                # dynamic member has already spent a round trip (MEMBER_ID_REQUIRED) in which the
+                # others' first joins arrive; a static member joins in one request, so a lone
+                # static member waits too, or the static members started with it join a group
+                # whose leader already holds every partition and must revoke them
                 self.settle_deadline = self.last_arrival + self.burst_settle_ms
                 return
             self._complete_join(now)
+
+    def _has_static_member(self) -> bool:
+        return any(m.group_instance_id is not None for m in self.members.values())
 
     def _complete_join(self, now: int) -> None:
         self.join_deadline = None

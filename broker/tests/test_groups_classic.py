@@ -333,3 +333,28 @@ def test_a_lone_member_forms_its_group_at_once_even_with_burst_settling():
     g = make_group(burst_settle_ms=100)
     a = new_member(g, now=0)
     assert join(g, a, now=1).value.generation_id == 1
+
+
+def test_static_members_joining_an_empty_group_together_form_one_generation():
+    # two static members (no MEMBER_ID_REQUIRED round trip) whose JoinGroups arrive 1 ms apart:
+    # the first must not form a generation of its own, which it would sync and be assigned every
+    # partition of, only to revoke them all when the second arrives (librdkafka's 0102 scenario)
+    g = make_group(burst_settle_ms=100)
+    ja = join(g, instance="consumer1", now=0)
+    assert ja.values == [] and g.next_deadline() == 100
+    jb = join(g, instance="consumer2", now=1)
+    g.tick(100)
+    assert ja.values == [] and jb.values == []
+    g.tick(101)
+    assert ja.value.generation_id == jb.value.generation_id == 1
+    assert sorted(i for _, i, _ in ja.value.members) == ["consumer1", "consumer2"]
+    assert jb.value.members == []
+
+
+def test_a_lone_static_member_forms_its_group_after_the_burst_window():
+    g = make_group(burst_settle_ms=100)
+    ja = join(g, instance="consumer1", now=0)
+    g.tick(99)
+    assert ja.values == []
+    g.tick(100)
+    assert ja.value.generation_id == 1 and g.state == S.COMPLETING_REBALANCE

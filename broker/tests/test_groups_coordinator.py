@@ -8,11 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 import trio
+import trio.testing
 from kio.schema.errors import ErrorCode
 
 from kafkalite.broker.changes import StateChanges
 from kafkalite.broker.groups import GroupCoordinator
 from kafkalite.broker.groups import records as rec
+from kafkalite.broker.groups.persistence import BURST_SETTLE_MS
 from kafkalite.broker.partition import Partition
 from kafkalite.protocol.batch import BatchHeader
 from kafkalite.protocol.control_records import build_control_batch
@@ -98,12 +100,29 @@ def restart(coord):
     return again
 
 
+async def first_join(coord, **join):
+    """A member's first JoinGroup answer. A static member forming a group waits out the burst
+    window (no MEMBER_ID_REQUIRED round trip gives the others time to arrive): the fake clock is
+    moved past it and the group ticked, as the coordinator's deadline task would."""
+    answers = []
+
+    async def ask():
+        answers.append(await coord.join_group(**join))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        if not answers:
+            coord.clock.now += BURST_SETTLE_MS
+            coord._tick(coord.groups[join["group_id"]], coord.clock())
+    return answers[0]
+
+
 def join_and_sync(coord, group="g", instance=None):
     async def go():
-        first = await coord.join_group(group_id=group, member_id="", group_instance_id=instance, client_id="c",
-                                       client_host="/h", session_timeout_ms=1000, rebalance_timeout_ms=1000,
-                                       protocol_type="consumer", protocols=[("range", b"\0\0\0\0\0\0")],
-                                       api_version=9)
+        first = await first_join(coord, group_id=group, member_id="", group_instance_id=instance, client_id="c",
+                                 client_host="/h", session_timeout_ms=1000, rebalance_timeout_ms=1000,
+                                 protocol_type="consumer", protocols=[("range", b"\0\0\0\0\0\0")],
+                                 api_version=9)
         mid = first.member_id
         if first.error == ErrorCode.member_id_required:
             first = await coord.join_group(group_id=group, member_id=mid, group_instance_id=instance, client_id="c",
