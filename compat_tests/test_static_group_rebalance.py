@@ -1,6 +1,8 @@
 """librdkafka's static-membership scenario (tests/0102-static_group_rebalance.c, v2.15.0,
 do_test_static_group_rebalance, classic protocol) with confluent-kafka, on a cluster of three
 nodes: kafkalite ``--nodes 3`` or three Apache Kafka 4.4 processes (compat_tests/cluster.py).
+Like the rest of the groups suite it runs on kafkalite in the full command; ``COMPAT_BROKER=kafka``
+runs it on Kafka (three JVMs, about a minute, so not in the full command's Kafka pass).
 
 Two consumers with group.instance.id consumer1 and consumer2 subscribe to ``^<topic>.*``
 (session.timeout.ms 6000, max.poll.interval.ms 9000, topic.metadata.refresh.interval.ms 2000,
@@ -37,7 +39,7 @@ from compat_tests.brokers import requires_own_broker
 from compat_tests.cluster import Cluster
 from compat_tests.waiting import wait_until
 
-pytestmark = [pytest.mark.groups, pytest.mark.librdkafka, pytest.mark.on_kafka_too, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.groups, pytest.mark.librdkafka, pytest.mark.timeout(600)]
 
 ASSIGN, REVOKE = "ASSIGN", "REVOKE"
 RECORDS = 100
