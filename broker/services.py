@@ -33,6 +33,7 @@ from .cluster import Cluster
 from .internal_topics import OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
+    from .group_configs import GroupConfigs
     from .groups.coordinator import GroupCoordinator
     from .share.coordinator import ShareCoordinator
     from .transactions.coordinator import TransactionCoordinator
@@ -108,6 +109,7 @@ class Services:
         self._nursery: "trio.Nursery | None" = None
         self._closed = False
         self._producer_ids: "ProducerIdManager | None" = None
+        self._group_configs: "GroupConfigs | None" = None
         # name -> the cancel scope of that coordinator's run (discard() ends it)
         self._scopes: dict[str, trio.CancelScope] = {}
 
@@ -133,6 +135,18 @@ class Services:
 
             self._producer_ids = ProducerIdManager(self._broker.cluster.meta_dir / "producer_ids.json")
         return self._producer_ids
+
+    @property
+    def group_configs(self) -> "GroupConfigs":
+        """The configs set per group id (GROUP resources of DescribeConfigs and
+        IncrementalAlterConfigs), read by the group coordinator (a KIP-848 member's session and
+        heartbeat interval) and the share coordinator: one copy for both, built without either."""
+        if self._group_configs is None:
+            from .group_configs import GroupConfigs
+
+            cluster = self._broker.cluster
+            self._group_configs = GroupConfigs(cluster.meta_dir, cluster.config.values)
+        return self._group_configs
 
     def existing(self, name: str) -> Any | None:
         """The coordinator `name` if it was built, else None (never builds it)."""
@@ -179,6 +193,7 @@ class Services:
                 scope.cancel()
             service.close()
         self._built.clear()
+        self._group_configs = None   # read again from disk (the reset control deletes its file)
 
     async def restart(self) -> None:
         """After discard() and new internal topics (restore): build and start the coordinators

@@ -264,7 +264,7 @@ def _describe_group(ctx: RequestContext, name: str, keys):
     """GROUP resources: the group configs broker.group_configs serves."""
     if not name:
         raise AdminError(ErrorCode.invalid_request, "Group name must not be empty")
-    return ctx.broker.services.share.configs.describe_entries(name, keys)
+    return ctx.broker.services.group_configs.describe_entries(name, keys)
 
 
 def _describe_client_metrics(ctx: RequestContext, name: str, keys):
@@ -321,7 +321,7 @@ def _incremental_group(ctx: RequestContext, resource, validate_only: bool) -> No
         else:
             raise AdminError(ErrorCode.invalid_request, f"Unknown operations type {c.config_operation}")
     try:
-        ctx.broker.services.share.configs.alter(resource.resource_name, changes, validate_only=validate_only)
+        ctx.broker.services.group_configs.alter(resource.resource_name, changes, validate_only=validate_only)
     except GroupConfigError as exc:
         raise AdminError(ErrorCode.invalid_config, str(exc)) from None
 

@@ -77,8 +77,6 @@ async def list_config_resources(ctx: RequestContext, request: Any) -> Any:
     if CLIENT_METRICS in types:
         found += [(name, CLIENT_METRICS) for name in sorted(ctx.broker.telemetry.subscriptions)]
     if GROUP in types:
-        share = ctx.broker.services.existing("share")
-        if share is not None:
-            found += [(name, GROUP) for name in sorted(share.configs.values)]
+        found += [(name, GROUP) for name in sorted(ctx.broker.services.group_configs.values)]
     return make(mod.ListConfigResourcesResponse, throttle_time=0, error_code=ErrorCode.none, config_resources=tuple(
         make(mod.ConfigResource, resource_name=name, resource_type=rtype) for name, rtype in found))

@@ -126,7 +126,7 @@ class ShareCoordinator:
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         # (group, member, node) -> the member's share session on that node
         self.sessions: dict[tuple[str, str, int], ShareSession] = {}
-        self.configs = GroupConfigs(broker.cluster.meta_dir, broker.config.values)
+        self.configs: GroupConfigs = broker.services.group_configs
         self._created: dict[tuple[str, uuid.UUID, int], int] = {}
         self.state_store = ShareStateStore(broker, clock=clock)
         self._wake: trio.Event | None = None

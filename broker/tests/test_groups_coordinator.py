@@ -4,6 +4,7 @@ in-memory stand-in for the cluster's partition logs (the real logs are tested in
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +13,7 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 
 from kafkalite.broker.changes import StateChanges
+from kafkalite.broker.group_configs import GroupConfigs
 from kafkalite.broker.groups import GroupCoordinator
 from kafkalite.broker.groups import records as rec
 from kafkalite.broker.groups.persistence import BURST_SETTLE_MS
@@ -87,8 +89,14 @@ CONFIG = {
 }
 
 
+def fake_services(config: dict) -> SimpleNamespace:
+    """The services a coordinator reads besides itself: group configs none of these tests set
+    (a directory that is never there: they fall back to `config`)."""
+    return SimpleNamespace(group_configs=GroupConfigs(Path("/nonexistent/kafkalite-test-meta"), config))
+
+
 def make(cluster=None, clock=None):
-    broker = SimpleNamespace(config=CONFIG, cluster=cluster or FakeCluster(), services=SimpleNamespace())
+    broker = SimpleNamespace(config=CONFIG, cluster=cluster or FakeCluster(), services=fake_services(CONFIG))
     coord = GroupCoordinator(broker, clock=clock or Clock())
     broker.services.groups = coord
     return coord
@@ -226,6 +234,35 @@ def test_consumer_group_survives_restart():
                                    server_assignor=None, owned=None, client_id="c", client_host="/h", api_version=1)
     third = restart(again)
     assert third.groups["cg"].members == {} and third.groups["cg"].state == "Empty"
+
+
+def test_a_consumer_groups_session_is_its_group_config():
+    """consumer.session.timeout.ms set on a group (IncrementalAlterConfigs, GROUP) is its members'
+    session, a static member's left with epoch -2 included; another group keeps the broker's."""
+    clock = Clock()
+    coord = make(clock=clock)
+    coord.cluster.create_topic("t", 2)
+    coord.broker.services.group_configs.values["slow"] = {"consumer.session.timeout.ms": "10000"}
+
+    def join(group: str, epoch: int = 0, member: str = ""):
+        member = member or str(uuid.uuid4())   # v1: the member makes its own id
+        return coord.consumer_group_heartbeat(
+            group_id=group, member_id=member, member_epoch=epoch, instance_id="i", rack_id=None,
+            rebalance_timeout_ms=1000 if epoch == 0 else -1, subscribed_topic_names=["t"] if epoch == 0 else None,
+            subscribed_topic_regex=None, server_assignor=None, owned={} if epoch == 0 else None, client_id="c",
+            client_host="/h", api_version=1)
+
+    slow, fast = join("slow"), join("fast")
+    assert slow.error == fast.error == ErrorCode.none
+    assert coord.groups["slow"].members[slow.member_id].session_deadline == clock.now + 10000
+    assert coord.groups["fast"].members[fast.member_id].session_deadline == clock.now + 1000
+    join("slow", -2, slow.member_id)    # a static member's temporary leave (KIP-345 over KIP-848)
+    clock.now += 5000                   # past the broker's 1 s, within the group's 10 s
+    coord._tick(coord.groups["slow"], clock.now)
+    assert coord.groups["slow"].members, "the static member was removed before its group's session ended"
+    clock.now += 5001
+    coord._tick(coord.groups["slow"], clock.now)
+    assert not coord.groups["slow"].members
 
 
 def test_heartbeat_validation():

@@ -213,11 +213,11 @@ def _coordinator(cluster=None, clock=None):
     from types import SimpleNamespace
 
     from kafkalite.broker.groups import GroupCoordinator
-    from kafkalite.broker.tests.test_groups_coordinator import CONFIG, Clock, FakeCluster
+    from kafkalite.broker.tests.test_groups_coordinator import CONFIG, Clock, FakeCluster, fake_services
 
     config = {**CONFIG, "group.streams.session.timeout.ms": 1000, "group.streams.heartbeat.interval.ms": 100,
               "group.streams.num.standby.replicas": 1}
-    broker = SimpleNamespace(config=config, cluster=cluster or FakeCluster(), services=SimpleNamespace())
+    broker = SimpleNamespace(config=config, cluster=cluster or FakeCluster(), services=fake_services(config))
     coord = GroupCoordinator(broker, clock=clock or Clock())
     broker.services.groups = coord
     return coord
