@@ -584,9 +584,10 @@ def share_group_conv(c: Conversation) -> None:
                         {"first_offset": f, "last_offset": last, "acknowledge_types": [t]} for f, last, t in acks]}]}],
                     forgotten_topics_data=[], **kw)
 
-    # Kafka initialises a share-partition in the background: the first fetches may come back empty
+    # Kafka initialises a share-partition in the background (its first share group also creates
+    # __share_group_state): the first fetches may come back empty, for over 20 s on a loaded machine
     c.until(78, c.v, lambda r: any(p.acquired_records for t in r.responses for p in t.partitions),
-            label="open session", **share_fetch(0))
+            label="open session", timeout=90.0, **share_fetch(0))
     c.send(79, c.ver(79), label="acknowledge", group_id=c["g"], member_id=member, share_session_epoch=1,
            is_renew_ack=False, topics=[{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]},
