@@ -117,11 +117,7 @@ class Cluster:
             replicas = self._stored_replicas(entry)
             config = None if later else self.log_config(topic)
             for i in range(entry["partitions"]):
-                if later:
-                    topic.partitions.append(Partition(topic, i, None, list(replicas[i]), self.changes,
-                                                      opener=self._open_storage))
-                else:
-                    self._open_partition(topic, i, replicas[i], config)
+                self._add_partition(topic, i, replicas[i], open_now=not later, config=config)
 
     def not_yet_open(self) -> list[Partition]:
         """The partitions `load` left to open on first use (broker.server's background pass
@@ -231,22 +227,22 @@ class Cluster:
             del self.topics[topic.name]
             del self.topics_by_id[topic.topic_id]
 
-    def _open_partition(self, topic: Topic, index: int, replicas: list[int], config: LogConfig | None = None) -> Partition:
-        """A partition opened now; `config`: its topic's log config, when the caller opens many."""
-        part = Partition(topic, index, None, list(replicas), self.changes,
-                         opener=lambda p: self._open_storage(p, config))
-        part.open_now()
+    def _add_partition(self, topic: Topic, index: int, replicas: list[int], *, open_now: bool,
+                       config: LogConfig | None = None) -> None:
+        """A partition of `topic`, its storage opened now or on first use (broker.partition's
+        rules); `config`: its topic's log config, when the caller opens many now (one opened later
+        reads it when it opens)."""
+        opener = self._open_storage if config is None else (lambda p: self._open_storage(p, config))
+        part = Partition(topic, index, None, list(replicas), self.changes, opener=opener)
+        if open_now:
+            part.open_now()
         topic.partitions.append(part)
-        return part
 
     def _new_partition(self, topic: Topic, index: int, replicas: list[int]) -> None:
         """A partition just created (CreateTopics, CreatePartitions): its storage opens on first use,
         as a loaded one's (it has nothing on disk to open: its first write makes its directory), so
         creating one costs its objects alone; an internal topic's opens at once, for its coordinator."""
-        part = Partition(topic, index, None, list(replicas), self.changes, opener=self._open_storage)
-        if topic.internal:
-            part.open_now()
-        topic.partitions.append(part)
+        self._add_partition(topic, index, replicas, open_now=topic.internal)
 
     def _open_storage(self, part: Partition, config: LogConfig | None = None) -> None:
         """A partition's opener (broker.partition): its log, its leader epoch and its producer
@@ -320,7 +316,7 @@ class Cluster:
                 self._new_partition(topic, i, assignment[i - first])
             self.save()
         except OSError:
-            # all or nothing, as create_topic: the partitions opened go with their directories
+            # all or nothing, as create_topic: the new partitions go, with any directory made
             for part in topic.partitions[first:]:
                 part.delete()
             del topic.partitions[first:]

@@ -59,11 +59,7 @@ class ConsumerRequests(GroupPersistence):
             created = True
         else:
             created = False
-        # the group's own consumer.session.timeout.ms and consumer.heartbeat.interval.ms (group
-        # configs, else the broker's settings), read at each heartbeat as Kafka's coordinator does
-        configs = self.broker.services.group_configs
-        group.session_timeout_ms = configs.get_int(group_id, "consumer.session.timeout.ms")
-        group.heartbeat_interval_ms = configs.get_int(group_id, "consumer.heartbeat.interval.ms")
+        self._apply_group_timeouts(group, "consumer")
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, instance_id=instance_id,
                                  rack_id=rack_id, rebalance_timeout_ms=rebalance_timeout_ms, client_id=client_id,
                                  client_host=client_host, subscribed_topic_names=subscribed_topic_names,

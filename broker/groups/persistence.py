@@ -337,6 +337,14 @@ class GroupPersistence:
         self._unwritten_classic.discard(gid)
         return None
 
+    def _apply_group_timeouts(self, group: ConsumerGroup | StreamsGroup, kind: str) -> None:
+        """Before a heartbeat of a KIP-848 (`consumer`) or KIP-1071 (`streams`) group: the group's
+        own `<kind>.session.timeout.ms` and `<kind>.heartbeat.interval.ms` (its group configs, else
+        the broker's settings), read at each heartbeat as Kafka's coordinator reads them."""
+        configs = self.broker.services.group_configs
+        group.session_timeout_ms = configs.get_int(group.group_id, f"{kind}.session.timeout.ms")
+        group.heartbeat_interval_ms = configs.get_int(group.group_id, f"{kind}.heartbeat.interval.ms")
+
     def _new_consumer(self, group_id: str) -> ConsumerGroup:
         group = ConsumerGroup(group_id, session_timeout_ms=self.config["group.consumer.session.timeout.ms"],
                               heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"],

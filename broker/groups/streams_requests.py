@@ -56,11 +56,7 @@ class StreamsRequests(GroupPersistence):
             created = True
         else:
             created = False
-        # the group's own streams.session.timeout.ms and streams.heartbeat.interval.ms, as for
-        # consumer groups (consumer_requests)
-        configs = self.broker.services.group_configs
-        group.session_timeout_ms = configs.get_int(group_id, "streams.session.timeout.ms")
-        group.heartbeat_interval_ms = configs.get_int(group_id, "streams.heartbeat.interval.ms")
+        self._apply_group_timeouts(group, "streams")
 
         def lookup(name: str) -> int | None:
             topic = self.cluster.topics.get(name)
