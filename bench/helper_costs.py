@@ -236,10 +236,13 @@ def embedded_kafka_jars() -> list[Path]:
 
 
 def _javac(classes: Path, jars: list[Path], sources: list[Path]) -> str:
-    """Compiles `sources` into `classes`; the classpath to run them with."""
+    """Compiles `sources` into `classes`; the classpath to run them with. testcontainers is on the
+    compiler's classpath only (the extension's KafkaliteContainer): the tests run without it."""
     classpath = os.pathsep.join(map(str, jars))
-    _run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(classes), "-cp", classpath, *map(str, sources)],
-         REPO, dict(os.environ), timeout=300)
+    testcontainers = sorted((DEPS / "testcontainers-java").glob("*.jar"))
+    _run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(classes), "-cp",
+          os.pathsep.join([classpath, *map(str, testcontainers)]), *map(str, sources)], REPO, dict(os.environ),
+         timeout=300)
     return os.pathsep.join([classpath, str(classes)])
 
 

@@ -33,8 +33,12 @@ def test_kafka_streams_eos_application_with_the_junit5_extension(tmp_path):
     # kafka-streams' own kafka-clients (4.3.0) only: the java-example set's 4.4.0 would be a second one
     classpath = os.pathsep.join(map(str, [*streams, launcher[-1]]))
     classes = tmp_path / "classes"
+    # testcontainers to compile the extension's KafkaliteContainer; the run goes without it, as a
+    # project without testcontainers does
+    testcontainers = sorted((DEPS / "testcontainers-java").glob("*.jar"))
     compiled = _run(["javac", *(f"-J{flag}" for flag in SHORT_JVM), "-nowarn", "-encoding", "UTF-8",
-                     "-d", str(classes), "-cp", classpath, *map(str, sorted(EXTENSION_SOURCES.glob("*.java"))),
+                     "-d", str(classes), "-cp", os.pathsep.join([classpath, *map(str, testcontainers)]),
+                     *map(str, sorted(EXTENSION_SOURCES.glob("*.java"))),
                      str(TEST)], tmp_path, _broker_env(), 240)
     assert compiled.returncode == 0, compiled.stdout[-4000:] + compiled.stderr[-4000:]
     ran = _run(["java", *SHORT_JVM, "-cp", os.pathsep.join([classpath, str(classes)]),
