@@ -158,7 +158,12 @@ public class KafkaliteContainer extends GenericContainer<KafkaliteContainer> {
       }
     }
     if (!flags.isEmpty()) container.withCommand(flags.toArray(String[]::new));
-    container.start();
+    try {
+      container.start();
+    } catch (RuntimeException e) {
+      container.stop();  // what was created of it goes with the failure
+      throw e;
+    }
     return new KafkaliteBroker(container, container.getBootstrapServers(), container.controls());
   }
 }
