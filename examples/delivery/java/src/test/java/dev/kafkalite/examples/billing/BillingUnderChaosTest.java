@@ -19,6 +19,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.springframework.aop.support.AopUtils;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import tools.jackson.databind.JsonNode;
@@ -95,6 +96,10 @@ class BillingUnderChaosTest {
     List<String> givenUp = List.of();
     try (ConfigurableApplicationContext app = new SpringApplicationBuilder(BillingApplication.class)
         .profiles(pipeline).properties("spring.kafka.bootstrap-servers=" + broker.bootstrap()).run()) {
+      if (pipeline.equals("exactly-once")) {
+        // @Transactional is honoured (Boot enabled transaction management for the Kafka manager)
+        assertTrue(AopUtils.isAopProxy(app.getBean(ExactlyOnceBilling.class)), "the listener is not transactional");
+      }
       broker.controls().waitCommitted(BillingApplication.GROUP, BillingApplication.ORDERS, Map.of("timeout_ms", 90_000));
       if (pipeline.equals("at-most-once")) {
         app.stop();  // the listener's last invoice is sent (or given up) before the list is read
