@@ -8,9 +8,11 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.kafkalite.junit5.Kafkalite;
 import dev.kafkalite.junit5.KafkaliteBroker;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -43,7 +45,7 @@ class BillingUnderChaosTest {
 
     int count(String field) { return audit.get(field).asInt(); }
 
-    /** billing-out's Produce faults of one kind, as "#api_seq KIND" (the error's name for errors). */
+    /** billing-out's Produce faults of the given kinds, as "#api_seq KIND" (the error's name where one was answered). */
     List<String> produceFaults(String... kinds) {
       List<String> found = new ArrayList<>();
       for (JsonNode fault : chaos) {
@@ -56,7 +58,7 @@ class BillingUnderChaosTest {
       return found;
     }
 
-    /** The chaos log by API and kind, as "Produce drop=2 error=1; ...". */
+    /** The chaos log counted by API and kind, as "3 faults {produce={drop=1, error=2}}". */
     String faults() {
       Map<String, Map<String, Integer>> byApi = new TreeMap<>();
       for (JsonNode fault : chaos) {
@@ -114,7 +116,7 @@ class BillingUnderChaosTest {
   }
 
   /** Runs `pipeline` under each seed in turn until `found` holds, and returns that run. */
-  static Run firstSeedThat(KafkaliteBroker broker, String pipeline, long[] seeds, java.util.function.Predicate<Run> found)
+  static Run firstSeedThat(KafkaliteBroker broker, String pipeline, long[] seeds, Predicate<Run> found)
       throws Exception {
     List<String> tried = new ArrayList<>();
     for (long seed : seeds) {
@@ -122,7 +124,7 @@ class BillingUnderChaosTest {
       if (found.test(run)) return run;
       tried.add(run.toString());
     }
-    return fail("no seed of " + java.util.Arrays.toString(seeds) + " showed it: " + tried);
+    return fail("no seed of " + Arrays.toString(seeds) + " showed it: " + tried);
   }
 
   @Test
