@@ -174,6 +174,17 @@ java_jar_sets() {
             || { cat "$DEPS/maven/kafkalite-junit5.log" >&2; echo "could not resolve java/kafkalite-junit5's dependencies" >&2; exit 1; }
         echo "$junit5_sha" > "$DEPS/maven/kafkalite-junit5.sha256"
     fi
+    # examples/delivery/java (Spring Boot, Jackson, the extension): its dependencies and plugins, so
+    # that the suite's offline `mvn -o test` of it finds them; the extension it names is installed
+    # first (without its tests, which the suite runs), as the example's resolution needs it
+    delivery_sha="$(cat java/kafkalite-junit5/pom.xml examples/delivery/java/pom.xml | sha256sum | cut -d' ' -f1)"
+    if [ "$(cat "$DEPS/maven/delivery-java.sha256" 2>/dev/null)" != "$delivery_sha" ]; then
+        { mvn -q -B -f java/kafkalite-junit5/pom.xml -Dmaven.repo.local="$M2_REPO" -DskipTests install \
+            && mvn -q -B -f examples/delivery/java/pom.xml -Dmaven.repo.local="$M2_REPO" dependency:go-offline; } \
+            >"$DEPS/maven/delivery-java.log" 2>&1 \
+            || { cat "$DEPS/maven/delivery-java.log" >&2; echo "could not resolve examples/delivery/java's dependencies" >&2; exit 1; }
+        echo "$delivery_sha" > "$DEPS/maven/delivery-java.sha256"
+    fi
 }
 
 # --- Node: kafkajs ---
