@@ -44,6 +44,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
 fi
+# qemu-user: the bundle tests run a bundle built for aarch64 on Debian's arm64 python3 ---
+if ! command -v qemu-aarch64 >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq qemu-user >/dev/null
+fi
 command -v go >/dev/null 2>&1 || { echo "go is not installed: the franz-go and sarama clients need it" >&2; exit 1; }
 
 # --- Steps in parallel ---
@@ -168,6 +174,17 @@ java_jar_sets() {
             || { cat "$DEPS/maven/kafkalite-junit5.log" >&2; echo "could not resolve java/kafkalite-junit5's dependencies" >&2; exit 1; }
         echo "$junit5_sha" > "$DEPS/maven/kafkalite-junit5.sha256"
     fi
+    # examples/delivery/java (Spring Boot, Jackson, the extension): its dependencies and plugins, so
+    # that the suite's offline `mvn -o test` of it finds them; the extension it names is installed
+    # first (without its tests, which the suite runs), as the example's resolution needs it
+    delivery_sha="$(cat java/kafkalite-junit5/pom.xml examples/delivery/java/pom.xml | sha256sum | cut -d' ' -f1)"
+    if [ "$(cat "$DEPS/maven/delivery-java.sha256" 2>/dev/null)" != "$delivery_sha" ]; then
+        { mvn -q -B -f java/kafkalite-junit5/pom.xml -Dmaven.repo.local="$M2_REPO" -DskipTests install \
+            && mvn -q -B -f examples/delivery/java/pom.xml -Dmaven.repo.local="$M2_REPO" dependency:go-offline; } \
+            >"$DEPS/maven/delivery-java.log" 2>&1 \
+            || { cat "$DEPS/maven/delivery-java.log" >&2; echo "could not resolve examples/delivery/java's dependencies" >&2; exit 1; }
+        echo "$delivery_sha" > "$DEPS/maven/delivery-java.sha256"
+    fi
 }
 
 # --- Node: kafkajs ---
@@ -206,6 +223,12 @@ go_modules() {
         && cd ../../compat_tests/go && go mod download && go build -o /dev/null .) \
         || { echo "could not download and build the Go modules (go/kafkalitetest, compat_tests/go)" >&2; exit 1; }
 }
+# --- Other Pythons: Debian's own, unpacked (not installed) for kafkalite/tests/test_bundle.py ---
+# arm64 bookworm's 3.11 (run under qemu-aarch64) and amd64 trixie's 3.13, from Debian's archive
+other_pythons() {
+    python3 scripts/debian_python.py arm64 bookworm "$DEPS/python-arm64-bookworm" \
+        && python3 scripts/debian_python.py amd64 trixie "$DEPS/python-amd64-trixie"
+}
 go_driver() {
     "$VENV/bin/python" -c 'from compat_tests.clients import golang; golang.build()' \
         || { echo "could not build the Go client driver (compat_tests/go)" >&2; exit 1; }
@@ -216,6 +239,7 @@ start_step java java_jar_sets
 start_step node node_packages
 start_step containers bash scripts/container-base.sh
 start_step go-modules go_modules
+start_step other-pythons other_pythons
 finish_steps
 
 # --- Java: Spark's connectors, once the venv's PySpark and the other Maven sets are there ---

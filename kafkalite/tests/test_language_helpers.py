@@ -33,6 +33,7 @@ CONTROLS_TOKEN = "helpers-" + os.urandom(6).hex()
 SHORT_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
 # what a Go test gets of _broker_env() beside go_env()
 BROKER_ENV_KEYS = ("KAFKALITE_CMD", "PYTHONPATH", "KAFKALITE_CONTROLS_TOKEN")
+M2_REPO = Path(os.environ.get("KAFKALITE_M2_REPO") or REPO / ".cache" / "m2")
 
 
 def _broker_env() -> dict[str, str]:
@@ -171,21 +172,28 @@ def test_docs_node_sample_passes_as_printed(tmp_path):
     assert "# pass 2" in result.stdout and "# fail 0" in result.stdout, result.stdout[-2000:]
 
 
+@pytest.fixture(scope="module")
+def junit5_install() -> subprocess.CompletedProcess:
+    """`mvn install` of java/kafkalite-junit5 (as docs/java.md says), which runs its own tests and
+    puts the extension in the project's Maven repository, once for the tests of this file that
+    use it (one xdist worker runs a file's tests, so two builds never share its target folder)."""
+    if shutil.which("mvn") is None:
+        pytest.fail("mvn is not installed (scripts/install-test-deps.sh installs it)")
+    return _run(["mvn", "-B", f"-Dmaven.repo.local={M2_REPO}", f"-Dkafkalite.cmd={sys.executable} -P -m kafkalite",
+                 f"-DargLine={' '.join(SHORT_JVM)}", "install"], REPO / "java" / "kafkalite-junit5", _broker_env(), 850)
+
+
 @pytest.mark.java
 @pytest.mark.timeout(900)
-def test_java_junit5_extension_with_kafka_clients(tmp_path):
+def test_java_junit5_extension_with_kafka_clients(tmp_path, junit5_install):
     """`mvn install` of java/kafkalite-junit5 (as docs/java.md says), which runs its own tests:
     a broker per class reset before each test, snapshots, a fault seen by kafka-clients, the
     generated controls against the broker's table, and a broker per test on a manual clock; then
     docs/java.md's sample test, as printed, against the installed extension."""
-    if shutil.which("mvn") is None:
-        pytest.fail("mvn is not installed (scripts/install-test-deps.sh installs it)")
-    repo = Path(os.environ.get("KAFKALITE_M2_REPO") or REPO / ".cache" / "m2")
-    result = _run(["mvn", "-B", f"-Dmaven.repo.local={repo}", f"-Dkafkalite.cmd={sys.executable} -P -m kafkalite",
-                   f"-DargLine={' '.join(SHORT_JVM)}", "install"], REPO / "java" / "kafkalite-junit5", _broker_env(), 850)
+    result = junit5_install
     assert result.returncode == 0, result.stdout[-8000:]
     assert "Tests run: 7, Failures: 0, Errors: 0, Skipped: 0" in result.stdout, result.stdout[-4000:]
-    extension = repo / "dev" / "kafkalite" / "kafkalite-junit5" / "0.1.0" / "kafkalite-junit5-0.1.0.jar"
+    extension = M2_REPO / "dev" / "kafkalite" / "kafkalite-junit5" / "0.1.0" / "kafkalite-junit5-0.1.0.jar"
     assert extension.is_file()
     # docs/java.md's sample as printed, against the extension just installed, kafka-clients and
     # JUnit's console launcher (the java-example jar set of docs/java.md's first part)
@@ -201,3 +209,26 @@ def test_java_junit5_extension_with_kafka_clients(tmp_path):
                 "--select-class", "OrdersTest"], tmp_path, _broker_env(), 300)
     assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-3000:]
     assert "2 tests successful" in ran.stdout and "0 tests failed" in ran.stdout, ran.stdout[-3000:]
+
+
+@pytest.mark.java
+@pytest.mark.spring
+@pytest.mark.timeout(900)
+def test_spring_kafka_delivery_pipelines_under_chaos(junit5_install):
+    """examples/delivery/java's JUnit 5 tests (`mvn test`, offline from the project's Maven
+    repository), with the extension just installed: the Spring Kafka billing pipeline three ways
+    on a @Kafkalite broker under seeded chaos, judged by the delivery audit: at most once loses an
+    order, at least once duplicates an invoice (each within a few seeds), the @Transactional
+    listener is exactly once under three seeds."""
+    assert junit5_install.returncode == 0, junit5_install.stdout[-8000:]
+    result = _run(["mvn", "-B", "-o", f"-Dmaven.repo.local={M2_REPO}", f"-Dkafkalite.cmd={sys.executable} -P -m kafkalite",
+                   f"-DargLine={' '.join(SHORT_JVM)}", "test"], REPO / "examples" / "delivery" / "java", _broker_env(), 600)
+    assert result.returncode == 0, result.stdout[-8000:]
+    assert "Tests run: 5, Failures: 0, Errors: 0, Skipped: 0" in result.stdout, result.stdout[-4000:]
+    # each run's line (pipeline, seed, audit, faults), and the Produce faults behind a loss or a duplicate
+    printed = [line for line in result.stdout.splitlines() if line.startswith(("billing ", "  refused", "  dropped"))]
+    audits = [line for line in printed if line.startswith("billing ")]
+    verdicts = {line.split(" seed ")[0]: line.split(": ")[1].split(",")[0] for line in audits}
+    assert verdicts == {"billing at-most-once": "at most once", "billing at-least-once": "at least once",
+                        "billing exactly-once": "exactly once"}, audits
+    print("\n".join(printed))
