@@ -1,6 +1,7 @@
 """kafkalite's image through testcontainers-java (GenericContainer, 1.21.4 from Maven Central) and
 the Java client, against podman's Docker API: host bootstrap, transactions, and a client
-container on the same network through the internal listener's alias (container_tests/java/)."""
+container on the same network through the internal listener's alias (container_tests/java/), with
+the JUnit 5 extension's KafkaliteContainer (java/kafkalite-junit5)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ from compat_tests.clients import java as java_client
 from container_tests.test_testcontainers_python import CLIENT_SCRIPT
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
+REPO = Path(__file__).resolve().parents[1]
+EXTENSION_SOURCES = REPO / "java" / "kafkalite-junit5" / "src" / "main" / "java" / "dev" / "kafkalite" / "junit5"
 
 
 def test_testcontainers_java(kafkalite_image, client_image, docker_env, tmp_path):
-    # the Java client's jars and testcontainers-java's (scripts/maven/testcontainers-java)
-    build = java_client.build(JAVA_SOURCES, jars=[*java_client._jars(), *java_client.jar_set("testcontainers-java")])
+    # the Java client's jars and testcontainers-java's (scripts/maven/testcontainers-java); the
+    # extension's sources (KafkaliteContainer) with JUnit's API from the console launcher's jar
+    junit = [j for j in java_client.jar_set("java-example") if j.name.startswith("junit-platform-console-standalone")]
+    build = java_client.build(JAVA_SOURCES, EXTENSION_SOURCES,
+                              jars=[*java_client._jars(), *java_client.jar_set("testcontainers-java"), *junit])
     script = tmp_path / "client.py"
     script.write_text(CLIENT_SCRIPT)
     env = {**os.environ, **docker_env,
@@ -40,7 +46,7 @@ def test_testcontainers_java(kafkalite_image, client_image, docker_env, tmp_path
     assert out["client"]["brokers"] == ["kafka:19092"]
     assert out["client"]["consumed"] == [f"from-container-{i}" for i in range(3)]
     assert out["fromNetwork"] == out["client"]["consumed"]
-    # withControls(): published on the host's loopback, guarded by the container's token
+    # the controls: published on the host's loopback, guarded by the container's token
     assert out["controlsUrl"].startswith("http://127.0.0.1:")
     status, body = out["controls"]["withToken"]
     assert status == 200 and body["result"]["offset_ms"] == 1000, out["controls"]

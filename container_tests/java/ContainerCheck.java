@@ -17,6 +17,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import dev.kafkalite.junit5.KafkaliteContainer;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.containers.Network;
 import org.testcontainers.containers.startupcheck.OneShotStartupCheckStrategy;
@@ -35,7 +36,7 @@ public class ContainerCheck {
         Map<String, Object> out = new LinkedHashMap<>();
         try (Network network = Network.newNetwork();
              KafkaliteContainer kafka = new KafkaliteContainer(image).withNetwork(network)
-                     .withInternalAlias("kafka").withConfig("num.partitions", "2").withControls()) {
+                     .withInternalAlias("kafka").withConfig("num.partitions", "2")) {
             kafka.start();
             String bootstrap = kafka.getBootstrapServers();
             out.put("bootstrap", bootstrap);

@@ -14,19 +14,25 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-/** One running kafkalite process: its addresses and its controls. */
+/** One running kafkalite broker (a process, or kafkalite's image in a container when no command is
+ * found and testcontainers is on the classpath): its addresses and its controls. */
 public final class KafkaliteBroker implements AutoCloseable {
   /** How to run the broker: a command line split at spaces, or the path of a kafkalite.pyz. */
   public static final String COMMAND_PROPERTY = "kafkalite.cmd";
   public static final String COMMAND_ENV = "KAFKALITE_CMD";
   public static final String BUNDLE_NAME = "kafkalite.pyz";
 
+  /** The class testcontainers' presence is told by. */
+  static final String TESTCONTAINERS_CLASS = "org.testcontainers.containers.GenericContainer";
+
   private final Process process;
   private final Path log;
+  private final AutoCloseable container;
   private final String bootstrap;
   private final Map<String, String> listeners;
   private final Map<Integer, String> nodes;
@@ -37,6 +43,7 @@ public final class KafkaliteBroker implements AutoCloseable {
   private KafkaliteBroker(Process process, Path log, Map<String, String> ready) {
     this.process = process;
     this.log = log;
+    this.container = null;
     this.bootstrap = ready.get("bootstrap");
     this.listeners = new LinkedHashMap<>();
     for (String item : ready.getOrDefault("listeners", "").split(",")) {
@@ -51,6 +58,19 @@ public final class KafkaliteBroker implements AutoCloseable {
     this.controlsUrl = ready.get("controls");
     this.registryUrl = ready.get("schema_registry");
     this.controls = new KafkaliteControls(controlsUrl);
+  }
+
+  /** A broker in a container (KafkaliteContainer.startBroker), stopped by closing the container. */
+  KafkaliteBroker(AutoCloseable container, String bootstrap, KafkaliteControls controls) {
+    this.process = null;
+    this.log = null;
+    this.container = container;
+    this.bootstrap = bootstrap;
+    this.listeners = new LinkedHashMap<>(Map.of("EXTERNAL", bootstrap));
+    this.nodes = new LinkedHashMap<>();
+    this.controlsUrl = controls.url();
+    this.registryUrl = null;
+    this.controls = controls;
   }
 
   /** The first listener's advertised address, HOST:PORT, for bootstrap.servers. */
@@ -82,30 +102,56 @@ public final class KafkaliteBroker implements AutoCloseable {
   /** How the broker is run: the kafkalite.cmd property or KAFKALITE_CMD; else a kafkalite.pyz in
    * the working directory or a parent; else kafkalite on PATH. */
   public static List<String> command() {
+    return findCommand().orElseThrow(() -> new IllegalStateException(NOT_FOUND));
+  }
+
+  private static final String NOT_FOUND = "no kafkalite: set -D" + COMMAND_PROPERTY + " or " + COMMAND_ENV
+      + ", put a " + BUNDLE_NAME + " (kafkalite bundle " + BUNDLE_NAME + ") beside the tests, install kafkalite on PATH,"
+      + " or put org.testcontainers:testcontainers on the test classpath to run kafkalite's image ("
+      + "-D" + KafkaliteContainer.IMAGE_PROPERTY + " or " + KafkaliteContainer.IMAGE_ENV + ", else "
+      + KafkaliteContainer.DEFAULT_IMAGE + ")";
+
+  /** {@link #command()}, or empty when none of its places has one. */
+  static Optional<List<String>> findCommand() {
     String line = System.getProperty(COMMAND_PROPERTY, "");
     if (line.isBlank()) line = System.getenv().getOrDefault(COMMAND_ENV, "");
     if (!line.isBlank()) {
       List<String> fields = Arrays.asList(line.trim().split("\\s+"));
-      return fields.size() == 1 && fields.get(0).endsWith(".pyz") ? bundle(Path.of(fields.get(0))) : fields;
+      return Optional.of(fields.size() == 1 && fields.get(0).endsWith(".pyz") ? bundle(Path.of(fields.get(0))) : fields);
     }
     for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
-      if (Files.isRegularFile(dir.resolve(BUNDLE_NAME))) return bundle(dir.resolve(BUNDLE_NAME));
+      if (Files.isRegularFile(dir.resolve(BUNDLE_NAME))) return Optional.of(bundle(dir.resolve(BUNDLE_NAME)));
     }
     for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
       Path candidate = Path.of(dir, "kafkalite");
-      if (Files.isExecutable(candidate)) return List.of(candidate.toString());
+      if (Files.isExecutable(candidate)) return Optional.of(List.of(candidate.toString()));
     }
-    throw new IllegalStateException("no kafkalite: set -D" + COMMAND_PROPERTY + " or " + COMMAND_ENV
-        + ", put a " + BUNDLE_NAME + " (kafkalite bundle " + BUNDLE_NAME + ") beside the tests, or install kafkalite on PATH");
+    return Optional.empty();
+  }
+
+  /** Whether testcontainers is on the classpath (its classes are loaded only then). */
+  static boolean testcontainersPresent() {
+    try {
+      Class.forName(TESTCONTAINERS_CLASS, false, KafkaliteBroker.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   private static List<String> bundle(Path file) {
     return List.of("python3", "-I", "-S", file.toString());
   }
 
-  /** Starts a broker with the controls on and returns once it printed its ready line. */
+  /** Starts a broker with the controls on and returns once it printed its ready line; with no
+   * command found and testcontainers on the classpath, kafkalite's image in a container instead. */
   public static KafkaliteBroker start(List<String> options, Duration timeout) throws IOException {
-    List<String> command = new ArrayList<>(command());
+    Optional<List<String>> found = findCommand();
+    if (found.isEmpty()) {
+      if (testcontainersPresent()) return KafkaliteContainer.startBroker(options, timeout);
+      throw new IllegalStateException(NOT_FOUND);
+    }
+    List<String> command = new ArrayList<>(found.get());
     command.addAll(List.of("--host", "127.0.0.1", "--port", "0", "--controls", "0"));
     command.addAll(options);
     Path log = Files.createTempFile("kafkalite-", ".log");
@@ -161,9 +207,17 @@ public final class KafkaliteBroker implements AutoCloseable {
     }
   }
 
-  /** SIGTERM, then a kill after 10 s; removes the log. */
+  /** SIGTERM, then a kill after 10 s; removes the log. A container is stopped and removed. */
   @Override
   public void close() {
+    if (container != null) {
+      try {
+        container.close();
+      } catch (Exception e) {
+        throw new IllegalStateException("stopping kafkalite's container: " + e, e);
+      }
+      return;
+    }
     process.destroy();
     try {
       if (!process.waitFor(10, TimeUnit.SECONDS)) {

@@ -29,6 +29,9 @@ public final class KafkaliteControls extends GeneratedControls {
     this.token = token == null || token.isEmpty() ? null : token;
   }
 
+  /** The controls' base URL, ending in "/". */
+  public String url() { return url; }
+
   /** A control the broker refused (HTTP 400) or failed (500); the message is its answer. */
   public static final class ControlException extends RuntimeException {
     public final int status;
