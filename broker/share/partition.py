@@ -120,12 +120,13 @@ class SharePartition:
     @classmethod
     def restore(cls, start_offset: int, batches: Iterable[StateBatch], *, state_epoch: int = 0) -> "SharePartition":
         sp = cls(start_offset, state_epoch=state_epoch)
-        for b in sorted(batches, key=lambda b: b.first_offset):
+        for b in batches:
             for off in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 # an acquisition lock does not survive a restart: acquired records come back available
                 state = RecordState(b.state) if b.state != RecordState.ACQUIRED else RecordState.AVAILABLE
                 sp.in_flight[off] = InFlight(state, b.delivery_count)
             sp.end_offset = max(sp.end_offset, b.last_offset + 1)
+        sp.in_flight = dict(sorted(sp.in_flight.items()))
         sp._reindex()
         sp._advance_start()
         return sp
