@@ -91,7 +91,8 @@ def run_test(binary: Path, bootstrap: str, records: int, rf: int) -> tuple[float
     out = done.stdout + done.stderr
     m = PASSED.search(out)
     if done.returncode != 0 or m is None:
-        failed = [line.strip() for line in out.splitlines() if "share_test.go" in line or "FAIL" in line]
+        failed = [line.strip() for line in out.splitlines()
+                  if ("share_test.go" in line and "NOT DELETING" not in line) or line.startswith("--- FAIL")]
         raise RuntimeError(f"{TEST} failed (exit {done.returncode}): " + " | ".join(failed[-4:])[-1500:])
     return float(m.group(1)), out
 
@@ -101,7 +102,12 @@ def _start(name: str) -> peers.Peer:
     if name == "kafkalite":
         return peers.start_kafkalite(nodes)
     if (checkout := peers.checkout_of(name)) is not None:
-        return peers.start_checkout(checkout, name, extra_args=nodes)
+        for attempt in range(3):
+            try:  # a port after the first one picked free may be taken by the time the nodes bind it
+                return peers.start_checkout(checkout, name, extra_args=nodes)
+            except peers.PeerUnavailable:
+                if attempt == 2:
+                    raise
     return peers.start_peer(name)
 
 
