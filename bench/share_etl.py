@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit, failure
+from bench.stats import Report, Target, alternate, failure, main_with_records
 
 FRANZ_GO = "github.com/twmb/franz-go@v1.22.2"
 TEST = "TestShareGroupETL"
@@ -148,13 +148,7 @@ def run(brokers: list[str], runs: int, records: int) -> Report:
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = common_parser(__doc__, runs=3, brokers="kafkalite,kafka")
-    parser.add_argument("--records", type=int, default=500_000, help="KGO_TEST_RECORDS (default 500 000)")
-    args = parser.parse_args(argv)
-    apply_common_arguments(args)
-    report = run(peers.parse_brokers(args.brokers), args.runs, args.records)
-    emit(report, args.json)
-    return report
+    return main_with_records(__doc__, run, argv, 500_000, "KGO_TEST_RECORDS (default 500 000)")
 
 
 if __name__ == "__main__":
