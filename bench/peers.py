@@ -131,11 +131,11 @@ def _checkout_command(root: Path, args: list[str]) -> tuple[list[str], dict[str,
     return [sys.executable, "-P", "-m", module, *args], env
 
 
-def start_checkout(root: Path, name: str, timeout: float = 30.0) -> Peer:
+def start_checkout(root: Path, name: str, timeout: float = 30.0, extra_args: Sequence[str] = ()) -> Peer:
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="bench-checkout-"))
     cmd, env = _checkout_command(root, ["--host", HOST, "--port", str(port), "--data-dir", str(workdir),
-                                        *_config_args()])
+                                        *_config_args(), *extra_args])
     log = workdir.parent / (workdir.name + ".log")
     with open(log, "ab") as logf:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=logf, stdin=subprocess.DEVNULL)

@@ -342,6 +342,21 @@ def main_with_runs(doc: str, run: Callable[[int], Report], argv: list[str] | Non
     return report
 
 
+def main_with_records(doc: str, run: Callable[[list[str], int, int], Report], argv: list[str] | None,
+                      records: int, records_help: str) -> Report:
+    """The main() of a bench of kafkalite against Kafka whose one own option is --records: parse,
+    run(brokers, runs, records), print."""
+    from bench import peers
+
+    parser = common_parser(doc, runs=3, brokers="kafkalite,kafka")
+    parser.add_argument("--records", type=int, default=records, help=records_help)
+    args = parser.parse_args(argv)
+    apply_common_arguments(args)
+    report = run(peers.parse_brokers(args.brokers), args.runs, args.records)
+    emit(report, args.json)
+    return report
+
+
 def emit(report: Report, json_path: str | None) -> None:
     print(report.render(), flush=True)
     if json_path:

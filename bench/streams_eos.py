@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 from bench import peers
-from bench.stats import Report, alternate, apply_common_arguments, common_parser, emit, failure
+from bench.stats import Report, alternate, failure, main_with_records
 
 if str(peers.REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(peers.REPO_ROOT))
@@ -131,13 +131,7 @@ def run(brokers: list[str], runs: int, orders: int) -> Report:
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = common_parser(__doc__, runs=3, brokers="kafkalite,kafka")
-    parser.add_argument("--records", type=int, default=3000, help="orders per run (default 3000)")
-    args = parser.parse_args(argv)
-    apply_common_arguments(args)
-    report = run([b.strip() for b in args.brokers.split(",") if b.strip()], args.runs, args.records)
-    emit(report, args.json)
-    return report
+    return main_with_records(__doc__, run, argv, 3000, "orders per run (default 3000)")
 
 
 if __name__ == "__main__":

@@ -415,6 +415,7 @@ class ShareCoordinator:
             if refused is not None:
                 raise refused
         finally:
+            sp.keep(checkpoint)
             if sp.has_available():
                 self.notify_available()
 
@@ -453,6 +454,7 @@ class ShareCoordinator:
         except CoordinatorWriteError:
             sp.rollback(checkpoint)
             return ErrorCode.not_coordinator
+        sp.keep(checkpoint)
         return ErrorCode.none
 
     def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> ErrorCode:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -98,3 +99,82 @@ def test_kafka_written_share_state_records_decode():
                                                       StateBatch(2, 2, 4, 1)))
     ours = rec.ShareState(0, 2, 0, 0, 5, 6, (StateBatch(1, 1, 0, 1),), delivery_complete_count=2)
     assert rec.decode_snapshot_value(rec.snapshot_value(ours)) == ours
+
+
+def _walked(sp: SharePartition) -> tuple:
+    """What the share-partition's indexes answer, recomputed by walking every in-flight record."""
+    recs = sorted(sp.in_flight.items())
+    runs: list[StateBatch] = []
+    for off, r in recs:
+        state = RecordState.AVAILABLE if r.state == RecordState.ACQUIRED else r.state
+        if runs and runs[-1].last_offset == off - 1 and runs[-1][2:] == (state, r.delivery_count):
+            runs[-1] = runs[-1]._replace(last_offset=off)
+        else:
+            runs.append(StateBatch(off, off, int(state), r.delivery_count))
+    available = [o for o, r in recs if r.state == RecordState.AVAILABLE]
+    locks = [r.lock_deadline for _, r in recs if r.state == RecordState.ACQUIRED]
+    return (runs, available[0] if available else sp.end_offset, bool(available),
+            sum(r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) for _, r in recs),
+            len(locks), min(locks) if locks else None)
+
+
+def _answered(sp: SharePartition) -> tuple:
+    return (sp.state_batches(), sp.next_fetch_offset(), sp.has_available(), sp.delivery_complete_count(),
+            sp.acquired_count(), sp.next_lock_deadline())
+
+
+def _everything(sp: SharePartition) -> tuple:
+    return (sp.start_offset, sp.end_offset, sp.state_epoch,
+            [(o, r.state, r.delivery_count, r.member_id, r.lock_deadline) for o, r in sorted(sp.in_flight.items())])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_indexes_agree_with_a_walk_of_every_record_and_a_rollback_restores_all(seed, monkeypatch):
+    """Random acquisitions, acknowledgements (some rolled back, as after a failed write), lock
+    expiries, members leaving, log truncation and offset resets: after each, the counts, heaps and
+    cached state batches answer as a walk of every in-flight record does, with blocks of 4 offsets
+    so that runs cross blocks."""
+    import random
+
+    from kafkalite.broker.share import partition
+
+    monkeypatch.setattr(partition, "RUN_BLOCK", 4)
+    rnd = random.Random(seed)
+    sp = SharePartition(0)
+    log: list[Batch] = []
+    now = 0
+    for _ in range(300):
+        now += rnd.randint(0, 400)
+        op = rnd.random()
+        if op < 0.2:
+            first = log[-1].last_offset + 1 if log else 0
+            log.append(Batch(first, first + rnd.randint(0, 7), rnd.random() < 0.1, rnd.random() < 0.1))
+        elif op < 0.5:
+            start = sp.next_fetch_offset()
+            acquire(sp, rnd.choice("ab"), [b for b in log if b.last_offset >= start], now=now,
+                    max_records=rnd.randint(1, 20), strict=rnd.random() < 0.5, max_locks=rnd.randint(5, 40))
+        elif op < 0.8:
+            first = rnd.randint(max(0, sp.start_offset - 2), sp.end_offset + 1)
+            last = first + rnd.randint(0, 5)
+            types = tuple(rnd.choice((0, 1, 1, 2, 3, 4)) for _ in range(rnd.choice((1, last - first + 1))))
+            before, checkpoint = _everything(sp), sp.checkpoint()
+            with contextlib.suppress(AckError):
+                sp.acknowledge(rnd.choice("ab"), first, last, types, now=now, lock_ms=LOCK, delivery_limit=3)
+            if rnd.random() < 0.3:
+                sp.rollback(checkpoint)
+                assert _everything(sp) == before
+            else:
+                sp.keep(checkpoint)
+        elif op < 0.88:
+            sp.expire_locks(now, delivery_limit=3)
+        elif op < 0.94:
+            sp.release_member(rnd.choice("ab"), delivery_limit=3)
+        elif op < 0.97:
+            sp.skip_below(rnd.randint(0, log[-1].last_offset + 1 if log else 0))
+        else:
+            before, checkpoint = _everything(sp), sp.checkpoint()
+            sp.reset(rnd.randint(0, sp.end_offset))
+            sp.rollback(checkpoint)
+            assert _everything(sp) == before
+        assert _answered(sp) == _walked(sp)
+        assert list(sp.in_flight) == sorted(sp.in_flight)  # walked in order without sorting
