@@ -324,6 +324,8 @@ class ConsumerGroup(MemberEpochGroup):
         self.dirty_members.add(new_id)
 
     def _member_removed(self, member_id: str) -> None:
+        # the last member subscribed to a regex takes its resolution away (Kafka's tombstone)
+        self._drop_unsubscribed_regexes(self.subscribed_regexes())
         self.dirty_members.discard(member_id)
         self.removed_members.add(member_id)
         self.epoch_dirty = True

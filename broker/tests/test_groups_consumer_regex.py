@@ -126,3 +126,16 @@ def test_a_regex_that_does_not_compile_is_refused_with_kafkas_error():
     assert r.error_message is not None and r.error_message.startswith(
         "SubscribedTopicRegex `t(` is not a valid regular expression: ")
     assert not g.members
+
+
+def test_a_regex_its_last_member_left_is_resolved_again_after_the_next_join():
+    """librdkafka 0045 (do_test_resubscribe_with_regex), KIP-848: unsubscribing from the regex
+    and subscribing to it and a name again gets the name first, then the regex's topics."""
+    cluster = Topics(topic_regex1=(T1, 4), topic_a=(T3, 2))
+    g = ConsumerGroup("g")
+    m = hb(g, cluster, regex="topic_regex.*")
+    hb(g, cluster, m.member_id, m.member_epoch, owned={}, now=1)
+    hb(g, cluster, m.member_id, -1, now=2)
+    assert not g.resolved_regexes
+    again = hb(g, cluster, m.member_id, 0, regex="topic_regex.*", names=["topic_a"], now=3)
+    assert again.assignment == {T3: {0, 1}}
