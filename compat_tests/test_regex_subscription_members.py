@@ -18,23 +18,11 @@ from typing import Any
 
 import pytest
 
-from compat_tests.waiting import wait_until
+from compat_tests.test_static_group_rebalance import create_topic
 
 pytestmark = [pytest.mark.groups, pytest.mark.librdkafka, pytest.mark.timeout(300)]
 
 STEP_TIMEOUT_S = 60.0
-
-
-def create_topic(admin: Any, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import NewTopic
-
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-
-    def led() -> bool:
-        t = admin.list_topics(name, timeout=10).topics.get(name)
-        return bool(t and t.error is None and len(t.partitions) == partitions
-                    and all(p.leader >= 0 for p in t.partitions.values()))
-    wait_until(led, 30, what=f"{name} to exist")
 
 
 class Members:
@@ -92,12 +80,12 @@ def test_members_follow_a_regex_through_topic_changes_and_its_replacement(bootst
     base = f"rx{uuid.uuid4().hex[:10]}"
     a1, a2, a3, b1 = f"{base}_a1", f"{base}_a2", f"{base}_a3", f"{base}_b1"
     for name, n in ((a1, 3), (a2, 2), (b1, 3)):
-        create_topic(admin, name, n)
+        create_topic(bootstrap, name, n)
     members = Members(bootstrap, f"g-{base}")
     try:
         members.subscribe(f"^{base}_a.*")
         members.converge("first assignment", {a1: 3, a2: 2})
-        create_topic(admin, a3, 4)
+        create_topic(bootstrap, a3, 4)
         members.converge("a matching topic created", {a1: 3, a2: 2, a3: 4})
         admin.delete_topics([a1])[a1].result(30)
         members.converge("a matching topic deleted", {a2: 2, a3: 4})

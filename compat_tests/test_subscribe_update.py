@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from compat_tests.test_static_group_rebalance import create_topic  # test_create_topic_wait_exists
 from compat_tests.waiting import wait_until
 
 pytestmark = [pytest.mark.groups, pytest.mark.librdkafka, pytest.mark.timeout(300)]
@@ -152,19 +153,6 @@ def admin(bootstrap):
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def create_topic_wait_exists(admin: Any, name: str, partitions: int) -> None:
-    """test_create_topic_wait_exists: created, and every partition led in Metadata."""
-    from confluent_kafka.admin import NewTopic
-
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-
-    def led() -> bool:
-        t = admin.list_topics(name, timeout=10).topics.get(name)
-        return bool(t and t.error is None and len(t.partitions) == partitions
-                    and all(p.leader >= 0 for p in t.partitions.values()))
-    wait_until(led, 30, what=f"{name} to exist with {partitions} partitions")
-
-
 def delete_topic(admin: Any, name: str) -> None:
     admin.delete_topics([name])[name].result(30)
 
@@ -181,12 +169,12 @@ def test_regex(bootstrap, admin, protocol):
     rk = Subscriber(consumer_config(bootstrap, f"g-{uuid.uuid4().hex}", protocol,
                                     **{"topic.metadata.refresh.interval.ms": 5000}))
     try:
-        create_topic_wait_exists(admin, topic_b, 2)
+        create_topic(bootstrap, topic_b, 2)
         rk.subscribe(f"^{base}_[bde]$")
         rk.await_assignment("Regex: just one topic exists", {topic_b: 2})
-        create_topic_wait_exists(admin, topic_c, 4)
+        create_topic(bootstrap, topic_c, 4)
         rk.await_no_rebalance("Regex: empty")
-        create_topic_wait_exists(admin, topic_d, 1)
+        create_topic(bootstrap, topic_d, 1)
         if protocol == "classic":
             rk.await_revoke("Regex: rebalance after topic creation")
             rk.await_assignment("Regex: two topics exist", {topic_b: 2, topic_d: 1})
@@ -208,7 +196,7 @@ def test_non_exist_and_partchange(bootstrap, admin, protocol):
     try:
         rk.subscribe(topic_a)
         rk.await_no_rebalance("#1: empty")
-        create_topic_wait_exists(admin, topic_a, 2)
+        create_topic(bootstrap, topic_a, 2)
         if protocol == "classic":
             rk.await_assignment("#1: proper", {topic_a: 2})
             admin.create_partitions([NewPartitions(topic_a, 4)])[topic_a].result(30)
@@ -233,8 +221,8 @@ def test_topic_remove(bootstrap, admin, protocol):
     rk = Subscriber(consumer_config(bootstrap, f"g-{uuid.uuid4().hex}", protocol,
                                     **{"topic.metadata.refresh.interval.ms": 5000}))
     try:
-        create_topic_wait_exists(admin, topic_f, parts_f)
-        create_topic_wait_exists(admin, topic_g, parts_g)
+        create_topic(bootstrap, topic_f, parts_f)
+        create_topic(bootstrap, topic_g, parts_g)
         rk.subscribe(topic_f, topic_g)
         if protocol == "classic":
             rk.await_assignment("Topic removal: both topics exist", {topic_f: parts_f, topic_g: parts_g})
@@ -261,9 +249,9 @@ def test_topic_remove(bootstrap, admin, protocol):
 def test_resubscribe_with_regex(bootstrap, admin, protocol):
     tid = run_id()
     topic1, topic2, topic_a = f"{tid}_topic_regex1", f"{tid}_topic_regex2", f"{tid}_topic_a"
-    create_topic_wait_exists(admin, topic1, 4)
-    create_topic_wait_exists(admin, topic2, 4)
-    create_topic_wait_exists(admin, topic_a, 2)
+    create_topic(bootstrap, topic1, 4)
+    create_topic(bootstrap, topic2, 4)
+    create_topic(bootstrap, topic_a, 2)
     # 0045's ^.*topic_regex.* held to this run's topics: the session broker keeps other tests'
     regex = f"^{tid}_topic_regex.*"
     rk = Subscriber(consumer_config(bootstrap, f"group_test_sub_regex_{uuid.uuid4().hex}", protocol))
