@@ -20,7 +20,7 @@ import pytest
 
 from compat_tests.test_static_group_rebalance import create_topic
 
-pytestmark = [pytest.mark.groups, pytest.mark.librdkafka, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.groups, pytest.mark.librdkafka, pytest.mark.on_kafka_too, pytest.mark.timeout(300)]
 
 STEP_TIMEOUT_S = 60.0
 
