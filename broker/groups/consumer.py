@@ -26,6 +26,19 @@ revocation) since that epoch or earlier, and is STALE_MEMBER_EPOCH for the other
 whose epoch-bumping answer was lost still commits what it consumed. The epochs live in memory:
 a member loaded from __consumer_offsets holds its partitions since its current epoch.
 
+Regular-expression subscriptions (SubscribedTopicRegex) are resolved as Kafka's
+GroupMetadataManager does, apart from the heartbeat that asks for them: a heartbeat that brings a
+regex no member of the group had (validated then: INVALID_REGULAR_EXPRESSION), or that finds a
+topic created since the group's last resolution, schedules a resolution of all the group's
+regexes; Kafka runs it on an executor after answering that heartbeat, here it runs at the start
+of the group's next heartbeat. So the heartbeat that subscribes gets the topics named literally
+and none of the regex's (librdkafka's 0045 expects the regex's in a later answer). A resolution
+matches the whole name (RE2J's matches()) against every topic, internal ones included, and
+bumps the group epoch when a regex's topics changed. Resolutions are at least
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS (10 s) apart within a group; a regex no member subscribes to
+any longer is dropped. A deleted topic leaves the assignment at once (it leaves the subscription
+metadata), without waiting for a resolution.
+
 Heartbeat interval: group.consumer.heartbeat.interval.ms (5 s, as Kafka) once the group is
 Stable and unchanged for a few seconds; while it assigns or reconciles, or just changed, the
 response asks for `busy_heartbeat_interval_ms` instead (the interval is the coordinator's to
@@ -109,12 +122,33 @@ class TopicView:
         self.names = names or (lambda: [])
 
 
+# Kafka's GroupMetadataManager.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+
+
+@dataclass(frozen=True)
+class ResolvedRegex:
+    """Kafka's ResolvedRegularExpression: the topics a regex matched and when."""
+    topics: frozenset[str]
+    refreshed_at: int
+
+
+def regex_error(regex: str) -> str | None:
+    """Kafka's throwIfRegularExpressionIsInvalid: its message for a regex that does not compile."""
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        return f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc.msg}."
+    return None
+
+
 def _matches(regex: str, names: list[str]) -> set[str]:
     try:
         pattern = re.compile(regex)
     except re.error:
         return set()
-    return {n for n in names if not n.startswith("__") and pattern.fullmatch(n)}
+    # every topic, internal ones included, as Kafka's refreshRegularExpressions
+    return {n for n in names if pattern.fullmatch(n)}
 
 
 class ConsumerGroup(MemberEpochGroup):
@@ -142,6 +176,12 @@ class ConsumerGroup(MemberEpochGroup):
         self.epoch_dirty = False
         self.dirty_members: set[str] = set()
         self.removed_members: set[str] = set()
+        # regex -> its last resolution; a subscribed regex missing here is not resolved yet
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        # the topic names the last resolution saw (Kafka compares metadata image versions)
+        self.regex_topics_seen: frozenset[str] = frozenset()
+        # a resolution was asked for by a heartbeat; it runs at the start of the next one
+        self.regex_refresh_due = False
 
     # --- queries ---------------------------------------------------------------------------
     @property
@@ -158,8 +198,13 @@ class ConsumerGroup(MemberEpochGroup):
     def member_topics(self, m: ConsumerMember, topics: TopicView | None = None) -> set[str]:
         out = set(m.subscribed_topic_names)
         if m.subscribed_topic_regex:
-            out |= _matches(m.subscribed_topic_regex, (topics or self._topics).names())
+            resolved = self.resolved_regexes.get(m.subscribed_topic_regex)
+            if resolved is not None:
+                out |= resolved.topics
         return out
+
+    def subscribed_regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
     def subscribed_topics(self, topics: TopicView | None = None) -> set[str]:
         out: set[str] = set()
@@ -211,7 +256,17 @@ class ConsumerGroup(MemberEpochGroup):
         joining = member_epoch == 0
         if not member_id:
             member_id = str(uuid.uuid4())
+        # 0. a resolution an earlier heartbeat scheduled completes first, as its own change
+        if self._complete_regex_refresh(topics, now):
+            self._refresh_subscription_metadata(topics)
+            self._bump_group_epoch(now)
         member = self._heartbeat_member(member_id, member_epoch, instance_id, owned)
+        old_regex = member.subscribed_topic_regex if member.member_id in self.members else None
+        if subscribed_topic_regex and subscribed_topic_regex != old_regex \
+                and subscribed_topic_regex not in self.subscribed_regexes():
+            invalid = regex_error(subscribed_topic_regex)
+            if invalid is not None:
+                raise GroupError(ErrorCode.invalid_regular_expression, invalid)
         old_meta = member.metadata_key() if member.member_id in self.members else None
         old_assigned = _freeze(member.assigned)
         old_epoch = member.member_epoch
@@ -228,15 +283,15 @@ class ConsumerGroup(MemberEpochGroup):
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         bump = is_new or old_meta is None or old_meta[4] != tuple(member.subscribed_topic_names) \
-            or old_meta[5] != member.subscribed_topic_regex or old_meta[7] != member.server_assignor
+            or old_meta[7] != member.server_assignor
+        if self._update_regexes(old_regex, member.subscribed_topic_regex, topics, now):
+            bump = True
         if old_meta != member.metadata_key():
             self.dirty_members.add(member.member_id)
         if self._refresh_subscription_metadata(topics):
             bump = True
         if bump:
-            self.group_epoch += 1
-            self.epoch_dirty = True
-            self.last_change = now
+            self._bump_group_epoch(now)
         # 2. a new target assignment when the group epoch moved past it
         if self.group_epoch > self.assignment_epoch:
             self._compute_target()
@@ -252,6 +307,11 @@ class ConsumerGroup(MemberEpochGroup):
                                heartbeat_interval_ms=self.interval_for(now),
                                assignment={t: set(ps) for t, ps in member.assigned.items() if ps} if send else None)
 
+    def _bump_group_epoch(self, now: int) -> None:
+        self.group_epoch += 1
+        self.epoch_dirty = True
+        self.last_change = now
+
     def _owns_only_assigned(self, member: ConsumerMember, owned: TopicPartitions | None) -> bool:
         return _is_subset(owned, member.assigned)
 
@@ -264,9 +324,63 @@ class ConsumerGroup(MemberEpochGroup):
         self.dirty_members.add(new_id)
 
     def _member_removed(self, member_id: str) -> None:
+        # the last member subscribed to a regex takes its resolution away (Kafka's tombstone)
+        self._drop_unsubscribed_regexes(self.subscribed_regexes())
         self.dirty_members.discard(member_id)
         self.removed_members.add(member_id)
         self.epoch_dirty = True
+
+    def _update_regexes(self, old: str | None, new: str | None, topics: TopicView, now: int) -> bool:
+        """Kafka's maybeUpdateRegularExpressions, after the member's subscription was updated:
+        whether the group epoch must be bumped (the member took a regex already resolved);
+        schedules a resolution when one is due."""
+        subscribed = self.subscribed_regexes()
+        self._drop_unsubscribed_regexes(subscribed)
+        bump = require = False
+        if old != new and new:
+            if new in self.resolved_regexes:
+                bump = True
+            else:
+                require = True
+        if not subscribed or self.regex_refresh_due:
+            return bump
+        last = max((r.refreshed_at for r in self.resolved_regexes.values()), default=None)
+        if last is not None and now <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return bump
+        require = require or len(subscribed) != len(self.resolved_regexes) \
+            or not self.regex_topics_seen.issuperset(topics.names())
+        if require:
+            self.regex_refresh_due = True
+            self.last_change = now  # members heartbeat soon to learn of the resolution
+        return bump
+
+    def _drop_unsubscribed_regexes(self, subscribed: set[str]) -> None:
+        for regex in [r for r in self.resolved_regexes if r not in subscribed]:
+            del self.resolved_regexes[regex]
+
+    def _complete_regex_refresh(self, topics: TopicView, now: int) -> bool:
+        """The scheduled resolution (Kafka's refreshRegularExpressions and
+        handleRegularExpressionsResult): whether a regex's topics changed."""
+        if not self.regex_refresh_due:
+            return False
+        self.regex_refresh_due = False
+        return self.resolve_regexes(topics, now)
+
+    def resolve_regexes(self, topics: TopicView, now: int) -> bool:
+        """Resolves every subscribed regex now; whether one's topics changed."""
+        subscribed = self.subscribed_regexes()
+        self._drop_unsubscribed_regexes(subscribed)
+        names = topics.names()
+        changed = False
+        for regex in sorted(subscribed):
+            found = frozenset(_matches(regex, names))
+            old = self.resolved_regexes.get(regex)
+            changed = changed or old is None and bool(found) or old is not None and old.topics != found
+            self.resolved_regexes[regex] = ResolvedRegex(found, now)
+        self.regex_topics_seen = frozenset(names)
+        if changed:
+            self.last_change = now
+        return changed
 
     def _refresh_subscription_metadata(self, topics: TopicView) -> bool:
         self._topics = topics

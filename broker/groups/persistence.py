@@ -272,6 +272,8 @@ class GroupPersistence:
                 # recompute the target on the next heartbeat, sticking to what members own
                 group.target = {mid: {t: set(ps) for t, ps in m.assigned.items()} for mid, m in group.members.items()}
                 group.assignment_epoch = group.group_epoch - 1 if group.members else group.group_epoch
+                # resolutions are not persisted: the regexes are resolved again at load
+                group.resolve_regexes(self._topic_view(), now)
                 group._refresh_subscription_metadata(self._topic_view())
                 if group.is_empty():
                     self.empty_since[group.group_id] = now

@@ -202,15 +202,6 @@ def test_range_assignor():
     assert out["c"][T2] == {0, 1}
 
 
-def test_regex_subscription():
-    g = ConsumerGroup("g")
-    tv = TopicView(lambda name: TOPICS.get(name), lambda: list(TOPICS) + ["__consumer_offsets"])
-    r = g.heartbeat(member_id="m", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=1000,
-                    client_id="c", client_host="/h", subscribed_topic_names=None, subscribed_topic_regex="t.*",
-                    server_assignor=None, owned={}, topics=tv, now=0)
-    assert r.error == ErrorCode.none and r.assignment == {T1: set(range(6)), T2: {0, 1}}
-
-
 def test_heartbeat_interval_is_short_while_the_group_changes():
     g = ConsumerGroup("g", session_timeout_ms=60_000, heartbeat_interval_ms=5000, busy_heartbeat_interval_ms=250,
                       busy_window_ms=3000)
