@@ -407,7 +407,9 @@ class ConsumerGroup(MemberEpochGroup):
     def _reconcile(self, member: ConsumerMember, owned: TopicPartitions | None, now: int) -> None:
         target_epoch = self.assignment_epoch
         target = self.target.get(member.member_id, {})
-        before = (member.state, member.member_epoch)
+        # Kafka restarts the rebalance timeout whenever the member's assignment state changes
+        # into (or within) UNREVOKED_PARTITIONS, e.g. when it is asked to revoke more at its epoch
+        before = member.assignment_key()
         if member.state == M.STABLE:
             if member.member_epoch != target_epoch:
                 self._next_assignment(member, target, target_epoch, owned)
@@ -416,7 +418,8 @@ class ConsumerGroup(MemberEpochGroup):
                 self._next_assignment(member, target, target_epoch, owned)
         elif member.state == M.UNRELEASED_PARTITIONS:
             self._next_assignment(member, target, target_epoch, owned)
-        self._revocation_deadline(member, member.state == M.UNREVOKED_PARTITIONS, before, now)
+        self._revocation_deadline(member, member.state == M.UNREVOKED_PARTITIONS,
+                                  member.assignment_key() != before, now)
 
     def _next_assignment(self, member: ConsumerMember, target: TopicPartitions, target_epoch: int,
                          owned: TopicPartitions | None) -> None:

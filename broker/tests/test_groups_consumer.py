@@ -259,6 +259,7 @@ def test_a_member_revoking_again_keeps_its_epoch_and_survives_a_lost_answer():
     hb(g, now=1)  # b joins: group epoch 2
     ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=2)
     assert ra.member_epoch == 1 and count(ra.assignment) == 3
+    assert g.members[a.member_id].rebalance_deadline == 2 + 1000
     kept = ra.assignment[T1]
     hb(g, now=3)  # c joins before a acknowledges: group epoch 3, a's target shrinks to 2
     assert g.group_epoch == 3 and count(g.target[a.member_id]) == 2
@@ -267,9 +268,11 @@ def test_a_member_revoking_again_keeps_its_epoch_and_survives_a_lost_answer():
     assert ack.error == ErrorCode.none and ack.member_epoch == 1
     assert member.state == MemberState.UNREVOKED_PARTITIONS and member.member_epoch == 1
     assert count(ack.assignment) == 2 and count(member.pending_revocation) == 1
+    # asked again: its rebalance timeout counts from now, as Kafka reschedules it
+    assert member.rebalance_deadline == 4 + 1000
     # the answer was lost: the retry carries the same epoch and owned partitions
     retry = hb(g, a.member_id, 1, owned={T1: kept}, now=5)
-    assert retry.error == ErrorCode.none and retry.member_epoch == 1
+    assert retry.error == ErrorCode.none and retry.member_epoch == 1 and member.rebalance_deadline == 4 + 1000
     assert member.state == MemberState.UNREVOKED_PARTITIONS and member.assigned == ack.assignment
     # it commits what it consumed of the partition it is revoking, with its epoch
     assert g.validate_offset_commit(a.member_id, None, 1) is None
