@@ -5,7 +5,9 @@ names nor regex), which a consumer that subscribes, unsubscribes and subscribes 
 topics does; kafkalite answered INVALID_REQUEST, a fatal error for the client. A member whose
 epoch-bumping response was lost comes back with its previous epoch: accepted only with owned
 partitions that fit its assignment; kafkalite accepted it without them, and let a static member
-rejoin over its own unreleased instance id.
+rejoin over its own unreleased instance id. A member asked to revoke again after reporting a
+revocation done stays at its epoch, so the retry of that heartbeat is answered; kafkalite bumped
+the epoch and fenced the retry.
 """
 
 from __future__ import annotations
@@ -226,3 +228,57 @@ def test_commit_with_the_previous_epoch_after_a_lost_response(bootstrap, create_
         assert commit(first, previous - 1) == ErrorCode.stale_member_epoch
         assert commit(first, bumped.member_epoch + 1) == ErrorCode.stale_member_epoch
         heartbeat(c, group, member, -1)
+
+
+def test_asked_to_revoke_again_keeps_the_epoch_and_a_lost_answer_is_retried(bootstrap, create_topic):
+    """A member asked to revoke reports it done after a third member joined, so the target takes
+    more away: Kafka keeps the member at its epoch (CurrentAssignmentBuilder revokes at the
+    member's own epoch) and the same heartbeat sent again, its answer lost, is answered. kafkalite
+    moved the member to epoch+1 and fenced that retry (FENCED_MEMBER_EPOCH): franz-go's consumer
+    then dropped its partitions without committing and read their records again."""
+    topic = create_topic(f"again-{uuid.uuid4().hex[:6]}", 6)
+    group = f"again-{uuid.uuid4().hex[:8]}"
+    a, b, c = (str(uuid.uuid4()) for _ in range(3))
+
+    def count(r) -> int:
+        return sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+
+    def until(fn, done, what: str):
+        deadline = time.monotonic() + 30
+        r = fn()
+        # Kafka may compute a new target assignment a heartbeat or two later
+        while not (r.error_code == ErrorCode.none and done(r)):
+            assert r.error_code == ErrorCode.none and time.monotonic() < deadline, (what, r)
+            time.sleep(0.2)
+            r = fn()
+        return r
+
+    with WireClient(bootstrap) as conn:
+        wait_coordinator(conn, group)
+        joined = first_heartbeat(conn, group, a, names=(topic,), owned=())
+        assert joined.error_code == ErrorCode.none, joined
+        everything = until(lambda: heartbeat(conn, group, a, joined.member_epoch, names=(topic,), owned=()),
+                           lambda r: r.assignment is not None and count(r) == 6, "a gets every partition")
+        epoch = everything.member_epoch
+        owned = owned_of(everything.assignment)
+        b_joined = first_heartbeat(conn, group, b, names=(topic,), owned=())
+        assert b_joined.error_code == ErrorCode.none, b_joined
+        asked = until(lambda: heartbeat(conn, group, a, epoch, names=(topic,), owned=owned),
+                      lambda r: r.assignment is not None and count(r) < 6, "a is asked to revoke")
+        assert asked.member_epoch == epoch, asked
+        kept = owned_of(asked.assignment)
+        b_epoch = until(lambda: heartbeat(conn, group, b, b_joined.member_epoch, names=(topic,), owned=()),
+                        lambda r: r.member_epoch > epoch, "b's target").member_epoch
+        c_joined = first_heartbeat(conn, group, c, names=(topic,), owned=())
+        assert c_joined.error_code == ErrorCode.none, c_joined
+        until(lambda: heartbeat(conn, group, c, c_joined.member_epoch or b_epoch, names=(topic,), owned=()),
+              lambda r: r.member_epoch > b_epoch, "c's target")
+        # a reports the first revocation done: the target now takes more away, at the same epoch
+        again = heartbeat(conn, group, a, epoch, names=(topic,), owned=kept)
+        assert (again.error_code, again.member_epoch) == (ErrorCode.none, epoch), again
+        assert again.assignment is not None and count(again) < count(asked), again
+        # that answer is lost: the member sends the same heartbeat again
+        retried = heartbeat(conn, group, a, epoch, names=(topic,), owned=kept)
+        assert (retried.error_code, retried.member_epoch) == (ErrorCode.none, epoch), retried
+        for member in (a, b, c):
+            heartbeat(conn, group, member, -1)

@@ -7,13 +7,17 @@ Kafka's CurrentAssignmentBuilder:
 
 - a member whose target takes partitions away keeps its epoch and is asked to revoke them
   (UNREVOKED_PARTITIONS) until a heartbeat reports it no longer owns them; it must do so
-  within its rebalance timeout or it is fenced;
+  within its rebalance timeout or it is fenced. One that has revoked them and finds that the
+  target moved on and takes more keeps the same epoch again, so that the retry of a heartbeat
+  whose answer was lost (same epoch, same owned partitions) is not fenced;
 - a partition another member still owns (or is revoking) is not given out yet
   (UNRELEASED_PARTITIONS); the member gets it on a later heartbeat;
 - otherwise the member moves to the target epoch (STABLE).
 
 Member epoch checks: a larger epoch than ours, or a smaller one that is not the previous epoch
-with owned partitions a subset of the assignment, gets FENCED_MEMBER_EPOCH; an unknown member
+(the one the member had before its last reconciliation step, whether that step changed it or
+not, as Kafka's updateMemberEpoch) with owned partitions a subset of the assignment, gets
+FENCED_MEMBER_EPOCH; an unknown member
 id with epoch > 0 gets UNKNOWN_MEMBER_ID; epoch 0 with a known member id is that member
 rejoining after it was fenced (KAFKA-19233) and gets its current assignment again. Epoch -1 leaves; -2 is a static member's temporary
 leave (it keeps its assignment until its session times out or the same instance id rejoins).
@@ -403,19 +407,24 @@ class ConsumerGroup(MemberEpochGroup):
     def _reconcile(self, member: ConsumerMember, owned: TopicPartitions | None, now: int) -> None:
         target_epoch = self.assignment_epoch
         target = self.target.get(member.member_id, {})
-        before = (member.state, member.member_epoch)
+        # Kafka restarts the rebalance timeout whenever the member's assignment state changes
+        # into (or within) UNREVOKED_PARTITIONS, e.g. when it is asked to revoke more at its epoch
+        before = member.assignment_key()
         if member.state == M.STABLE:
             if member.member_epoch != target_epoch:
-                self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
+                self._next_assignment(member, target, target_epoch, owned)
         elif member.state == M.UNREVOKED_PARTITIONS:
             if not _owns_any(owned, member.pending_revocation):
-                self._next_assignment(member, member.member_epoch + 1, target, target_epoch, owned)
+                self._next_assignment(member, target, target_epoch, owned)
         elif member.state == M.UNRELEASED_PARTITIONS:
-            self._next_assignment(member, member.member_epoch, target, target_epoch, owned)
-        self._revocation_deadline(member, member.state == M.UNREVOKED_PARTITIONS, before, now)
+            self._next_assignment(member, target, target_epoch, owned)
+        self._revocation_deadline(member, member.state == M.UNREVOKED_PARTITIONS,
+                                  member.assignment_key() != before, now)
 
-    def _next_assignment(self, member: ConsumerMember, epoch: int, target: TopicPartitions, target_epoch: int,
+    def _next_assignment(self, member: ConsumerMember, target: TopicPartitions, target_epoch: int,
                          owned: TopicPartitions | None) -> None:
+        """Kafka's computeNextAssignment: revoke at the member's own epoch, else move to the
+        target epoch (the epoch rules are in the module docstring)."""
         new_assigned: TopicPartitions = {}
         revoke: TopicPartitions = {}
         pending: TopicPartitions = {}
@@ -441,7 +450,7 @@ class ConsumerGroup(MemberEpochGroup):
         before = {(tid, p) for tps in (member.assigned, member.pending_revocation) for tid, ps in tps.items() for p in ps}
         if revoke and _owns_any(owned, revoke):
             member.state = M.UNREVOKED_PARTITIONS
-            new_epoch = epoch
+            new_epoch = prev_epoch
             member.assigned = new_assigned
             member.pending_revocation = revoke
         else:
@@ -451,9 +460,8 @@ class ConsumerGroup(MemberEpochGroup):
             new_epoch = target_epoch
             member.assigned = new_assigned
             member.pending_revocation = {}
-        if new_epoch != prev_epoch:
-            member.previous_member_epoch = prev_epoch
-            member.member_epoch = new_epoch
+        member.previous_member_epoch = prev_epoch
+        member.member_epoch = new_epoch
         held = {(tid, p) for tps in (member.assigned, member.pending_revocation) for tid, ps in tps.items() for p in ps}
         member.assignment_epochs = {tp: (member.assignment_epochs.get(tp, prev_epoch) if tp in before else new_epoch)
                                     for tp in held}

@@ -233,12 +233,12 @@ class MemberEpochGroup:
         self._member_removed(member_id)
 
     @staticmethod
-    def _revocation_deadline(member, revoking: bool, before: tuple, now: int) -> None:
-        """A member asked to revoke (its state and epoch were `before`) must do so within its
-        rebalance timeout, counted from when it was asked; otherwise it has no deadline."""
+    def _revocation_deadline(member, revoking: bool, asked_again: bool, now: int) -> None:
+        """A member asked to revoke must do so within its rebalance timeout, counted from when it
+        was last asked (`asked_again`: this heartbeat asked it); otherwise it has no deadline."""
         if not revoking:
             member.rebalance_deadline = None
-        elif before != (member.state, member.member_epoch) or member.rebalance_deadline is None:
+        elif asked_again or member.rebalance_deadline is None:
             member.rebalance_deadline = now + member.rebalance_timeout_ms
 
     # --- time --------------------------------------------------------------------------------

@@ -478,7 +478,8 @@ class StreamsGroup(MemberEpochGroup):
                 self._next_assignment(member, target, target_epoch, active)
         elif member.state == S.UNRELEASED_TASKS:
             self._next_assignment(member, target, target_epoch, active)
-        self._revocation_deadline(member, member.state == S.UNREVOKED_TASKS, before, now)
+        self._revocation_deadline(member, member.state == S.UNREVOKED_TASKS,
+                                  before != (member.state, member.member_epoch), now)
 
     def _next_assignment(self, member: StreamsMember, target: Tasks, target_epoch: int, active: set | None) -> None:
         cur = Tasks.flat(member.assigned.active)

@@ -245,3 +245,38 @@ def test_an_older_epoch_commits_the_partitions_held_since_then():
     assert all(held_since_2(T1, p) for p in kept) and not any(held_since_2(T1, p) for p in given)
     held_since_0 = g.validate_offset_commit(a.member_id, None, 0)
     assert held_since_0 is not None and not any(held_since_0(T1, p) for p in range(6))
+
+
+def test_a_member_revoking_again_keeps_its_epoch_and_survives_a_lost_answer():
+    """Kafka's CurrentAssignmentBuilder: a member that has revoked what it was asked to, and finds
+    that the target moved on and takes more away, stays at its epoch (UNREVOKED_PARTITIONS again).
+    When that answer is lost, the member's retry (same epoch, same owned partitions) is accepted;
+    a coordinator that had bumped the epoch fenced it instead, and the fenced member lost its
+    partitions without committing them (franz-go's chaos ETL consumed records twice)."""
+    g = ConsumerGroup("g", session_timeout_ms=60_000)
+    a = hb(g, now=0)
+    assert a.member_epoch == 1 and a.assignment == {T1: set(range(6))}
+    hb(g, now=1)  # b joins: group epoch 2
+    ra = hb(g, a.member_id, 1, owned={T1: set(range(6))}, now=2)
+    assert ra.member_epoch == 1 and count(ra.assignment) == 3
+    assert g.members[a.member_id].rebalance_deadline == 2 + 1000
+    kept = ra.assignment[T1]
+    hb(g, now=3)  # c joins before a acknowledges: group epoch 3, a's target shrinks to 2
+    assert g.group_epoch == 3 and count(g.target[a.member_id]) == 2
+    ack = hb(g, a.member_id, 1, owned={T1: kept}, now=4)
+    member = g.members[a.member_id]
+    assert ack.error == ErrorCode.none and ack.member_epoch == 1
+    assert member.state == MemberState.UNREVOKED_PARTITIONS and member.member_epoch == 1
+    assert count(ack.assignment) == 2 and count(member.pending_revocation) == 1
+    # asked again: its rebalance timeout counts from now, as Kafka reschedules it
+    assert member.rebalance_deadline == 4 + 1000
+    # the answer was lost: the retry carries the same epoch and owned partitions
+    retry = hb(g, a.member_id, 1, owned={T1: kept}, now=5)
+    assert retry.error == ErrorCode.none and retry.member_epoch == 1 and member.rebalance_deadline == 4 + 1000
+    assert member.state == MemberState.UNREVOKED_PARTITIONS and member.assigned == ack.assignment
+    # it commits what it consumed of the partition it is revoking, with its epoch
+    assert g.validate_offset_commit(a.member_id, None, 1) is None
+    # once it reports the second revocation done it moves to the target epoch
+    done = hb(g, a.member_id, 1, owned=ack.assignment, now=6)
+    assert done.error == ErrorCode.none and done.member_epoch == 3
+    assert member.state == MemberState.STABLE and member.previous_member_epoch == 1

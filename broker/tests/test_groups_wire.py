@@ -373,3 +373,27 @@ def test_transactional_offsets_are_unstable_until_the_marker(wire, commit):
     after = _fetch(wire, group, name, tid, [0], version=9, require_stable=True).groups[0].topics[0].partitions[0]
     assert after.error_code == ErrorCode.none
     assert (after.committed_offset, after.metadata) == ((42, "txn") if commit else (-1, ""))
+
+
+def test_consumer_group_member_asked_to_revoke_again_keeps_its_epoch(wire):
+    """A member that reports its revocation done while the target has moved on (a third member
+    joined) is asked to revoke more at the same epoch, as on Kafka; the same heartbeat sent
+    again (its answer lost on a dead connection) is answered, not fenced."""
+    (n1, t1), (n2, t2) = topic(wire), topic(wire)
+    group = f"cg-{uuid.uuid4().hex[:8]}"
+    a, b, c = (str(uuid.uuid4()) for _ in range(3))
+    ra = _cgh(wire, group, a, 0, topics=(n1, n2))
+    assert ra.error_code == ErrorCode.none and sum(len(tp.partitions) for tp in ra.assignment.topic_partitions) == 8
+    epoch = ra.member_epoch
+    assert _cgh(wire, group, b, 0, topics=(n1, n2)).error_code == ErrorCode.none
+    everything = [(t1, range(4)), (t2, range(4))]
+    asked = _cgh(wire, group, a, epoch, owned=everything)
+    assert asked.error_code == ErrorCode.none and asked.member_epoch == epoch
+    kept = [(tp.topic_id, tuple(tp.partitions)) for tp in asked.assignment.topic_partitions]
+    assert sum(len(ps) for _, ps in kept) == 4
+    assert _cgh(wire, group, c, 0, topics=(n1, n2)).error_code == ErrorCode.none
+    again = _cgh(wire, group, a, epoch, owned=kept)
+    assert again.error_code == ErrorCode.none and again.member_epoch == epoch
+    assert sum(len(tp.partitions) for tp in again.assignment.topic_partitions) < 4
+    retried = _cgh(wire, group, a, epoch, owned=kept)
+    assert retried.error_code == ErrorCode.none and retried.member_epoch == epoch
