@@ -237,9 +237,11 @@ def _run(broker: Any, cfg: CtpConfig, prefix: str, path: Path | None, rec: Recor
         for slot, kind in enumerate(cfg.clients):
             workers.append(CtpProcess(kind, setup(slot)))
         start = time.monotonic()
-        plan = schedule(random.Random(cfg.seed), cfg.seconds - 2.0,
-                        tuple(k for k in cfg.faults if FAULTS[k].supports(broker)), lead=("chaos",),
-                        length=(0.5, 1.5))  # a chaos window (x3) fits a run of 8 s
+        # Until the end of the run (the group drains the input on a healthy broker after it):
+        # a chaos window (x3) from 1 s fits a run of 6 s.
+        plan = schedule(random.Random(cfg.seed), cfg.seconds,
+                        tuple(k for k in cfg.faults if FAULTS[k].supports(broker)), lead=("chaos",), first=1.0,
+                        length=(0.5, 1.5))
         targets = Targets([source, sink], cfg.partitions, [group],
                           [setup(slot)["transactional_id"] for slot in range(len(cfg.clients))],
                           random.Random(f"{cfg.seed}-targets"))
