@@ -387,9 +387,6 @@ def report(history: list[Op], result: Result, seed: Any = None, per_kind: int = 
 
 # --- the consume-transform-produce workload (ctp.py) -------------------------------------------
 
-CTP_KINDS = ("phantom-output", "duplicate-output", "lost-input", "output-beyond-offsets", "aborted-output",
-             "lost-commit", "partial-commit", "nonmonotonic-output")
-
 
 def check_ctp(history: list[Op]) -> Result:
     """The history of a consume-transform-produce run: workers in one group read the input topic
