@@ -33,8 +33,8 @@ from typing import Any
 from . import checker
 from .faults import FAULTS, Nemesis, Targets, schedule
 from .history import Recorder, write_history
-from .runner import (BROKER_CONFIG, RunResult, WorkerProcess, _create_topics, _java_command, _warm_up, read_partitions,
-                     wait_stable)
+from .runner import (BROKER_CONFIG, RunConfig, RunResult, WorkerProcess, _create_topics, _java_command, _warm_up,
+                     read_partitions, wait_stable)
 
 # Sessions short enough that a killed worker's partitions move on within seconds (Kafka's
 # smallest allowed session timeouts are 6 s classic and 45 s KIP-848 by default).
@@ -51,14 +51,14 @@ STALL_S = SESSION_MS / 1000 + 1.5  # a stalled worker's session has expired when
 @dataclass
 class CtpConfig:
     seed: int
-    seconds: float = 12.0  # the feeder, the broker's faults and the worker kills last this long
+    seconds: float = 12.0  # the feeder, the broker's faults and the worker faults last this long
     clients: tuple[str, ...] = CLIENTS  # one worker each, all in one group
     protocol: str | None = None  # classic or consumer; None: drawn from the seed
     faults: tuple[str, ...] = tuple(FAULTS)  # the kinds the broker supports
     partitions: int = 4
     rate: float = 100.0  # input records a second
     batch: int = 10  # records a transaction takes at most
-    kill_gap: tuple[float, float] = (1.0, 3.0)  # seconds between two worker kills
+    fault_gap: tuple[float, float] = (1.0, 3.0)  # seconds between two worker faults
     step_timeout: float = 30.0  # a worker that takes longer for a transaction's next step is hung
     final_timeout: float = 90.0  # the group drains the input and open transactions end within this
 
@@ -161,7 +161,7 @@ class Feeder(threading.Thread):
 
 
 class WorkerFaults(threading.Thread):
-    """The seeded worker-fault schedule: every kill_gap seconds it arms one slot, one of that
+    """The seeded worker-fault schedule: every fault_gap seconds it arms one slot, one of that
     worker's pause points and an action; the slot's loop fires it when the worker next stops
     there. ``kill``: kill -9, then a new process with the same transactional.id. ``stall``:
     SIGSTOP for STALL_S (longer than the session timeout, so the group moves the worker's
@@ -181,7 +181,7 @@ class WorkerFaults(threading.Thread):
         self.done: list[str] = []
 
     def run(self) -> None:
-        while not self.stopping.wait(self.rng.uniform(*self.cfg.kill_gap)):
+        while not self.stopping.wait(self.rng.uniform(*self.cfg.fault_gap)):
             slot = self.rng.randrange(len(self.cfg.clients))
             point = self.rng.choice(PAUSE_POINTS[self.cfg.clients[slot]])
             action = self.rng.choice(self.ACTIONS)
@@ -219,8 +219,6 @@ def run(broker: Any, cfg: CtpConfig, out_dir: str | Path | None = None) -> RunRe
 def _run(broker: Any, cfg: CtpConfig, prefix: str, path: Path | None, rec: Recorder) -> RunResult:
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
-
-    from .runner import RunConfig
 
     _create_topics(broker.bootstrap, prefix, RunConfig(seed=cfg.seed, topics=2, partitions=cfg.partitions))
     _warm_up(broker.bootstrap, prefix)
