@@ -317,7 +317,7 @@ def _run(broker: Any, cfg: CtpConfig, prefix: str, path: Path | None, rec: Recor
                     more = {"error": ev["error"]} if "error" in ev else {}
                     complete({"committed": "ok", "aborted": "fail", "unknown": "info"}[event], **more)
             if invoked is not None:  # a zombie's, still trying when the group had drained the input
-                complete("info", error="still open when the run ended")
+                complete("info", error=f"still open when the run ended; {workers[slot].stderr_text()[-600:]}")
 
         threads = [threading.Thread(target=slot_loop, args=(i,), daemon=True) for i in range(len(cfg.clients))]
         for t in threads:
