@@ -63,8 +63,16 @@ class ControlledKafkalite(brokers.KafkaliteBroker):
 
     def __init__(self, data_dir: Path, config: dict[str, str], timeout: float = 60.0):
         self._config, self._timeout = dict(config), timeout
-        self._b = kafkalite.start(data_dir=data_dir, port=_free_ports(NODES), config=self._config, timeout=timeout,
-                                  controls=0, nodes=NODES)
+        for attempt in range(3):
+            # the ports were free when probed; another process may take one before the broker
+            # listens, and then new ones are probed (only here: a restart keeps its ports)
+            try:
+                self._b = kafkalite.start(data_dir=data_dir, port=_free_ports(NODES), config=self._config,
+                                          timeout=timeout, controls=0, nodes=NODES)
+                break
+            except RuntimeError as e:
+                if "address already in use" not in str(e) or attempt == 2:
+                    raise
         self.data_dir = self._b.data_dir
 
     def restart(self) -> str:
