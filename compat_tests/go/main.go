@@ -5,6 +5,7 @@
 //	godriver CLIENT member '<json config>'          (a consumer-group member, see member.go)
 //	godriver franz share-member '<json config>'     (a share consumer, see share_member.go)
 //	godriver franz schema-registry '<json config>'  (pkg/sr against a schema registry, see schema_registry.go)
+//	godriver franz ctp-worker < setup, "go" lines   (a consume-transform-produce worker, see ctp_worker.go)
 //
 // A request is one JSON object {cmd, bootstrap, ...}: cmd is create_topic, produce, consume,
 // plan, fence, time_out, copy or admin (op and args: franz_admin.go, sarama_admin.go). The reply is one JSON line {"ok": true, "result": ...} or
@@ -313,6 +314,9 @@ func main() {
 	}
 	if len(os.Args) >= 4 && os.Args[2] == "share-member" && client == "franz" {
 		os.Exit(runShareMember(os.Args[3]))
+	}
+	if len(os.Args) >= 3 && os.Args[2] == "ctp-worker" && client == "franz" {
+		os.Exit(runCtpWorker())
 	}
 	if len(os.Args) >= 4 && os.Args[2] == "schema-registry" && client == "franz" {
 		os.Exit(runSchemaRegistry(os.Args[3]))

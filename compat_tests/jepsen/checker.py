@@ -383,3 +383,83 @@ def report(history: list[Op], result: Result, seed: Any = None, per_kind: int = 
             for op in excerpt(history, case):
                 lines.append("      " + json.dumps(op, default=str, separators=(",", ":"))[:400])
     return "\n".join(lines)
+
+
+# --- the consume-transform-produce workload (ctp.py) -------------------------------------------
+
+
+def check_ctp(history: list[Op]) -> Result:
+    """The history of a consume-transform-produce run: workers in one group read the input topic
+    and write each record ``[in_partition, in_offset, value]`` to the same partition of the output
+    topic in transactions that also commit the group's offsets. Operations: each transaction of a
+    worker process, ``f`` ``ctp``, ``value`` its records ``[[partition, offset, value, output
+    offset], ...]``, completing ``ok`` (committed), ``fail`` (certainly not: aborted, or killed
+    before it asked to commit) or ``info`` (the commit's outcome unknown); and the final reads of
+    the process "final": ``input`` (``{partition: [[offset, value], ...]}``), ``output`` (read
+    committed, ``{partition: [[offset, in_partition, in_offset, value], ...]}``) and ``offsets``
+    (the group's committed offsets, ``{partition: offset}``).
+
+    Exactly once, record by record:
+
+    - ``phantom-output``: an output record that names no input record (or another value).
+    - ``duplicate-output``: an input record in the committed output twice.
+    - ``lost-input``: an input record below its partition's committed offset, not in the output.
+    - ``output-beyond-offsets``: an input record at or past the committed offset in the output
+      (the output and the offsets did not commit together).
+    - ``aborted-output``: a record of a transaction that did not commit, read committed.
+    - ``lost-commit``: a record of a committed transaction not in the committed output there.
+    - ``partial-commit``: a transaction of unknown outcome of which some records are in the
+      committed output and some are not.
+    - ``nonmonotonic-output``: in an output partition, an input record after a later one of the
+      same input partition.
+    """
+    history = list(history)
+    finals = {op["f"]: op["value"] for op in history if op.get("process") == "final" and op.get("type") == "ok"}
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    inputs: dict[tuple[int, int], Any] = {(int(p), o): v for p, pairs in finals.get("input", {}).items()
+                                          for o, v in pairs}
+    outputs: dict[tuple[int, int], tuple[int, int, Any]] = {}
+    seen: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for p, rows in finals.get("output", {}).items():
+        last: dict[int, int] = {}
+        for o, in_p, in_o, v in rows:
+            outputs[(int(p), o)] = (in_p, in_o, v)
+            seen[(in_p, in_o)].append((int(p), o))
+            if inputs.get((in_p, in_o), object()) != v:
+                found["phantom-output"].append({"output": [int(p), o], "input": [in_p, in_o], "value": v})
+            if in_p in last and in_o <= last[in_p]:
+                found["nonmonotonic-output"].append({"output": [int(p), o], "input": [in_p, in_o],
+                                                     "after_input_offset": last[in_p]})
+            last[in_p] = max(in_o, last.get(in_p, in_o))
+    for (in_p, in_o), where in seen.items():
+        if len(where) > 1:
+            found["duplicate-output"].append({"input": [in_p, in_o], "outputs": [list(w) for w in where]})
+    committed = {int(p): o for p, o in finals.get("offsets", {}).items()}
+    for (p, o), v in sorted(inputs.items()):
+        below = o < committed.get(p, 0)
+        if below and (p, o) not in seen:
+            found["lost-input"].append({"input": [p, o], "value": v, "committed_offset": committed.get(p, 0)})
+        elif not below and (p, o) in seen:
+            found["output-beyond-offsets"].append({"input": [p, o], "value": v, "committed_offset": committed.get(p),
+                                                   "outputs": [list(w) for w in seen[(p, o)]]})
+    txns = [op for op in history if op.get("f") == "ctp" and op.get("type") in ("ok", "fail", "info")]
+    for op in txns:
+        present = [outputs.get((p, out)) == (p, o, v) for p, o, v, out in op["value"]]
+        if op["type"] == "fail" and any(present):
+            found["aborted-output"].append({"txn": op["index"], "records": [r for r, x in zip(op["value"], present) if x],
+                                            "ops": [op["index"]]})
+        elif op["type"] == "ok" and not all(present):
+            found["lost-commit"].append({"txn": op["index"], "records": [r for r, x in zip(op["value"], present) if not x],
+                                         "ops": [op["index"]]})
+        elif op["type"] == "info" and any(present) and not all(present):
+            found["partial-commit"].append({"txn": op["index"], "ops": [op["index"]]})
+    stats = {
+        "ops": len(txns),
+        "ok": sum(op["type"] == "ok" for op in txns),
+        "fail": sum(op["type"] == "fail" for op in txns),
+        "info": sum(op["type"] == "info" for op in txns),
+        "acknowledged_writes": sum(len(op["value"]) for op in txns if op["type"] == "ok"),
+        "reads": len(outputs),
+        "inputs": len(inputs),
+    }
+    return Result({k: v for k, v in found.items() if v}, {}, stats)

@@ -5,8 +5,10 @@ A kind is a class with ``begin(broker)`` and ``end(broker)``; ``broker`` is the 
 (compat_tests/brokers.py: ``kill()``, ``restart()``, ``pid``, ``bootstrap``), and a kind is made
 with the run's ``Targets`` (its topics, group and transactional ids, a seeded random source).
 Dropped responses, delayed requests and clock jumps go through kafkalite's test controls, and so
-do leader and coordinator moves of a multi-node kafkalite (``nodes``); a kind that only one broker
-can do says so in ``supports(broker)``, and the schedule leaves it out on the other.
+do leader and coordinator moves of a multi-node kafkalite (``nodes``) and its seeded chaos engine
+(``chaos``); a kind that only one broker can do says so in ``supports(broker)``, and the schedule
+leaves it out on the other. A kind's ``details()`` (after its end) go into the history with the
+fault's completion: the chaos kind's seed, profile and chaos log.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Targets:
 
 class Fault:
     name = "fault"
+    stretch = 1.0  # the kind's windows are this many times the schedule's drawn length
 
     def __init__(self, targets: Targets | None = None):
         self.targets = targets
@@ -46,6 +49,10 @@ class Fault:
 
     def end(self, broker: Any) -> None:
         raise NotImplementedError
+
+    def details(self) -> dict[str, Any]:
+        """What the history keeps of the fault besides its kind and length."""
+        return {}
 
 
 class Kill(Fault):
@@ -174,10 +181,44 @@ class MoveCoordinator(_Move):
         broker.controls.call("move-coordinator", transactional_id=tid, node=self._node(broker))
 
 
+class Chaos(_Control):
+    """kafkalite's seeded chaos (broker/chaos.py, the control ``chaos``) for the window: retriable
+    errors, dropped and delayed responses, closed connections and leader and coordinator moves on
+    every client's requests, drawn from a seed drawn from the run's; its profile (default or
+    harsh) is drawn too. At the end the chaos log (every fault it injected) is read, then chaos
+    stops; ``details()`` gives both to the history. Its windows are three times as long as the
+    others: chaos faults a few requests in a hundred, and a window should meet dozens."""
+
+    name = "chaos"
+    stretch = 3.0
+    PROFILES = ("default", "harsh")
+
+    def __init__(self, targets: Targets | None = None):
+        super().__init__(targets)
+        self.seed: int | None = None
+        self.profile = ""
+        self.log: list[dict[str, Any]] = []
+
+    def begin(self, broker: Any) -> None:
+        assert self.targets is not None
+        self.seed = self.targets.rng.randrange(2**31)
+        self.profile = self.targets.rng.choice(self.PROFILES)
+        broker.controls.call("chaos", seed=self.seed, profile=self.profile)
+
+    def end(self, broker: Any) -> None:
+        try:
+            self.log = broker.controls.call("chaos-log")
+        finally:
+            broker.controls.call("chaos", enabled=False)
+
+    def details(self) -> dict[str, Any]:
+        return {"seed": self.seed, "profile": self.profile, "injected": len(self.log), "chaos_log": self.log}
+
+
 FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "drop-end-txn": DropEndTxn,
                                   "drop-produce": DropProduce, "delay-produce": DelayProduce,
                                   "clock-jump": ClockJump, "move-leader": MoveLeader,
-                                  "move-coordinator": MoveCoordinator}
+                                  "move-coordinator": MoveCoordinator, "chaos": Chaos}
 PROCESS_FAULTS = ("kill", "pause")
 MOVES = ("move-leader", "move-coordinator")
 HEALTHY = 1.5  # seconds of a healthy broker between two faults, at least
@@ -191,22 +232,27 @@ class Planned:
 
 
 def schedule(rng: random.Random, seconds: float, kinds: tuple[str, ...], *, first: float = 1.5,
-             gap: tuple[float, float] = (1.0, 2.5), length: tuple[float, float] = (0.5, 2.5)) -> list[Planned]:
+             gap: tuple[float, float] = (1.0, 2.5), length: tuple[float, float] = (0.5, 2.5),
+             lead: tuple[str, ...] = ()) -> list[Planned]:
     """Faults one after another from ``first`` until ``seconds``, none overlapping, the last one
     over before the end (so the run ends on a healthy broker). Every kind comes once before any
-    comes twice: the process faults (kill, pause) first, then the moves, then the rest, each group
-    in a seeded order."""
+    comes twice: those of ``lead`` first (in that order), then the process faults (kill, pause),
+    then the moves, then the rest, each group in a seeded order."""
     plan: list[Planned] = []
     t = first
-    core = [k for k in kinds if k in PROCESS_FAULTS]
-    moves = [k for k in kinds if k in MOVES]
-    rest = [k for k in kinds if k not in PROCESS_FAULTS and k not in MOVES]
-    first_round = rng.sample(core, len(core)) + rng.sample(moves, len(moves)) + rng.sample(rest, len(rest))
+    ahead = [k for k in lead if k in kinds]
+    core = [k for k in kinds if k in PROCESS_FAULTS and k not in ahead]
+    moves = [k for k in kinds if k in MOVES and k not in ahead]
+    rest = [k for k in kinds if k not in PROCESS_FAULTS and k not in MOVES and k not in ahead]
+    first_round = ahead + rng.sample(core, len(core)) + rng.sample(moves, len(moves)) + rng.sample(rest, len(rest))
     while kinds:
         n = round(rng.uniform(*length), 2)
         if t + n > seconds:
             break
         kind = first_round.pop(0) if first_round else rng.choice(kinds)
+        n = round(n * FAULTS[kind].stretch, 2)
+        if t + n > seconds:
+            break
         plan.append(Planned(round(t, 2), kind, n))
         t += n + rng.uniform(*gap)
     return plan
@@ -224,6 +270,20 @@ class Nemesis(threading.Thread):
         self.stopping = threading.Event()
         self.errors: list[str] = []
         self.done: list[Planned] = []
+        self.details: list[dict[str, Any]] = []  # each done fault's details(), in order
+
+    def labels(self) -> list[str]:
+        """One line per fault done: kind@begin/length, and a chaos window's seed, profile and
+        count of injected faults."""
+        out = []
+        for p, d in zip(self.done, self.details):
+            extra = f" (seed {d['seed']}, {d['profile']}: {d['injected']} injected)" if "injected" in d else ""
+            out.append(f"{p.kind}@{p.at}s/{p.length}s{extra}")
+        return out
+
+    def injected(self) -> int:
+        """The faults the chaos windows injected, all of them."""
+        return sum(d.get("injected", 0) for d in self.details)
 
     def run(self) -> None:
         healthy_since = self.t0
@@ -247,6 +307,8 @@ class Nemesis(threading.Thread):
                 self.errors.append(f"{p.kind} end: {e!r}")
                 self.record(process="nemesis", type="info", f="fault", value={"kind": p.kind, "error": repr(e)})
                 return
-            self.record(process="nemesis", type="ok", f="fault", value={"kind": p.kind, "length": p.length})
+            details = fault.details()
+            self.record(process="nemesis", type="ok", f="fault", value={"kind": p.kind, "length": p.length, **details})
             self.done.append(p)
+            self.details.append(details)
             healthy_since = time.monotonic()

@@ -63,8 +63,16 @@ class ControlledKafkalite(brokers.KafkaliteBroker):
 
     def __init__(self, data_dir: Path, config: dict[str, str], timeout: float = 60.0):
         self._config, self._timeout = dict(config), timeout
-        self._b = kafkalite.start(data_dir=data_dir, port=_free_ports(NODES), config=self._config, timeout=timeout,
-                                  controls=0, nodes=NODES)
+        for attempt in range(3):
+            # the ports were free when probed; another process may take one before the broker
+            # listens, and then new ones are probed (only here: a restart keeps its ports)
+            try:
+                self._b = kafkalite.start(data_dir=data_dir, port=_free_ports(NODES), config=self._config,
+                                          timeout=timeout, controls=0, nodes=NODES)
+                break
+            except RuntimeError as e:
+                if "address already in use" not in str(e) or attempt == 2:
+                    raise
         self.data_dir = self._b.data_dir
 
     def restart(self) -> str:
@@ -115,12 +123,12 @@ def _free_ports(n: int) -> int:
     raise RuntimeError(f"no {n} consecutive free ports")
 
 
-def start_broker(data_dir: Path) -> Any:
+def start_broker(data_dir: Path, config: dict[str, str] = BROKER_CONFIG) -> Any:
     """A broker of the suite's kind for a run: Apache Kafka (compat_tests.brokers) or kafkalite
-    with its controls, both with BROKER_CONFIG."""
+    with its controls, both with ``config`` (BROKER_CONFIG unless a workload needs more)."""
     if brokers.on_kafka():
-        return brokers.start(data_dir, BROKER_CONFIG)
-    return ControlledKafkalite(data_dir, BROKER_CONFIG)
+        return brokers.start(data_dir, config)
+    return ControlledKafkalite(data_dir, config)
 
 
 @dataclass
@@ -142,12 +150,13 @@ class RunConfig:
 
 @dataclass
 class RunResult:
-    config: RunConfig
+    config: Any  # RunConfig, or ctp.CtpConfig: a seed and the run's settings
     history: list[dict[str, Any]]
     result: checker.Result
     path: Path | None
     faults: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    chaos_injected: int = 0  # the faults the chaos windows injected
 
     def report(self) -> str:
         text = checker.report(self.history, self.result, seed=self.config.seed)
@@ -157,24 +166,12 @@ class RunResult:
 
 
 class WorkerProcess:
-    """One client process speaking the worker line protocol."""
+    """One client process speaking the worker line protocol: the setup as its first stdin line,
+    then JSON lines each way; the first line back says it is ready."""
 
     def __init__(self, kind: str, setup: dict[str, Any]):
         self.kind = kind
-        if kind == "java":
-            from compat_tests.clients import java
-
-            b = java.build(JAVA_SOURCES)
-            cmd = ["java", *java.JVM_FLAGS]
-            if b.archive is not None:
-                cmd.append(f"-XX:SharedArchiveFile={b.archive}")
-            cmd += ["-cp", b.classpath, "JepsenWorker"]
-            setup = {**setup, "producer": JAVA_PRODUCER, "consumer": JAVA_CONSUMER}
-        elif kind == "rdkafka":
-            cmd = [sys.executable, "-m", "compat_tests.jepsen.rdkafka_worker"]
-            setup = {**setup, "producer": RDKAFKA_PRODUCER, "consumer": RDKAFKA_CONSUMER, "timeout_s": 5}
-        else:
-            raise ValueError(f"unknown client {kind!r}; known: java, rdkafka")
+        cmd, setup = self.command(kind, setup)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      cwd=REPO, env=env, text=True, bufsize=1)
@@ -184,9 +181,18 @@ class WorkerProcess:
         threading.Thread(target=self._pump_err, daemon=True).start()
         self._send(setup)
         ready = self._next(60.0)
-        if not ready or not ready.get("ready"):
+        if not ready or not (ready.get("ready") or ready.get("event") == "ready"):
             self.kill()
             raise RuntimeError(f"{kind} worker did not start: {ready}; stderr: {self.stderr_text()}")
+
+    def command(self, kind: str, setup: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        """The worker's command line and its setup with the client's settings."""
+        if kind == "java":
+            return _java_command("JepsenWorker"), {**setup, "producer": JAVA_PRODUCER, "consumer": JAVA_CONSUMER}
+        if kind == "rdkafka":
+            return ([sys.executable, "-m", "compat_tests.jepsen.rdkafka_worker"],
+                    {**setup, "producer": RDKAFKA_PRODUCER, "consumer": RDKAFKA_CONSUMER, "timeout_s": 5})
+        raise ValueError(f"unknown client {kind!r}; known: java, rdkafka")
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -236,6 +242,17 @@ class WorkerProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+def _java_command(main_class: str) -> list[str]:
+    """A JVM running ``main_class`` of java/ (built once per source hash, with its CDS archive)."""
+    from compat_tests.clients import java
+
+    b = java.build(JAVA_SOURCES)
+    cmd = ["java", *java.JVM_FLAGS]
+    if b.archive is not None:
+        cmd.append(f"-XX:SharedArchiveFile={b.archive}")
+    return [*cmd, "-cp", b.classpath, main_class]
 
 
 class Generator:
@@ -327,17 +344,12 @@ def _warm_up(bootstrap: str, prefix: str) -> None:
         c.close()
 
 
-def final_reads(bootstrap: str, prefix: str, cfg: RunConfig, rec: Recorder) -> str | None:
-    """Jepsen's final polls: once no transaction is open any more (read_committed end offset ==
-    high watermark on every partition), read every key from the beginning with read_committed.
-    Recorded as one poll of the process "final". Returns an error text if it could not finish."""
-    from confluent_kafka import Consumer, IsolationLevel, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+def wait_stable(admin: Any, tps: list[Any], deadline: float) -> str | None:
+    """Waits until no transaction is open on ``tps`` any more (read_committed end offset == high
+    watermark on each); the partitions still open when ``deadline`` passes, as a text, else None."""
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import OffsetSpec
 
-    tps = [TopicPartition(f"{prefix}-{k // cfg.partitions}", k % cfg.partitions) for k in cfg.keys]
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + cfg.final_timeout
-    rec.record(process="final", type="invoke", f="poll", value=[["poll"]], isolation="read_committed")
     while True:
         try:
             spec = {tp: OffsetSpec.latest() for tp in tps}
@@ -346,23 +358,28 @@ def final_reads(bootstrap: str, prefix: str, cfg: RunConfig, rec: Recorder) -> s
             hw = {tp: f.result(10).offset
                   for tp, f in admin.list_offsets(spec, isolation_level=IsolationLevel.READ_UNCOMMITTED).items()}
             if all(lso[tp] == hw[tp] for tp in lso):
-                break
-            pending = {f"{tp.topic}/{tp.partition}": (lso[tp], hw[tp]) for tp in lso if lso[tp] != hw[tp]}
+                return None
+            pending: Any = {f"{tp.topic}/{tp.partition}": (lso[tp], hw[tp]) for tp in lso if lso[tp] != hw[tp]}
         except Exception as e:  # noqa: BLE001 - the broker may still be coming back
             pending = {"error": repr(e)}
         if time.monotonic() > deadline:
-            rec.record(process="final", type="fail", f="poll", value=[["poll"]], isolation="read_committed")
             return f"open transactions never ended: {pending}"
         time.sleep(0.5)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-final", "isolation.level": "read_committed",
+
+
+def read_partitions(bootstrap: str, group: str, tps: list[Any], deadline: float) -> dict[tuple[str, int], list[Any]] | str:
+    """Every record of ``tps`` from the beginning, read_committed: (topic, partition) -> its
+    messages in offset order; a text if the end of some partition was not reached by ``deadline``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed",
                   "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     try:
         c.assign([TopicPartition(tp.topic, tp.partition, -2) for tp in tps])
-        polled: dict[str, list[list[int]]] = {}
+        out: dict[tuple[str, int], list[Any]] = {(tp.topic, tp.partition): [] for tp in tps}
         eof: set[tuple[str, int]] = set()
         while len(eof) < len(tps):
             if time.monotonic() > deadline:
-                rec.record(process="final", type="fail", f="poll", value=[["poll"]], isolation="read_committed")
                 return f"final reads did not reach the end of {len(tps) - len(eof)} partitions"
             for m in c.consume(num_messages=1000, timeout=0.5):
                 if m.error():
@@ -370,12 +387,34 @@ def final_reads(bootstrap: str, prefix: str, cfg: RunConfig, rec: Recorder) -> s
                         eof.add((m.topic(), m.partition()))
                         continue
                     raise RuntimeError(f"final read: {m.error()}")
-                k = int(m.topic().rsplit("-", 1)[1]) * cfg.partitions + m.partition()
-                polled.setdefault(str(k), []).append([m.offset(), int(m.value())])
-        rec.record(process="final", type="ok", f="poll", value=[["poll", polled]], isolation="read_committed")
-        return None
+                out[(m.topic(), m.partition())].append(m)
+        return out
     finally:
         c.close()
+
+
+def final_reads(bootstrap: str, prefix: str, cfg: RunConfig, rec: Recorder) -> str | None:
+    """Jepsen's final polls: once no transaction is open any more, read every key from the
+    beginning with read_committed. Recorded as one poll of the process "final". Returns an error
+    text if it could not finish."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    tps = [TopicPartition(f"{prefix}-{k // cfg.partitions}", k % cfg.partitions) for k in cfg.keys]
+    deadline = time.monotonic() + cfg.final_timeout
+    rec.record(process="final", type="invoke", f="poll", value=[["poll"]], isolation="read_committed")
+    read = wait_stable(AdminClient({"bootstrap.servers": bootstrap}), tps, deadline) \
+        or read_partitions(bootstrap, f"{prefix}-final", tps, deadline)
+    if isinstance(read, str):
+        rec.record(process="final", type="fail", f="poll", value=[["poll"]], isolation="read_committed")
+        return read
+    polled: dict[str, list[list[int]]] = {}
+    for (topic, partition), msgs in read.items():
+        k = int(topic.rsplit("-", 1)[1]) * cfg.partitions + partition
+        if msgs:
+            polled[str(k)] = [[m.offset(), int(m.value())] for m in msgs]
+    rec.record(process="final", type="ok", f="poll", value=[["poll", polled]], isolation="read_committed")
+    return None
 
 
 def run(broker: Any, cfg: RunConfig, out_dir: str | Path | None = None) -> RunResult:
@@ -494,5 +533,4 @@ def _run_workers(broker: Any, cfg: RunConfig, prefix: str, path: Path | None, re
     history = rec.ops
     if path is not None:
         write_history(path, history)
-    return RunResult(cfg, history, checker.check(history), path,
-                     [f"{p.kind}@{p.at}s/{p.length}s" for p in nemesis.done], errors)
+    return RunResult(cfg, history, checker.check(history), path, nemesis.labels(), errors, nemesis.injected())

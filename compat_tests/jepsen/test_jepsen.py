@@ -6,6 +6,10 @@ the group and transaction coordinators, loses EndTxn and Produce responses, hold
 responses and jumps its clock (test controls); the history must show none of the checker's
 anomalies.
 
+The consume-transform-produce short mode (ctp.py): three workers of the three client libraries in
+one group, under kafkalite's chaos, killed -9 and stopped mid-transaction; each input record must
+be in the committed output exactly once.
+
 ``JEPSEN_SEED`` chooses another seed; the long mode is ``python -m compat_tests.jepsen``.
 """
 
@@ -16,6 +20,7 @@ import os
 import pytest
 
 from compat_tests import brokers
+from compat_tests.jepsen import ctp
 from compat_tests.jepsen.faults import FAULTS, MOVES
 from compat_tests.jepsen.runner import RunConfig, run, start_broker
 
@@ -83,3 +88,30 @@ def _only_kafkas_skipped_markers(broker, r):
     log = (broker.data_dir / "server.log").read_text(errors="replace")
     assert SKIPPED_MARKERS in log, r.report()
     print(f"Apache Kafka skipped transaction markers after a restart: {len(r.result.anomalies['G1a'])} aborted reads")
+
+
+@pytest.mark.franz
+@pytest.mark.timeout(240)
+def test_consume_transform_produce_group_under_chaos_and_worker_kills(tmp_path):
+    """Three workers (kafka-clients, librdkafka, franz-go) in one group, the protocol drawn from
+    the seed, copy the input to the output in transactions with their offsets while kafkalite's
+    chaos runs and workers are killed -9 or stopped past their session mid-transaction: every
+    input record is in the committed output once, and the offsets match it."""
+    brokers.requires_own_broker("kills and restarts")
+    broker = start_broker(tmp_path / "data", ctp.BROKER_CTP_CONFIG)
+    try:
+        r = ctp.run(broker, ctp.CtpConfig(seed=SEED, seconds=8.0), tmp_path)
+    finally:
+        broker.close()
+    print(r.report(), r.result.stats, r.faults)
+    assert r.result.valid, r.report()
+    assert not r.errors, r.report()
+    stats = r.result.stats
+    assert stats["inputs"] >= 200 and stats["reads"] == stats["inputs"], stats
+    done = [op for op in r.history if op["f"] == "ctp" and op["type"] != "invoke"]
+    assert {op["client"] for op in done if op["type"] == "ok"} == set(ctp.CLIENTS)
+    # each worker fault came mid-transaction: its transaction is written off, never committed
+    assert stats["worker_kills"] + stats["worker_stalls"] >= 1, r.faults
+    assert sum("killed -9" in op.get("error", "") for op in done) == stats["worker_kills"], r.faults
+    if not brokers.on_kafka():
+        assert r.chaos_injected >= 10, r.faults
