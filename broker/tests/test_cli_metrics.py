@@ -18,7 +18,7 @@ from kafkalite.protocol.client import WireClient
 
 
 def scrape(url: str) -> dict[str, float]:
-    with urllib.request.urlopen(url, timeout=5) as r:
+    with urllib.request.urlopen(url, timeout=30) as r:
         assert r.status == 200
         assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         text = r.read().decode()
@@ -83,11 +83,11 @@ def test_metrics_endpoint_other_paths():
     with kafkalite.running(metrics_port=0) as b:
         base = b.metrics_url.rsplit("/", 1)[0]
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(base + "/nope", timeout=5)
+            urllib.request.urlopen(base + "/nope", timeout=30)
         assert e.value.code == 404
         req = urllib.request.Request(b.metrics_url, method="POST", data=b"")
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(req, timeout=5)
+            urllib.request.urlopen(req, timeout=30)
         assert e.value.code == 405
 
 
