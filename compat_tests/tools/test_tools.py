@@ -738,7 +738,9 @@ def test_verifiable_producer(kt, topic):
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_verifiable_consumer(kt, topic, group, protocol):
     kt("kafka-topics", "--create", "--topic", topic, "--partitions", "2")
-    kt("kafka-verifiable-producer", "--topic", topic, "--max-messages", "40")
+    produced = kt("kafka-verifiable-producer", "--topic", topic, "--max-messages", "40")
+    # all 40 written before the consumer waits for them (its wait has no other end than the timeout)
+    assert json.loads(produced.lines()[-1])["acked"] == 40, produced.stdout[-2000:]
     r = kt("kafka-verifiable-consumer", "--topic", topic, "--group-id", group, "--group-protocol", protocol,
            "--max-messages", "40", "--reset-policy", "earliest", "--verbose", timeout=120)
     events = [json.loads(line) for line in r.lines()]
