@@ -44,9 +44,12 @@ def test_idempotent_producer_requests_with_client_id(broker, controls):
 
     log = controls.requests(client_id="order-writer")
     assert log.of("ApiVersions")
-    (init,) = log.of("InitProducerId")
-    assert init["client_id"] == "order-writer" and init.get("transactional_id") is None
-    assert init["client_software"]["name"] == "confluent-kafka-python"
+    # one InitProducerId, or more when librdkafka resent one whose answer was slow (a loaded machine)
+    inits = log.of("InitProducerId")
+    assert inits
+    for init in inits:
+        assert init["client_id"] == "order-writer" and init.get("transactional_id") is None
+        assert init["client_software"]["name"] == "confluent-kafka-python"
     produces = log.of("Produce")
     assert produces and all(e["topics"] == {topic: [0]} for e in produces)
     # idempotent: every batch carries the producer id InitProducerId handed out, epoch 0
