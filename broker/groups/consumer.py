@@ -199,7 +199,8 @@ class ConsumerGroup(MemberEpochGroup):
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
-    def member_topics(self, m: ConsumerMember, topics: TopicView | None = None) -> set[str]:
+    def member_topics(self, m: ConsumerMember) -> set[str]:
+        # a regex counts with its last resolution (none yet: no topics), as Kafka's
         out = set(m.subscribed_topic_names)
         if m.subscribed_topic_regex:
             resolved = self.resolved_regexes.get(m.subscribed_topic_regex)
@@ -210,10 +211,10 @@ class ConsumerGroup(MemberEpochGroup):
     def subscribed_regexes(self) -> set[str]:
         return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
-    def subscribed_topics(self, topics: TopicView | None = None) -> set[str]:
+    def subscribed_topics(self) -> set[str]:
         out: set[str] = set()
         for m in self.members.values():
-            out |= self.member_topics(m, topics)
+            out |= self.member_topics(m)
         return out
 
     def preferred_assignor(self) -> str:
@@ -389,7 +390,7 @@ class ConsumerGroup(MemberEpochGroup):
     def _refresh_subscription_metadata(self, topics: TopicView) -> bool:
         self._topics = topics
         meta = {}
-        for name in sorted(self.subscribed_topics(topics)):
+        for name in sorted(self.subscribed_topics()):
             info = topics.lookup(name)
             if info is not None:
                 meta[name] = info
