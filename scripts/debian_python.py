@@ -12,6 +12,7 @@ or that the broker imports (terminal, database and configuration packages)."""
 
 from __future__ import annotations
 
+import hashlib
 import lzma
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-ARCHIVE = "http://deb.debian.org/debian/"
+ARCHIVE = "https://deb.debian.org/debian/"
 # Debian's python3 of each release: the package of the interpreter and of its standard library
 PYTHONS = {"bookworm": "3.11", "trixie": "3.13"}
 NOT_NEEDED = {"tzdata", "media-types", "mailcap", "debconf", "readline-common", "libc-bin", "netbase",
@@ -69,6 +70,8 @@ def unpack(arch: str, release: str, dest: Path) -> Path:
         for name in _closure(packages, [f"python{version}-minimal", f"libpython{version}-stdlib"]):
             deb = Path(tmp) / f"{name}.deb"
             urllib.request.urlretrieve(ARCHIVE + packages[name]["Filename"], deb)
+            if hashlib.sha256(deb.read_bytes()).hexdigest() != packages[name]["SHA256"]:
+                sys.exit(f"{name}: the downloaded package does not match the archive index's SHA256")
             subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(dest)  # whole or not at all: a folder that exists is a finished one
