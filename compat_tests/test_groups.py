@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 from compat_tests.cleanup import killed_at_end
 from compat_tests import brokers
 from compat_tests.brokers import EXTERNAL_BOOTSTRAP
-from compat_tests.groups.members import Member, settle, wait_split
+from compat_tests.groups.members import Member, MemberError, settle, wait_split
 from compat_tests.differ.core import request as wire_request
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
@@ -110,6 +110,17 @@ def group_id() -> str:
     return f"g-{uuid.uuid4().hex[:10]}"
 
 
+def group_type(bootstrap: str, group: str) -> str:
+    """The group's type as ListGroups v5 gives it: "classic" or "consumer" (KIP-848)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the answer: its end fails the future
+    listed = admin.list_consumer_groups().result(timeout=20)
+    types = {g.group_id: g.type.name.lower() for g in listed.valid}
+    assert group in types, f"group {group} not listed: {sorted(types)} {listed.errors}"
+    return types[group]
+
+
 # --- one member ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -121,6 +132,7 @@ def test_consume_commit_and_resume(kind, gbootstrap, members):
     members.append(m)
     recs = m.wait_records(9, timeout=40)
     assert sorted(r["value"] for r in recs) == sorted(f"old-{p}-{i}" for p in range(3) for i in range(3))
+    assert group_type(gbootstrap, group) == kind[1], "the member joined with another protocol than its case's"
     m.commit()
     m.close()
     produce(gbootstrap, topic, {p: [f"new-{p}-{i}" for i in range(2)] for p in range(3)})
@@ -210,7 +222,15 @@ def test_three_members_split_six_partitions(kind, gbootstrap, members):
         time.sleep(0.1)
 
 
-STATIC_KINDS = [k for k in KINDS if k.id not in ("kafkajs",)]
+# franz-go 1.22.2's leave848 sends a static member's temporary leave (epoch -2) without its instance
+# id, which Kafka 4.4 refuses ("InstanceId can't be null.", INVALID_REQUEST): the restarted member
+# then finds its instance id unreleased (UNRELEASED_INSTANCE_ID) on both brokers alike. Strict, so
+# a franz-go that sends the id makes this case pass and the mark go.
+_FRANZ_STATIC_LEAVE = pytest.mark.xfail(
+    strict=True, raises=MemberError,
+    reason="franz-go 1.22.2 leaves a KIP-848 group with epoch -2 and no instance id; Kafka refuses it")
+STATIC_KINDS = [pytest.param(*k.values, marks=(*k.marks, _FRANZ_STATIC_LEAVE), id=k.id)
+                if k.id == "franz-consumer" else k for k in KINDS if k.id not in ("kafkajs",)]
 
 
 def give_group_session(bootstrap: str, group: str, session_ms: int) -> None:

@@ -141,7 +141,12 @@ func startFranzMember(cfg memberConfig) (member, error) {
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { change(ps, false) }),
 	}
 	if cfg.Protocol == "consumer" {
-		opts = append(opts, kgo.GroupProtocol("consumer"))
+		// KIP-848 in franz-go is ServerSideBalancer with a range or sticky balancer first (the one
+		// named sets the server's assignor); kgo.GroupProtocol names the classic protocol's type
+		opts = append(opts, kgo.ServerSideBalancer())
+		if cfg.Assignor == nil {
+			opts = append(opts, kgo.Balancers(kgo.RangeBalancer()))
+		}
 	}
 	if cfg.InstanceID != nil {
 		opts = append(opts, kgo.InstanceID(*cfg.InstanceID))
