@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import re
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -67,6 +68,8 @@ rootLogger.level = WARN
 rootLogger.appenderRef.stderr.ref = STDERR
 """
 
+_LOG_LINE = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,.]+\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
+
 
 @dataclass
 class ToolResult:
@@ -79,6 +82,13 @@ class ToolResult:
     def lines(self) -> list[str]:
         """stdout's non-blank lines, stripped."""
         return [line.strip() for line in self.stdout.splitlines() if line.strip()]
+
+    def tool_stderr(self) -> str:
+        """stderr without the clients' log lines (_LOG4J2's "[date] LEVEL ..."), stripped: what the tool
+        itself printed. A busy machine can make the admin client log a WARN (a first connection attempt
+        that timed out) before the tool's own error; that is the client's, not the broker's answer."""
+        return "\n".join(line for line in self.stderr.strip().splitlines()
+                         if not _LOG_LINE.match(line)).strip()
 
     def __str__(self) -> str:
         return (f"{self.tool} {' '.join(self.args)} -> status {self.status}\n"

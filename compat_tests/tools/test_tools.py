@@ -563,7 +563,7 @@ def test_get_offsets_latest_earliest_by_time(kt, bs, topic):
     assert kt("kafka-get-offsets", "--topic", re.escape(topic[:-3]) + ".*", "--partitions", "0").lines() == [
         f"{topic}:0:4"]
     none = kt("kafka-get-offsets", "--topic", f"{topic}-none", expect=1)
-    assert none.stderr.strip() == "Error occurred: Could not match any topic-partitions with the specified filters"
+    assert none.tool_stderr() == "Error occurred: Could not match any topic-partitions with the specified filters"
 
 
 def test_delete_records(kt, topic, tmp_path):
