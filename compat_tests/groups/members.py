@@ -116,6 +116,14 @@ class Member:
                                       f"{sorted(self.assignment)}; last events {self.events[-5:]}\n" + self.tail())
                 self.cond.wait(min(left, 0.2))
 
+    def state(self) -> str:
+        """One line: the member's client id, process, assignment and last events."""
+        code = self.proc.poll()
+        return (f"{self.cfg['client_id']} ({self.client}, pid {self.proc.pid}, "
+                f"{'running' if code is None else f'exited {code}'}): assignment {sorted(self.assignment)}, "
+                f"{self.assignments_seen} assignments, {len(self.events)} events, last {self.events[-3:]}, "
+                f"{len(self.stderr_lines)} log lines")
+
     def tail(self) -> str:
         return "\n".join(self.stderr_lines[-40:])
 
@@ -175,9 +183,27 @@ def wait_split(members: list[Member], partitions: int, timeout: float = 30) -> l
             if errs:
                 raise MemberError(f"{m.client} member error: {errs[-1]}\n{m.tail()}")
         if time.monotonic() > deadline:
+            # what each member and the broker say first: the tails after them are long and a
+            # report may keep only the start of the message
             raise MemberError(f"no split of {partitions} partitions within {timeout}s: {sets}\n"
+                              + "".join(f"{m.state()}\n" for m in members)
+                              + f"the broker: {group_view(members[0].cfg['bootstrap'], members[0].cfg['group'])}\n"
                               + "\n---\n".join(m.tail() for m in members))
         time.sleep(0.05)
+
+
+def group_view(bootstrap: str, group: str) -> str:
+    """The group as DescribeGroups v5 shows it: state, protocol and each member's client id."""
+    from compat_tests.differ.core import request
+    from kafkalite.protocol.client import WireClient
+
+    try:
+        with WireClient(bootstrap) as c:
+            g = c.request(request(15, 5, groups=[group], include_authorized_operations=False)).groups[0]
+    except Exception as exc:  # a description of a failure; never the failure itself
+        return f"DescribeGroups failed: {exc!r}"
+    return (f"error {g.error_code}, state {g.group_state}, protocol {g.protocol_data}, members "
+            + str(sorted((m.client_id, m.member_id) for m in g.members)))
 
 
 def settle(members: list[Member], quiet: float = 1.5, timeout: float = 30) -> None:
