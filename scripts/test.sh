@@ -85,6 +85,9 @@ export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p no:cacheprovider"
 #   test, for time), and the lowest-versions job (scripts/test-lowest.sh) on $kafka_workers workers.
 # `part_line NAME START` prints a part's wall time in the lines above.
 part_line() { echo "== $1: $(( SECONDS - $2 )) s, ended $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s into the command"; }
+# each pass's JUnit XML (every test's time), which scripts/test_times.py sums per file at the end
+times_dir="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/test-times"
+rm -rf "$times_dir" && mkdir -p "$times_dir"
 lint_log="$(mktemp)" beside_log="$(mktemp)"
 (
     lint_start=$SECONDS
@@ -96,7 +99,8 @@ lint_log="$(mktemp)" beside_log="$(mktemp)"
 lint_pid=$!
 (
     beside_status=0 kafka_start=$SECONDS
-    COMPAT_BROKER=kafka python -m pytest "${SCHEDULER[@]}" -n "$kafka_workers" --dist loadfile --durations=15 compat_tests bench/tests \
+    COMPAT_BROKER=kafka python -m pytest "${SCHEDULER[@]}" -n "$kafka_workers" --dist loadfile --durations=15 \
+        --junitxml "$times_dir/kafka.xml" compat_tests bench/tests \
         -m "(transactions or idempotence or offsets or security or share_groups or streams_groups or on_kafka_too or tools or cluster_admin) and not slow" \
         || beside_status=1
     part_line "the tests on Apache Kafka" "$kafka_start"
@@ -104,18 +108,21 @@ lint_pid=$!
     PYTHONPATH="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/pyspark-4.0.0" python -m pytest spark_tests \
         -k "test_pipeline_totals_per_user_across_runs or test_batch_write_topic_column_key_value_headers_partition" \
         || beside_status=1
-    TEST_WORKERS="$kafka_workers" bash scripts/test-lowest.sh || beside_status=1
+    PYTEST_ADDOPTS="$PYTEST_ADDOPTS --junitxml $times_dir/lowest.xml" TEST_WORKERS="$kafka_workers" \
+        bash scripts/test-lowest.sh || beside_status=1
     part_line "the Spark tests on PySpark 4.0.0 and the lowest-versions job" "$lowest_start"
     exit "$beside_status"
 ) > "$beside_log" 2>&1 &
 beside_pid=$!
 # --durations: the slowest tests of each pass at the end of its output, to keep the whole command
 # within its time budget (18 minutes from an empty clone)
-python -m pytest "${SCHEDULER[@]}" -n "$workers" --dist loadfile --durations=25 || status=$?
+python -m pytest "${SCHEDULER[@]}" -n "$workers" --dist loadfile --durations=25 --junitxml "$times_dir/kafkalite.xml" \
+    || status=$?
 part_done "the tests on kafkalite"
 wait "$beside_pid" || status=$?
 wait "$lint_pid" || status=$?
 cat "$lint_log" "$beside_log"
 rm -f "$lint_log" "$beside_log"
+python scripts/test_times.py "$times_dir/kafkalite.xml" "$times_dir/kafka.xml" "$times_dir/lowest.xml" || status=$?
 part_done "after them, the end of what ran beside them"
 exit "$status"
