@@ -70,9 +70,11 @@ def connector_jars(spark_version: str) -> list[Path]:
     return jars
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark(tmp_path_factory):
-    """The Spark session shared by every test, with the connector on its classpath."""
+    """The Spark session shared by every test, with the connector on its classpath. A package
+    fixture: the files using it run together on one worker (kafkalite/tests/shared_sessions.py),
+    and the driver JVM is stopped after them rather than idling to the worker's last file."""
     import pyspark
     from pyspark.sql import SparkSession
 

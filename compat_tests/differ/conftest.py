@@ -1,6 +1,11 @@
 """Both brokers of the differ, started once per run with the same settings: Apache Kafka
 (compat_tests.reference, jars from `maven_jars kafka-broker`) and kafkalite, or the broker
-named by KAFKA_BOOTSTRAP in kafkalite's place."""
+named by KAFKA_BOOTSTRAP in kafkalite's place.
+
+They are package fixtures, not session ones: the files that use them run together on one
+worker (kafkalite/tests/shared_sessions.py), usually early in the pass, and an idle Apache Kafka
+costs about 2.5 CPU-seconds a minute; as session fixtures they idled on until the worker's last
+file, through most of the pass."""
 
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ SHARED_CONFIG = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def reference_bootstrap():
     """Apache Kafka. A missing jar set is an error here, never a skip."""
     from compat_tests.reference import ReferenceBroker
@@ -35,7 +40,7 @@ def reference_bootstrap():
         yield kafka.start(timeout=120)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def subject_bootstrap():
     """kafkalite (or KAFKA_BOOTSTRAP: any broker to hold against Apache Kafka)."""
     external = os.environ.get("KAFKA_BOOTSTRAP")

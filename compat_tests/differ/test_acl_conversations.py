@@ -21,7 +21,7 @@ CASES = [pytest.param(name, end, id=f"{name.replace(' ', '-')}-{end}")
          for name in ACL_CONVERSATIONS for end in ("lowest", "highest")]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def secured_reference_bootstrap():
     from compat_tests.reference import ReferenceBroker
 
@@ -29,7 +29,7 @@ def secured_reference_bootstrap():
         yield kafka.start(timeout=120)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def secured_subject_bootstrap():
     if os.environ.get("KAFKA_BOOTSTRAP"):
         pytest.skip("the authorisation conversations need a kafkalite with an authorizer of their own")

@@ -15,7 +15,7 @@ CASES = [pytest.param(name, end, id=f"{name.replace(' ', '-')}-{end}")
          for name in CONVERSATIONS for end in ("lowest", "highest")]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def versions(reference_bootstrap, subject_bootstrap) -> dict[int, tuple[int, int]]:
     return common_versions(reference_bootstrap, subject_bootstrap)
 

@@ -1,7 +1,9 @@
 """A pytest plugin of this repository (scripts/test.sh loads it: `-p kafkalite.tests.shared_sessions`):
-with `--dist loadfile` (scripts/test.sh), the test files that share an expensive session fixture
-go to one xdist worker together, so that it is started once per pass instead of once per worker
-that happens to get one of them.
+with `--dist loadfile` (scripts/test.sh), the test files that share an expensive fixture go to one
+xdist worker together, so that it is started once per pass instead of once per worker that happens
+to get one of them. Their files run one after another there, so the fixture is a package fixture
+(each group's files are one package's): it ends after the group's last test instead of idling,
+a JVM's idle CPU and all, until the worker's last file.
 
 pytest-xdist's loadfile scheduler sends each file to whichever worker asks next, and a session
 fixture lives in one worker: three workers each given one Spark file each start a Spark session
@@ -19,7 +21,7 @@ import pytest
 from xdist.scheduler import LoadFileScheduling
 
 # group name -> the test files (paths from the repository's root, as in node ids) whose tests use
-# the same session fixture; kafkalite/tests/test_shared_sessions.py checks that each file exists
+# the same package fixture; kafkalite/tests/test_shared_sessions.py checks that each file exists
 SHARED_SESSIONS: dict[str, tuple[str, ...]] = {
     # spark_tests/conftest.py's `spark`: one Spark driver JVM with the connector's jars
     "spark session": (
