@@ -141,9 +141,15 @@ _lock = threading.Lock()
 
 
 @atexit.register
-def _stop() -> None:
-    if _harness is not None:
-        _harness.kill()
+def stop() -> None:
+    """Ends the harness JVM (the next run starts another). The tools' package fixture calls it
+    after its last test: what a tool left running (a client's threads) and the idle JVM itself
+    would otherwise cost CPU until the worker's last file."""
+    global _harness
+    with _lock:
+        if _harness is not None:
+            _harness.kill()
+        _harness = None
 
 
 def run(tool: str, *args: str, stdin: str | bytes = b"", timeout: float = 60.0, expect: int | None = 0) -> ToolResult:

@@ -21,6 +21,7 @@ def tools_broker(tmp_path_factory):
     brokers.requires_own_broker("the tools part's broker with an authorizer")
     with brokers.start(tmp_path_factory.mktemp("tools-broker"), secured_config(brokers.on_kafka())) as b:
         yield b
+    tools.stop()
 
 
 @pytest.fixture(scope="package")
