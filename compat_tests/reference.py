@@ -260,10 +260,50 @@ class ReferenceBroker:
             os.replace(written, class_archive())
 
     def _format(self, props: Path) -> None:
-        """Format the KRaft log dir once (a restart finds meta.properties and keeps the data)."""
+        """Format the KRaft log dir once (a restart finds meta.properties and keeps the data).
+
+        kafka-storage is a JVM start (about 1.5 CPU-seconds) before each of the suite's thirty-odd
+        Kafka starts, and what it writes depends only on the jars, the features, the SCRAM users
+        and the node id, but for meta.properties' random cluster.id and directory.id. So its
+        output for those is kept beside the jars (_format_template) and copied, with ids of this
+        broker's own. A log dir placed by ``config`` is formatted by kafka-storage itself."""
         if (self.log_dir / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if "log.dirs" in self.config or "metadata.log.dir" in self.config:
+            self._run_storage_format(props)
+            return
+        shutil.copytree(self._format_template(), self.log_dir, dirs_exist_ok=True)
+        meta = self.log_dir / "meta.properties"
+        kept = [line for line in meta.read_text().splitlines() if not line.startswith(("cluster.id=", "directory.id="))]
+        meta.write_text("\n".join([*kept, f"cluster.id={_random_id()}", f"directory.id={_random_id()}"]) + "\n")
+
+    def _format_template(self) -> Path:
+        """kafka-storage's output for this broker's jars, features, SCRAM users and node id,
+        made once (in a folder of its own, renamed into place: other test processes may make
+        the same one at the same time)."""
+        node_id = self._properties()["node.id"]
+        key = hashlib.sha1(f"{class_archive().name} {sorted(self.features.items())} {self.scram} {node_id}".encode())
+        template = jar_dir() / "format-templates" / key.hexdigest()[:16]
+        if (template / "meta.properties").exists():
+            return template
+        work = Path(tempfile.mkdtemp(prefix="format-", dir=template.parent.parent))
+        try:
+            props = dict(self._properties(), **{"log.dirs": str(work / "logs")})
+            props_path = work / "server.properties"
+            props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+            self._run_storage_format(props_path)
+            template.parent.mkdir(exist_ok=True)
+            try:
+                os.rename(work / "logs", template)
+            except OSError:  # another process put the same template in place first
+                if not (template / "meta.properties").exists():
+                    raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return template
+
+    def _run_storage_format(self, props: Path) -> None:
+        cluster_id = _random_id()
         feature_args = [a for k, v in self.features.items() for a in ("--feature", f"{k}={v}")]
         feature_args += [a for entry in self.scram for a in ("--add-scram", entry)]
         # "--cluster-id=ID" in one word: a random id may start with "-", which argparse would
@@ -340,6 +380,11 @@ class ReferenceBroker:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _random_id() -> str:
+    """A random Kafka Uuid in its text form (base64url, no padding), as a cluster or directory id."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def _value(v: Any) -> str:
