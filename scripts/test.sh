@@ -37,6 +37,18 @@ read_cpu_ticks() {
 }
 read_cpu_ticks
 part_start=$SECONDS part_busy=$busy_ticks part_total=$total_ticks
+# KAFKALITE_CPU_REPORT=1 (a full run only): scripts/cpu_report.py samples every process beside the
+# whole command and, at its end, prints the CPU time by program and by the test file that started
+# it: the command's budget is CPU, which wall times do not show (its sampling costs about 1 %)
+cpu_report_pid=""
+if [ $# -eq 0 ] && [ "${KAFKALITE_CPU_REPORT:-}" = 1 ]; then
+    cpu_report="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/cpu-report.txt"
+    mkdir -p "$(dirname "$cpu_report")"
+    python3 scripts/cpu_report.py --out "$cpu_report" &
+    cpu_report_pid=$!
+    # a run that fails before its end (the install, say) does not leave it sampling
+    trap 'kill "$cpu_report_pid" 2>/dev/null || true' EXIT
+fi
 part_done() {
     read_cpu_ticks
     local total=$(( total_ticks - part_total ))
@@ -125,4 +137,8 @@ cat "$lint_log" "$beside_log"
 rm -f "$lint_log" "$beside_log"
 python scripts/test_times.py "$times_dir/kafkalite.xml" "$times_dir/kafka.xml" "$times_dir/lowest.xml" || status=$?
 part_done "after them, the end of what ran beside them"
+if [ -n "$cpu_report_pid" ]; then
+    trap - EXIT
+    kill -TERM "$cpu_report_pid" && wait "$cpu_report_pid" && cat "$cpu_report" || status=1
+fi
 exit "$status"

@@ -1,0 +1,55 @@
+"""scripts/cpu_report.py: every process's CPU time by program and by the test file that started it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kafkalite.tests.layout import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "cpu_report.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("cpu_report", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_process_is_named_by_its_program() -> None:
+    program = _module().program
+    assert program(["/usr/lib/jvm/bin/java", "-Xmx512m", "-cp", "a.jar:b.jar", "--add-opens", "java.base/java.lang=ALL",
+                    "kafka.Kafka", "server.properties"]) == "java:Kafka"
+    assert program(["java", "-Dx=1", "-jar", "/tmp/surefire/booter.jar", "x"]) == "java:booter.jar"
+    assert program(["/venv/bin/python", "-P", "-m", "kafkalite", "--port", "0"]) == "py:-m kafkalite"
+    assert program(["python3", "-u", "compat_tests/groups/py_member.py", "g"]) == "py:groups/py_member.py"
+    assert program(["python3", "-c", "import x"]) == "py:-c"
+    assert program(["node", "/repo/compat_tests/node/driver.js"]) == "node:driver.js"
+    assert program(["/usr/bin/kcat", "-L"]) == "kcat"
+    assert program([]) == "?"
+
+
+def test_a_process_counts_for_the_test_file_that_started_it(tmp_path: Path) -> None:
+    out = tmp_path / "report.txt"
+    reporter = subprocess.Popen([sys.executable, str(SCRIPT), "--out", str(out)])
+    try:
+        time.sleep(1)  # its first sample: what runs already counts only from here
+        # a busy process of a "test" for 1.5 s of its own CPU time
+        env = {**os.environ, "PYTEST_CURRENT_TEST": "fake_tests/test_burn.py::test_burn (call)"}
+        burn = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass\ntime.sleep(1)"
+        subprocess.run([sys.executable, "-c", burn], env=env, timeout=60, check=True)
+    finally:
+        reporter.send_signal(signal.SIGTERM)
+        assert reporter.wait(30) == 0
+    report = out.read_text()
+    [line] = [line for line in report.splitlines() if line.endswith("  fake_tests/test_burn.py  py:-c")]
+    assert 1.3 <= float(line.split()[0]) <= 3.0, report
+    assert "the machine busy for" in report.splitlines()[0]
