@@ -51,8 +51,10 @@ FLAG_ENV = {
 # KAFKALITE_ variables read by other programs (the container entry point, the repo's
 # scripts), which the broker leaves alone.
 OTHER_ENV = {"KAFKALITE_WAIT_FOR_ENV_FILE", "KAFKALITE_DEPS_DIR", "KAFKALITE_CONTROLS_URL",
-             # scripts/install-test-deps.sh, scripts/test.sh, scripts/test-lowest.sh
+             # scripts/install-test-deps.sh, scripts/test.sh, scripts/test-lowest.sh (every name they
+             # read: broker/tests/test_cli_settings.py checks it), whose brokers inherit them
              "KAFKALITE_CACHE_DIR", "KAFKALITE_VENV", "KAFKALITE_REUSE_VENV", "KAFKALITE_LOWEST_VENV",
+             "KAFKALITE_FRESH_VENV", "KAFKALITE_CPU_REPORT",
              "KAFKALITE_M2_REPO", "KAFKALITE_PODMAN_DIR", "KAFKALITE_PODMAN_RUN_DIR", "KAFKALITE_PODMAN_STORAGE_DRIVER",
              "KAFKALITE_DEBIAN_MIRROR",
              # kafkalite.spark

@@ -11,7 +11,7 @@ import pytest
 import kafkalite
 from kafkalite.broker.cli import list_configs, parse_args
 from kafkalite.broker.settings.broker_keys import BROKER_KEYS, UnknownConfig
-from kafkalite.broker.settings.layering import resolve
+from kafkalite.broker.settings.layering import FLAG_ENV, OTHER_ENV, resolve
 from kafkalite.broker.settings.listeners import Listener
 
 
@@ -187,3 +187,15 @@ def test_python_m_broker_and_kafkalite_script_are_one_program():
                         "print([e.value for e in m.entry_points(group='console_scripts') if e.name == 'kafkalite'])"],
                        capture_output=True, text=True)
     assert "broker.cli:main" in r.stdout
+
+
+def test_the_scripts_variables_are_left_alone_by_the_broker() -> None:
+    """A KAFKALITE_ variable that names no broker config stops the broker (a typo must not pass
+    unseen), so every one the repository's scripts read is one the broker knows to leave alone:
+    the brokers a full run starts inherit them (`KAFKALITE_CPU_REPORT=1 scripts/test.sh` stopped
+    every one before)."""
+    import re
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    read = {name for script in scripts.glob("*.sh") for name in re.findall(r"\bKAFKALITE_[A-Z0-9_]+", script.read_text())}
+    assert read and read <= OTHER_ENV | set(FLAG_ENV.values()), sorted(read - OTHER_ENV - set(FLAG_ENV.values()))
