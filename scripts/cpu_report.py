@@ -7,6 +7,8 @@ this project's machines about 95 % busy, so a part's wall time says little about
 
     python scripts/cpu_report.py --out REPORT   # until SIGTERM or SIGINT, then writes REPORT
 
+It prints "sampling" once its first sample is taken.
+
 Every 0.5 s it reads each process's CPU ticks (/proc/PID/stat: user + system) and keeps the last
 seen, so a process's whole CPU time counts once it has been seen, however it ends. Each process is
 named by its program: a JVM by its main class (`java:Kafka`, `java:ToolHarness`), a Python one by
@@ -172,9 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     sampler = Sampler()
     started, busy_before = time.monotonic(), machine_busy_ticks()
     sampler.sample(first=True)
+    # what starts from here counts in full: a caller may wait for this line
+    print("sampling", flush=True)
     while not stopping:
         time.sleep(INTERVAL_S)
         sampler.sample()
+    sampler.sample()  # once more after the signal: what is still running counts to its end
     busy = (machine_busy_ticks() - busy_before) / TICKS_PER_SECOND
     args.out.write_text(sampler.report(time.monotonic() - started, busy, args.top))
     return 0

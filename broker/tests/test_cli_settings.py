@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,8 +195,6 @@ def test_the_scripts_variables_are_left_alone_by_the_broker() -> None:
     unseen), so every one the repository's scripts read is one the broker knows to leave alone:
     the brokers a full run starts inherit them (`KAFKALITE_CPU_REPORT=1 scripts/test.sh` stopped
     every one before)."""
-    import re
-
     scripts = Path(__file__).resolve().parents[2] / "scripts"
     read = {name for script in scripts.glob("*.sh") for name in re.findall(r"\bKAFKALITE_[A-Z0-9_]+", script.read_text())}
     assert read and read <= OTHER_ENV | set(FLAG_ENV.values()), sorted(read - OTHER_ENV - set(FLAG_ENV.values()))

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from kafkalite.tests.layout import REPO_ROOT
@@ -39,16 +38,25 @@ def test_a_process_is_named_by_its_program() -> None:
 
 def test_a_process_counts_for_the_test_file_that_started_it(tmp_path: Path) -> None:
     out = tmp_path / "report.txt"
-    reporter = subprocess.Popen([sys.executable, str(SCRIPT), "--out", str(out)])
+    reporter = subprocess.Popen([sys.executable, str(SCRIPT), "--out", str(out)], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1)  # its first sample: what runs already counts only from here
-        # a busy process of a "test" for 1.5 s of its own CPU time
+        assert reporter.stdout is not None
+        # its first sample taken: what runs already then would count only from there
+        assert reporter.stdout.readline() == "sampling\n"
+        # a busy process of a "test", 1.5 s of its own CPU time; it stays alive until the reporter
+        # has stopped, whose last sample, taken after the signal, sees all of it
         env = {**os.environ, "PYTEST_CURRENT_TEST": "fake_tests/test_burn.py::test_burn (call)"}
-        burn = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass\ntime.sleep(1)"
-        subprocess.run([sys.executable, "-c", burn], env=env, timeout=60, check=True)
+        burn = ("import sys, time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass\n"
+                "print('burnt', flush=True)\nsys.stdin.read()")
+        busy = subprocess.Popen([sys.executable, "-c", burn], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True)
+        assert busy.stdout is not None and busy.stdin is not None
+        assert busy.stdout.readline() == "burnt\n"
     finally:
         reporter.send_signal(signal.SIGTERM)
         assert reporter.wait(30) == 0
+    busy.stdin.close()
+    assert busy.wait(30) == 0
     report = out.read_text()
     [line] = [line for line in report.splitlines() if line.endswith("  fake_tests/test_burn.py  py:-c")]
     assert 1.3 <= float(line.split()[0]) <= 3.0, report
