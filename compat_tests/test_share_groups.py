@@ -165,10 +165,23 @@ def test_acquisition_lock_expires_for_a_live_consumer(bootstrap, consumers):
     assert got[0]["delivery_count"] >= 2
     slow.ack(0, "ACCEPT")
     slow.commit()
+
+    def late_ack_failed(m) -> bool:
+        return any(e.get("event") == "acknowledged" and 0 in e["offsets"] and e["error"] for e in m.events)
+
+    def deliveries(m) -> list[int]:
+        return [r["delivery_count"] for r in m.records() if r["offset"] == 0]
     # the record is no longer the slow consumer's to acknowledge: its acknowledgement fails, reported
-    # by commitSync or, when a ShareFetch already carried it, by the acknowledgement callback
-    slow.wait_for(lambda m: any(e.get("event") == "acknowledged" and 0 in e["offsets"] and e["error"]
-                                for e in m.events), 30, "the late acknowledgement's failure")
+    # by commitSync or, when a ShareFetch already carried it, by the acknowledgement callback. Or:
+    # the slow consumer's own background ShareFetch, which goes on while the application holds
+    # records, took the record when its first lock expired, and the other consumer got it when that
+    # second lock expired too. KafkaShareConsumer hands the second delivery over at the next poll, and
+    # then reported the acknowledgement of the first neither failed nor committed (seen once on
+    # Kafka 4.4, on a loaded machine): the record then stays the other consumer's, as below.
+    slow.wait_for(lambda m: late_ack_failed(m) or len(deliveries(m)) > 1, 30,
+                  "the late acknowledgement's failure or a second delivery")
+    if not late_ack_failed(slow):
+        assert deliveries(slow)[1] < got[0]["delivery_count"], (deliveries(slow), got)
     other.ack(0, "ACCEPT")
     other.commit()
     assert [e for e in other.events if e.get("event") == "committed"][-1]["errors"] == 0
