@@ -21,6 +21,11 @@ ids on three ports over one copy of the data; the Metadata that stops the clock 
 
     python -m bench.startup [--runs 7] [--brokers kafkalite,kafkalite-3nodes,tansu] [--json out.json] [--explain]
 
+``kafkalite-forked`` is kafkalite forked by a warm fork server (kafkalite.forkserver, started
+once, no broker started ahead), as the test suites start their brokers (kafkalite/tests/
+suite_brokers.py): the clock runs from the start request to the first answered Metadata, and
+the CPU is the forked child's. Its RSS counts the pages it shares with the server.
+
 ``kafkalite+controls`` is kafkalite with the controls endpoint on (``--controls 0``), as the
 pytest plugin starts it.
 
@@ -30,6 +35,7 @@ that take the longest (cumulative and self time).
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import subprocess
 import tempfile
@@ -38,8 +44,10 @@ from pathlib import Path
 
 from bench import peers, wire
 from bench.stats import Report, Target, alternate, apply_common_arguments, common_parser, emit
+from kafkalite.forkserver import ForkServer
 
 TIMEOUT = 30.0
+FORKED = "kafkalite-forked"
 KAFKA_TIMEOUT = 120.0  # a JVM broker on a loaded 2-core machine
 
 
@@ -54,6 +62,25 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
+_fork_server: ForkServer | None = None
+
+
+def _measure_forked(timeout: float) -> tuple:
+    """measure_once for ``kafkalite-forked``: from the start request to the first Metadata."""
+    global _fork_server
+    if _fork_server is None:
+        _fork_server = ForkServer(start_ahead=False)
+        atexit.register(_fork_server.close)
+    port = peers.free_port()
+    t0 = time.monotonic()
+    broker = _fork_server.start(port=port, timeout=timeout)
+    try:
+        t1 = wire.wait_for_metadata(peers.HOST, port, timeout, poll_interval=0.002)
+        return t1 - t0, peers.process_rss_bytes(broker.pid), _cpu_seconds(broker.pid)
+    finally:
+        broker.close()
+
+
 def measure_once(name: str, timeout: float | None = None, importtime: bool = False) -> tuple:
     """Seconds from Popen to the first answered Metadata, RSS bytes and CPU seconds then.
 
@@ -62,6 +89,8 @@ def measure_once(name: str, timeout: float | None = None, importtime: bool = Fal
     """
     if timeout is None:
         timeout = KAFKA_TIMEOUT if name == "kafka" else TIMEOUT
+    if name == FORKED:
+        return _measure_forked(timeout)
     port = peers.free_port()
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-startup-{name.replace('/', '_')}-"))
     cmd, env = peers.launch_command(name, port, workdir)
@@ -113,7 +142,7 @@ def run(brokers: list[str], runs: int, warmup: bool = True) -> Report:
     usable = []
     for b in brokers:
         try:
-            if peers.is_kafkalite(b):
+            if peers.is_kafkalite(b) or b == FORKED:
                 reason = peers.kafkalite_available()
                 if reason:
                     raise peers.PeerUnavailable(reason)

@@ -11,7 +11,14 @@ the broker's modules once and forks a new broker (a new port, a new data dir) on
 listeners, controls, clock, seed, ...); the forked broker runs `kafkalite.broker.cli` exactly as
 `python -m kafkalite` would, in a child of the server. Its data dir is a new temporary directory
 (removed by `close()`), its log a file in it; `close()` kills it (a test's broker has nothing to
-keep: no shutdown flush is waited for) unless `graceful=True`.
+keep: no shutdown flush is waited for) unless `graceful=True`. A `data_dir` of the caller's is
+the caller's: the log goes in it as `broker.log`, and `close()` stops the broker with SIGTERM,
+as `kafkalite.Broker.close()` does, and leaves the directory in place.
+
+By default the server also starts, behind each broker it hands over, the next one for the same
+command line (see `_Server`), so that a session starting the same broker again and again waits for
+none; `ForkServer(start_ahead=False)` starts a broker only when asked, for a caller whose brokers
+differ from one start to the next.
 
 The server is `python -P -m kafkalite.forkserver`, talking JSON lines on its stdin and stdout; it
 is single-threaded (forking a process with threads is unsafe) and never starts trio itself, so
@@ -39,9 +46,9 @@ from .launcher import Broker, _broker_env, broker_args, parse_ready_line
 
 __all__ = ["ForkServer", "ForkedBroker"]
 
-_START_KEYS = ("host", "port", "config", "listeners", "advertised_listeners", "log_level", "metrics_port", "console",
-               "controls", "clock", "kafka_version", "nodes", "tls_self_signed", "seed", "http_allowed_hosts",
-               "controls_token", "chaos", "chaos_profile", "extra_args")
+START_KEYS = ("data_dir", "host", "port", "config", "listeners", "advertised_listeners", "log_level", "metrics_port",
+               "console", "controls", "schema_registry", "clock", "kafka_version", "nodes", "tls_self_signed", "seed",
+               "http_allowed_hosts", "controls_token", "chaos", "chaos_profile", "extra_args")
 
 
 class ForkedProcess:
@@ -80,8 +87,9 @@ class ForkedProcess:
 class ForkServer:
     """The warm server; see the module docstring."""
 
-    def __init__(self, timeout: float = 30.0):
+    def __init__(self, timeout: float = 30.0, start_ahead: bool = True):
         self.timeout = timeout
+        self.start_ahead = start_ahead
         self._lock = threading.Lock()
         # data dirs of closed brokers, removed by a thread (removing directories costs
         # milliseconds each on some file systems; a test's teardown need not wait for it)
@@ -119,28 +127,36 @@ class ForkServer:
             raise RuntimeError(answer["error"])
         return answer
 
-    def start(self, **kwargs: Any):
-        """A new broker, ready: a kafkalite.Broker (its data dir and log removed by close())."""
-        unknown = set(kwargs) - set(_START_KEYS)
+    def start(self, timeout: float | None = None, **kwargs: Any):
+        """A new broker, ready: a kafkalite.Broker (a data dir and log of the server's own are
+        removed by close())."""
+        unknown = set(kwargs) - set(START_KEYS)
         if unknown:
             raise TypeError(f"ForkServer.start() got unexpected argument(s) {', '.join(sorted(unknown))}")
         kwargs.setdefault("host", "127.0.0.1")
         token = kwargs.pop("controls_token", None)
+        given_dir = kwargs.pop("data_dir", None)
         # a forked broker runs no new program: its command line stays the fork server's, unseen
         args = broker_args(**kwargs) + (["--controls-token", token] if token is not None else [])
-        answer = self._call({"op": "start", "args": args, "timeout": self.timeout})
+        request: dict[str, Any] = {"op": "start", "args": args, "timeout": timeout or self.timeout,
+                                   "ahead": self.start_ahead and given_dir is None}
+        if given_dir is not None:
+            request["data_dir"] = str(Path(given_dir).resolve())
+        answer = self._call(request)
         data_dir, log_path = Path(answer["data_dir"]), Path(answer["log"])
         if answer.get("ready") is None:
             log = log_path.read_text(errors="replace") if log_path.exists() else ""
-            self.remove_later(data_dir)
+            if given_dir is None:
+                self.remove_later(data_dir)
             raise RuntimeError(f"kafkalite did not become ready (exit status {answer.get('status')}); "
                                f"log:\n{log[-4000:]}")
         info = parse_ready_line(answer["ready"])
         return ForkedBroker(process=ForkedProcess(self, answer["pid"]), bootstrap=info["bootstrap"],  # type: ignore[arg-type]
                              data_dir=data_dir, log_path=log_path, listeners=info.get("listeners", {}),
                              metrics_url=info.get("metrics"), console_url=info.get("console"),
-                             controls_url=info.get("controls"), nodes=info.get("nodes", {}), controls_token=token,
-                             ca_path=Path(info["ca"]) if "ca" in info else None, _owned_data_dir=True)
+                             controls_url=info.get("controls"), nodes=info.get("nodes", {}),
+                             schema_registry_url=info.get("schema_registry"), controls_token=token,
+                             ca_path=Path(info["ca"]) if "ca" in info else None, _owned_data_dir=given_dir is None)
 
     @contextlib.contextmanager
     def running(self, **kwargs: Any) -> Iterator[Any]:
@@ -173,10 +189,15 @@ class ForkServer:
 class ForkedBroker(Broker):
     """A kafkalite.Broker forked by a ForkServer: close() kills it (a test's broker has nothing
     to keep), without waiting for the process to end, and has its data dir removed by the
-    server's cleaner thread; close(graceful=True) stops it with SIGTERM and waits first."""
+    server's cleaner thread; close(graceful=True) stops it with SIGTERM and waits first. A data
+    dir of the caller's is kept, and its broker always stopped with SIGTERM: what is in the
+    directory then is what a stopped broker leaves."""
 
     def close(self, graceful: bool = False) -> None:
         process = self.process
+        if not self._owned_data_dir:
+            self.stop()
+            return
         if graceful:
             self.stop()
         elif isinstance(process, ForkedProcess):
@@ -347,9 +368,13 @@ class _Server:
         self.warm: dict[str, tuple[int, int, str, str]] = {}
         self.spare: _Spare | None = _Spare(self.children)
 
-    def _launch(self, args: list[str]) -> tuple[int, int, str, str]:
-        """Hand the spare fork a command line with a new data dir; fork the next spare."""
-        data_dir = tempfile.mkdtemp(prefix="kafkalite-")
+    def _launch(self, args: list[str], data_dir: str | None = None) -> tuple[int, int, str, str]:
+        """Hand the spare fork a command line with the caller's data dir or a new one; fork the
+        next spare."""
+        if data_dir is None:
+            data_dir = tempfile.mkdtemp(prefix="kafkalite-")
+        else:
+            os.makedirs(data_dir, exist_ok=True)
         log = os.path.join(data_dir, "broker.log")
         child, self.spare = self.spare, None
         assert child is not None
@@ -358,10 +383,12 @@ class _Server:
         self.spare = _Spare(self.children)
         return child.pid, child.out_read, data_dir, log
 
-    def start(self, args: list[str], timeout: float) -> dict[str, Any]:
+    def start(self, args: list[str], timeout: float, ahead: bool = True, data_dir: str | None = None) -> dict[str, Any]:
+        """A broker for `args`; `ahead`: start the next one for them now (the caller's `data_dir`
+        is not a command line to start ahead: only one broker can have it)."""
         _reap(self.children, self.statuses)
         key = json.dumps(args)
-        launched = self.warm.pop(key, None) or self._launch(args)
+        launched = (self.warm.pop(key, None) if data_dir is None else None) or self._launch(args, data_dir)
         pid, read_fd, data_dir, log = launched
         ready = _read_ready(read_fd, pid, timeout)
         if ready is None:
@@ -370,10 +397,11 @@ class _Server:
             status = _wait(pid, None)
             os.close(self.children.pop(pid))
             return {"pid": pid, "ready": None, "status": status, "data_dir": data_dir, "log": log}
-        # the next one for this command line starts now, while the test uses this one
-        self.warm[key] = self._launch(args)
-        while len(self.warm) > WARM_KEPT:
-            self._discard(self.warm.pop(next(iter(self.warm))))
+        if ahead:
+            # the next one for this command line starts now, while the test uses this one
+            self.warm[key] = self._launch(args)
+            while len(self.warm) > WARM_KEPT:
+                self._discard(self.warm.pop(next(iter(self.warm))))
         return {"pid": pid, "ready": ready, "data_dir": data_dir, "log": log}
 
     def _discard(self, launched: tuple[int, int, str, str]) -> None:
@@ -425,7 +453,8 @@ def serve() -> None:
                 request = json.loads(line)
                 op = request["op"]
                 if op == "start":
-                    answer(server.start(request["args"], float(request.get("timeout") or 30)))
+                    answer(server.start(request["args"], float(request.get("timeout") or 30),
+                                        ahead=request.get("ahead", True), data_dir=request.get("data_dir")))
                 elif op == "poll":
                     answer({"status": server.status(int(request["pid"]), 0)})
                 elif op == "wait":

@@ -1,6 +1,7 @@
 """kafkalite.forkserver: brokers forked from a warm server are real, separate brokers; close()
-ends the process and removes the data dir; a bad setting fails with the broker's own line; the
-server's end takes every broker it forked with it."""
+ends the process and removes the data dir, but stops a broker on the caller's data dir cleanly and
+keeps the directory; a bad setting fails with the broker's own line; the server starts the next
+broker ahead only when asked to; the server's end takes every broker it forked with it."""
 
 from __future__ import annotations
 
@@ -73,3 +74,39 @@ def test_the_servers_end_ends_its_brokers():
         broker = s.start()
         pid = broker.pid
     _eventually(lambda: not _alive(pid))
+
+
+def _metadata_topics(broker) -> list[str]:
+    with WireClient(broker.bootstrap) as wire:
+        meta = wire.request(request(3, 12, topics=None, allow_auto_topic_creation=False,
+                                    include_topic_authorized_operations=False))
+    return [t.name for t in meta.topics]
+
+
+def test_a_data_dir_of_the_callers_is_kept_and_its_broker_stopped_cleanly(server, tmp_path):
+    data = tmp_path / "data"
+    broker = server.start(data_dir=data)
+    assert broker.data_dir == data and broker.log_path == data / "broker.log"
+    with WireClient(broker.bootstrap) as wire:
+        wire.request(request(3, 12, topics=[{"name": "kept", "topic_id": None}],
+                             allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    broker.close()
+    assert broker.process.returncode == 0  # SIGTERM and the broker's own clean exit, not a kill
+    assert '"kept"' in _topics_file(data) and (data / "broker.log").stat().st_size > 0
+    again = server.start(data_dir=data)
+    try:
+        assert "kept" in _metadata_topics(again)
+    finally:
+        again.close()
+    assert data.is_dir()
+
+
+def _children(pid: int) -> set[int]:
+    return {int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()}
+
+
+def test_the_next_broker_is_started_ahead_only_when_asked():
+    for ahead, waiting in ((True, 2), (False, 1)):  # a spare fork, and the broker started ahead
+        with ForkServer(start_ahead=ahead) as s:
+            broker = s.start()
+            assert len(_children(s.process.pid) - {broker.pid}) == waiting, ahead
