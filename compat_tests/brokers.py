@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests.reference import free_port
 from kafkalite.broker.credentials import parse_scram_users
 
@@ -82,7 +82,7 @@ class _Broker:
 
 
 class KafkaliteBroker(_Broker):
-    """kafkalite.start() with a restart on the same data dir and port."""
+    """A kafkalite broker (kafkalite/tests/suite_brokers.py) with a restart on the same data dir and port."""
 
     def __init__(self, data_dir: Path | None, config: Mapping[str, Any] | None, timeout: float,
                  module: str | None = None, extra_args: tuple[str, ...] = (),
@@ -103,8 +103,8 @@ class KafkaliteBroker(_Broker):
             if mapping:
                 self._config.setdefault("listener.security.protocol.map", ",".join(
                     ["PLAINTEXT:PLAINTEXT", *(f"{n}:{p}" for n, p in mapping.items())]))
-        self._b = kafkalite.start(data_dir=data_dir, config=self._config, timeout=timeout,
-                                  extra_args=list(extra_args), **start_args)
+        self._b = suite_brokers.start(data_dir=data_dir, config=self._config, timeout=timeout,
+                                      extra_args=list(extra_args), **start_args)
         self.data_dir = self._b.data_dir
 
     def listener(self, name: str) -> str:
@@ -118,8 +118,8 @@ class KafkaliteBroker(_Broker):
         if self._listeners:
             start_args = {"listeners": [f"{n}://{self.listener(n)}" for n in self._b.listeners],
                           "advertised_listeners": [f"{n}://{a}" for n, a in self._advertised.items()]}
-        self._b = kafkalite.start(data_dir=self.data_dir, config=self._config, timeout=self._timeout,
-                                  **start_args)
+        self._b = suite_brokers.start(data_dir=self.data_dir, config=self._config, timeout=self._timeout,
+                                      **start_args)
         return self.bootstrap
 
 

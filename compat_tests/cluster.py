@@ -60,9 +60,9 @@ class Cluster:
         common = {**COMMON, **(config or {})}
         self._closers: list[Any] = []
         if not (brokers.on_kafka() if kafka is None else kafka):
-            import kafkalite
+            from kafkalite.tests import suite_brokers
 
-            b = kafkalite.start(data_dir=data_dir, nodes=size, config=common)
+            b = suite_brokers.start(data_dir=data_dir, nodes=size, config=common)
             self._closers.append(b)
             self.nodes: dict[int, str] = dict(b.nodes)
             return

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.clients.librdkafka import LibrdkafkaClient
 from compat_tests.waiting import wait_until
@@ -30,7 +30,7 @@ TIMEOUTS = {"socket.timeout.ms": 3000, "request.timeout.ms": 3000}
 @pytest.fixture(scope="module")
 def broker():
     brokers.requires_kafkalite("chaos is kafkalite's own")
-    with kafkalite.running(controls=0, chaos=SEED) as b:
+    with suite_brokers.running(controls=0, chaos=SEED) as b:
         yield b
 
 
@@ -170,8 +170,8 @@ MOVES_CLIENT = {**TIMEOUTS, "reconnect.backoff.max.ms": 500}
 @pytest.fixture(scope="module")
 def three_nodes():
     brokers.requires_kafkalite("chaos is kafkalite's own")
-    with kafkalite.running(controls=0, chaos=SEED, nodes=3,
-                           config={"chaos.profile": "harsh", "default.replication.factor": 3}) as b:
+    with suite_brokers.running(controls=0, chaos=SEED, nodes=3,
+                               config={"chaos.profile": "harsh", "default.replication.factor": 3}) as b:
         yield b
 
 

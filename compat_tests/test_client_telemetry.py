@@ -11,7 +11,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.clients.base import Msg
 from compat_tests.clients.java import JavaClient
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.controls, pytest.mark.timeout(120)]
 def broker():
     brokers.requires_kafkalite("Apache Kafka pushes telemetry only to a receiver plugin; kafkalite keeps it")
     # one subscription for producers and consumers, pushed every second
-    with kafkalite.running(config={"client.telemetry.enable": "true"}, controls=0) as b:
+    with suite_brokers.running(config={"client.telemetry.enable": "true"}, controls=0) as b:
         JavaClient(b.bootstrap).admin({"op": "incrementalAlterConfigs", "resources": [{
             "type": "client_metrics", "name": f"all-producers-{uuid.uuid4().hex[:6]}",
             "ops": [{"op": "SET", "name": "metrics", "value": "org.apache.kafka.producer.,org.apache.kafka.consumer."},

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from confluent_kafka import KafkaError
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.clients.java import JavaClient
 from compat_tests.waiting import wait_until
@@ -84,7 +84,7 @@ def test_reassignment_on_three_nodes():
     partition, lists it in progress with its adding and removing replicas, and after the release
     sees the new replicas; a preferred election brings the leadership back."""
     brokers.requires_kafkalite("three nodes and the hold-reassignments control are kafkalite's")
-    with kafkalite.running(config={"nodes": 3}, controls=0) as broker:
+    with suite_brokers.running(config={"nodes": 3}, controls=0) as broker:
         java = JavaClient(broker.bootstrap)
         topic = f"reassign-{uuid.uuid4().hex[:6]}"
         java.admin({"op": "createTopics", "topics": [{"name": topic, "partitions": 1, "replication_factor": 2,

@@ -27,7 +27,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.waiting import wait_until
 
@@ -169,7 +169,7 @@ def test_advance_clock_runs_the_cleaner():
     """kafkalite: a cleaner pass an hour away (log.cleaner.backoff.ms) runs at once when the
     broker's clock is advanced by that hour."""
     brokers.requires_kafkalite("the clock control is kafkalite's own")
-    with kafkalite.running(controls=0, config={"log.cleaner.backoff.ms": 3_600_000}) as b:
+    with suite_brokers.running(controls=0, config={"log.cleaner.backoff.ms": 3_600_000}) as b:
         produce_schedule_scenario(b.bootstrap, "advanced-cleaner")
         assert keyed_left(b.bootstrap, "advanced-cleaner") == 40
         b.controls.advance_clock(ms=3_600_000)
@@ -180,7 +180,7 @@ def test_advance_clock_runs_the_cleaner():
 def test_no_compaction_with_the_cleaner_off():
     """log.cleaner.enable=false: a cleaner pass never comes, as on Kafka (advance-clock past it)."""
     brokers.requires_kafkalite("the clock control is kafkalite's own")
-    with kafkalite.running(controls=0, config={"log.cleaner.enable": False, "log.cleaner.backoff.ms": 1000}) as b:
+    with suite_brokers.running(controls=0, config={"log.cleaner.enable": False, "log.cleaner.backoff.ms": 1000}) as b:
         produce_schedule_scenario(b.bootstrap, "no-cleaner")
         b.controls.advance_clock(ms=60_000)
         b.controls.advance_clock(ms=60_000)
@@ -264,7 +264,7 @@ def test_advance_clock_moves_the_compaction_lags():
     brokers.requires_kafkalite("the clock control is kafkalite's own")
     config = {"log.cleaner.backoff.ms": 300, "log.cleaner.min.compaction.lag.ms": HOUR_MS,
               "log.cleaner.max.compaction.lag.ms": HOUR_MS}
-    with kafkalite.running(controls=0, config=config) as b:
+    with suite_brokers.running(controls=0, config=config) as b:
         bs = b.bootstrap
         create_compacted(bs, {"held-back": {"min.cleanable.dirty.ratio": "0.01"},
                               "not-due": {"min.cleanable.dirty.ratio": "1", "min.compaction.lag.ms": "0"},

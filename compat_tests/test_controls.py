@@ -21,7 +21,6 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-import kafkalite
 from compat_tests import brokers
 from compat_tests.clients.base import Msg
 from compat_tests.clients.java import JavaClient
@@ -33,6 +32,7 @@ from compat_tests.txn import rdkafka_txn as reader
 from compat_tests.txn import time_out_while
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 pytestmark = pytest.mark.controls
 
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.controls
 def broker():
     brokers.requires_kafkalite("the test controls are kafkalite's own")
     # a timeout scan far away: only the clock's jump can explain an abort within the test
-    with kafkalite.running(controls=0, metrics_port=0, config={
+    with suite_brokers.running(controls=0, metrics_port=0, config={
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 600_000}) as b:
         yield b
 
@@ -156,7 +156,7 @@ def test_kafka_3_9_gets_transactions_v1_from_the_java_producer():
     plan = lambda t: [{"records": [[t, 0, "a"]], "end": "commit"},  # noqa: E731
                       {"records": [[t, 0, "b"]], "end": "commit"}]
     for version, epoch in (("3.9", 0), (None, 2)):
-        with kafkalite.running(kafka_version=version) as b:
+        with suite_brokers.running(kafka_version=version) as b:
             topic = new_topic(b)
             tid = f"controls-tv-{uuid.uuid4().hex[:6]}"
             java_txn.run_plan(b.bootstrap, tid, plan(topic))
@@ -168,7 +168,7 @@ def test_kafka_3_9_gets_transactions_v1_from_the_java_producer():
 @pytest.mark.java
 def test_kafka_3_9_refuses_the_java_consumer_protocol():
     brokers.requires_kafkalite("--kafka-version is kafkalite's")
-    with kafkalite.running(kafka_version="3.9") as b:
+    with suite_brokers.running(kafka_version="3.9") as b:
         topic = new_topic(b)
         member = Member("java", b.bootstrap, f"g-{uuid.uuid4().hex[:6]}", topic, protocol="consumer")
         try:

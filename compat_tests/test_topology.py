@@ -18,12 +18,12 @@ import kio.schema.list_offsets.v7.request as lo7
 import kio.schema.metadata.v12.request as md12
 import pytest
 
-import kafkalite
 from compat_tests.cleanup import killed_at_end
 from compat_tests.brokers import requires_kafkalite
 from compat_tests.clients.base import Msg
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.controls, pytest.mark.timeout(240)]
 
@@ -52,7 +52,7 @@ def _cluster(tmp_path_factory):
     """A 3-node kafkalite with its controls endpoint; the internal topics have 3 partitions each
     so that coordinators spread over the nodes."""
     requires_kafkalite("test controls")
-    with kafkalite.running(data_dir=tmp_path_factory.mktemp("nodes"), nodes=3, controls="127.0.0.1:0", config={
+    with suite_brokers.running(data_dir=tmp_path_factory.mktemp("nodes"), nodes=3, controls="127.0.0.1:0", config={
             "offsets.topic.num.partitions": 3, "transaction.state.log.num.partitions": 3,
             # KIP-848 members heartbeat often enough to notice a moved coordinator at once
             "group.consumer.heartbeat.interval.ms": 300, "group.min.session.timeout.ms": 1000}) as b:

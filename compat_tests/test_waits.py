@@ -22,7 +22,7 @@ import uuid
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.cleanup import killed_at_end
 from compat_tests.clients.base import Msg
@@ -39,7 +39,7 @@ GROUP_CLIENTS = [kind for kind in KINDS if kind.id in {"java-classic", "java-con
 @pytest.fixture(scope="module")
 def broker():
     brokers.requires_kafkalite("the waits are kafkalite's own controls")
-    with kafkalite.running(controls=0) as b:
+    with suite_brokers.running(controls=0) as b:
         yield b
 
 

@@ -14,11 +14,11 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from kafkalite.broker.tests.test_wire import fetch, metadata, produce
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.batch import iter_batches
 from kafkalite.protocol.records import Record, build_batch, decode_records
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
@@ -80,7 +80,7 @@ def test_full_disk_gives_storage_errors_keeps_acknowledged_data_and_recovers(sma
     topic = f"full-{uuid.uuid4().hex[:6]}"
     config = {"log.segment.bytes": 1 << 20, "fsync": "always"}
     acked: dict[int, bytes] = {}
-    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
+    with suite_brokers.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
         with WireClient(broker.bootstrap) as c:
             metadata(c, topic)
             errors = []
@@ -105,7 +105,7 @@ def test_full_disk_gives_storage_errors_keeps_acknowledged_data_and_recovers(sma
             acked[r.base_offset] = decode_records(_batch(10_000))[0].value
         assert "Traceback" not in broker.log_text()
         broker.kill()       # a crash right after: recovery must still find every acked batch
-    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
+    with suite_brokers.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
         with WireClient(broker.bootstrap) as c:
             got = _read_values(c, topic, max(acked) + 1)
             assert {o: got.get(o) for o in acked} == acked
@@ -125,7 +125,7 @@ def test_full_disk_answers_offset_commits_with_not_coordinator_and_keeps_committ
     def committed(c, name, tid):
         return _fetch(c, group, name, tid, [0]).groups[0].topics[0].partitions[0].committed_offset
 
-    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
+    with suite_brokers.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
         with WireClient(broker.bootstrap) as c:
             name, tid = make_topic(c)
             assert _commit(c, group, name, tid, {0: (1, -1, "")}).topics[0].partitions[0].error_code == ErrorCode.none
@@ -145,7 +145,7 @@ def test_full_disk_answers_offset_commits_with_not_coordinator_and_keeps_committ
             assert committed(c, name, tid) == 9
         assert "Traceback" not in broker.log_text()
         broker.kill()
-    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
+    with suite_brokers.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
         with WireClient(broker.bootstrap) as c:
             assert committed(c, name, tid) == 9
         assert "Traceback" not in broker.log_text()
@@ -198,7 +198,7 @@ def test_admin_changes_on_a_full_disk_change_nothing_also_after_a_restart(small_
             codes.append(exc.value.args[0].code())
         return codes
 
-    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
+    with suite_brokers.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker.log") as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("kept", 1, 1)], request_timeout=10)["kept"].result()
         admin.create_acls([acl("kept")], request_timeout=10)[acl("kept")].result()
@@ -227,7 +227,7 @@ def test_admin_changes_on_a_full_disk_change_nothing_also_after_a_restart(small_
         assert "Traceback" not in broker.log_text()
         broker.kill()
     (small_disk / "filler").unlink()
-    with kafkalite.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
+    with suite_brokers.running(data_dir=data_dir, config=config, log_path=tmp_path / "broker2.log") as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         assert _admin_state(admin) == before
         assert "Traceback" not in broker.log_text()

@@ -11,6 +11,7 @@ import struct
 import pytest
 
 import kafkalite
+from kafkalite.tests import suite_brokers
 
 from .hostile import (
     LISTENERS, MIB, SASL_CONFIG, address, announce_64_mib, broker_with_fd_limit, connection_flood, dribble_headers,
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.faults, pytest.mark.timeout(240)]
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(listeners=LISTENERS, config=SASL_CONFIG, log_level="INFO") as b:
+    with suite_brokers.running(listeners=LISTENERS, config=SASL_CONFIG, log_level="INFO") as b:
         yield b
 
 
@@ -79,7 +80,7 @@ def test_queued_max_request_bytes_stops_reading_until_memory_is_freed():
     connection is not read until that connection goes and its frame's memory is given back."""
     limit = 1 << 20
     config = {"queued.max.request.bytes": limit, "socket.request.max.bytes": limit}
-    with kafkalite.running(config=config, log_level="INFO") as broker:
+    with suite_brokers.running(config=config, log_level="INFO") as broker:
         hog = socket.create_connection(address(broker.bootstrap), timeout=10)
         hog.sendall(struct.pack(">i", limit) + b"\x00\x12")
         waiting = socket.create_connection(address(broker.bootstrap), timeout=10)

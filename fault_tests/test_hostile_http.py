@@ -36,6 +36,7 @@ import pytest
 import kafkalite
 from kafkalite.broker.tests.test_wire import metadata
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180)]
 
@@ -62,7 +63,7 @@ def clock_offset(broker: Any) -> int:
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0, console=0, metrics_port=0, schema_registry=0) as b:
+    with suite_brokers.running(controls=0, console=0, metrics_port=0, schema_registry=0) as b:
         yield b
 
 
@@ -113,7 +114,7 @@ def test_foreign_host_is_refused(broker):
 
 def test_allowed_host_names():
     env = {"KAFKALITE_HTTP_ALLOWED_HOSTS": "kafka.test, ci-runner.internal"}
-    with kafkalite.running(controls=0, env=env) as b:
+    with suite_brokers.running(controls=0, env=env) as b:
         for host in ("kafka.test", "CI-RUNNER.internal:80", "localhost"):
             status, _ = call(b.controls_url, "GET", "/controls", headers={"Host": host})
             assert status == 200, host
@@ -278,7 +279,7 @@ def test_seed_that_never_ends_is_400(broker, tmp_path, kind):
 def test_seed_file_over_seed_max_bytes_is_400(tmp_path):
     records = tmp_path / "big.jsonl"
     records.write_text('{"value": "v"}\n' * 10_000)
-    with kafkalite.running(controls=0, config={"seed.max.bytes": 100_000}) as b:
+    with suite_brokers.running(controls=0, config={"seed.max.bytes": 100_000}) as b:
         status, text, took, _ = seed_with_metadata(b, str(records))
         assert status == 400 and str(records) in text and "seed.max.bytes" in text, text
         small = tmp_path / "small.jsonl"
@@ -307,7 +308,7 @@ TOKEN = "s3cret-" + uuid.uuid4().hex
 
 @pytest.fixture(scope="module")
 def guarded_broker():
-    with kafkalite.running(controls=0, console=0, controls_token=TOKEN) as b:
+    with suite_brokers.running(controls=0, console=0, controls_token=TOKEN) as b:
         yield b
 
 
@@ -390,8 +391,8 @@ SASL_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required us
 def test_console_asks_for_the_brokers_users_when_listeners_require_sasl():
     config = {"listener.name.sasl_plaintext.plain.sasl.jaas.config": SASL_JAAS,
               "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN"}
-    with kafkalite.running(listeners=["PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"], config=config,
-                           console=0) as b:
+    with suite_brokers.running(listeners=["PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"], config=config,
+                               console=0) as b:
         for path in ("/api/overview", "/api/topics", "/"):
             status, _ = call(b.console_url, "GET", path)
             assert status == 401, path

@@ -13,12 +13,12 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 import kio.schema.metadata.v12.request as md12
 from kafkalite.broker.tests.test_wire import fetch, metadata, produce, records
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.batch import iter_batches
 from kafkalite.protocol.records import Record, build_batch, decode_records
+from kafkalite.tests import suite_brokers
 
 from .load import (
     api_versions_frame, broker_figures, create_partitions, fd_soft_limit, open_connections, raise_fd_limit,
@@ -54,7 +54,7 @@ def _active_client(bootstrap: str, topic: str, rounds: int, failures: list) -> N
 
 
 def test_a_thousand_connections_idle_and_active_stay_served():
-    with kafkalite.running() as broker:
+    with suite_brokers.running() as broker:
         with WireClient(broker.bootstrap) as c:
             metadata(c, "warm")
         base = broker_figures(broker.pid)
@@ -94,7 +94,7 @@ def test_a_thousand_connections_idle_and_active_stay_served():
 
 def test_connections_idle_after_a_large_batch_give_their_receive_buffer_back():
     n = 100
-    with kafkalite.running() as broker:
+    with suite_brokers.running() as broker:
         topic = f"big-{uuid.uuid4().hex[:6]}"
         with WireClient(broker.bootstrap) as c:
             metadata(c, topic)
@@ -132,7 +132,7 @@ def test_ten_thousand_partitions_run_under_a_1024_descriptor_limit(tmp_path):
     names = [f"{prefix}-{i}" for i in range(TOPICS)]
     rng = random.Random(7)
     picks = sorted({(rng.choice(names), rng.randrange(PER_TOPIC)) for _ in range(100)})
-    with fd_soft_limit(1024), kafkalite.running(data_dir=tmp_path / "data") as broker:
+    with fd_soft_limit(1024), suite_brokers.running(data_dir=tmp_path / "data") as broker:
         create_partitions(broker.bootstrap, names, PER_TOPIC, timeout=180)
         with WireClient(broker.bootstrap, timeout=60) as c:
             md = c.request(md12.MetadataRequest(topics=None, allow_auto_topic_creation=False,
@@ -149,7 +149,7 @@ def test_ten_thousand_partitions_run_under_a_1024_descriptor_limit(tmp_path):
         assert fds < 1024, f"{fds} open descriptors"
         assert "Too many open files" not in broker.log_text()
     # a clean restart reopens every partition under the same limit, with every record in place
-    with fd_soft_limit(1024), kafkalite.running(data_dir=tmp_path / "data", timeout=120) as broker:
+    with fd_soft_limit(1024), suite_brokers.running(data_dir=tmp_path / "data", timeout=120) as broker:
         with WireClient(broker.bootstrap, timeout=60) as c:
             for topic, part in picks:
                 p = _fetch_one(c, topic, part)
@@ -162,7 +162,7 @@ def test_ten_thousand_partitions_run_under_a_1024_descriptor_limit(tmp_path):
 
 
 def test_a_client_that_never_reads_does_not_block_others():
-    with kafkalite.running() as broker:
+    with suite_brokers.running() as broker:
         topic = f"slow-{uuid.uuid4().hex[:6]}"
         with WireClient(broker.bootstrap) as c:
             metadata(c, topic)

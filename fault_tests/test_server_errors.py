@@ -24,12 +24,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.serial.errors import OutOfBoundValue
 
-import kafkalite
 from kafkalite.broker.handlers import load_all
 from kafkalite.protocol.apis import API_TABLE
 from kafkalite.protocol.client import WireClient, decode_response
 from kafkalite.protocol.error_responses import error_response
 from kafkalite.protocol.messages import encode_response, request_type
+from kafkalite.tests import suite_brokers
 
 from .failing_handlers import RAISED
 
@@ -129,7 +129,7 @@ def test_every_api_key_and_version_answers_unknown_server_error_on_an_open_conne
     load_all()  # fills API_TABLE
     cases = _every_version()
     assert len({k for k, _ in cases}) >= 60, "the API table is not filled"
-    with kafkalite.running(module=MODULE, controls=0, log_level="INFO") as broker:
+    with suite_brokers.running(module=MODULE, controls=0, log_level="INFO") as broker:
         broker.controls.call("test-raise-in-handlers", api_keys=sorted(API_TABLE))
         wrong: list[str] = []
         # one connection for every request: each answer proves the connection stayed open
@@ -154,7 +154,7 @@ def test_every_api_key_and_version_answers_unknown_server_error_on_an_open_conne
 def test_a_failing_acks0_produce_closes_the_connection_as_kafka_does():
     import kio.schema.produce.v11.request as p11
 
-    with kafkalite.running(module=MODULE, controls=0, log_level="INFO") as broker:
+    with suite_brokers.running(module=MODULE, controls=0, log_level="INFO") as broker:
         broker.controls.call("test-raise-in-handlers", api_keys=[0])
         with WireClient(broker.bootstrap) as client:
             request = dataclasses.replace(sample(p11.ProduceRequest), acks=0)
@@ -178,7 +178,7 @@ def test_confluent_kafka_meets_unknown_server_error_and_goes_on_over_the_same_co
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = f"se-{uuid.uuid4().hex[:8]}"
-    with kafkalite.running(module=MODULE, controls=0, log_level="INFO") as broker:
+    with suite_brokers.running(module=MODULE, controls=0, log_level="INFO") as broker:
         fail_once = functools.partial(broker.controls.call, "test-raise-in-handlers", count=1)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         fail_once(api_keys=[19])  # CreateTopics: an admin API

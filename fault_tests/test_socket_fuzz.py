@@ -23,10 +23,10 @@ import kio.schema.create_topics.v7.request as ct7
 import kio.schema.find_coordinator.v4.request as fc4
 import kio.schema.list_offsets.v9.request as lo9
 import kio.schema.metadata.v12.request as md12
-import kafkalite
 from kafkalite.broker.tests.test_wire import fetch, metadata, produce, records
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import build_batch
+from kafkalite.tests import suite_brokers
 
 from .load import readable
 
@@ -125,7 +125,7 @@ def drive(address: tuple[str, int], frames: list[list[bytes]]) -> tuple[int, int
 
 def test_mutated_frames_on_many_connections_leave_the_broker_serving_and_data_intact():
     rng = random.Random(20261124)
-    with kafkalite.running(log_level="INFO") as broker:
+    with suite_brokers.running(log_level="INFO") as broker:
         proc = psutil.Process(broker.pid)
         topic = f"fz-{uuid.uuid4().hex[:6]}"
         with WireClient(broker.bootstrap) as c:

@@ -2,20 +2,20 @@ from __future__ import annotations
 
 import pytest
 
-import kafkalite
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running() as b:
+    with suite_brokers.running() as b:
         yield b
 
 
 @pytest.fixture(scope="module")
 def controls_broker():
     """A broker of the module with its test controls on a free port."""
-    with kafkalite.running(controls=0) as b:
+    with suite_brokers.running(controls=0) as b:
         yield b
 
 
@@ -28,6 +28,6 @@ def wire(broker):
 @pytest.fixture(scope="module")
 def console_broker():
     """A broker serving the web console on a free port, one for each test module."""
-    with kafkalite.running(console=0) as b:
+    with suite_brokers.running(console=0) as b:
         assert b.console_url, "the ready line names no console"
         yield b

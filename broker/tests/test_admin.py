@@ -13,10 +13,10 @@ import pytest
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.messages import make
 from kafkalite.protocol.records import Record, build_batch
+from kafkalite.tests import suite_brokers
 
 E = ErrorCode
 ZERO = uuid.UUID(int=0)
@@ -208,7 +208,7 @@ def configured(tmp_path_factory):
     """A broker with settings that differ from Kafka's defaults."""
     args = ["-c", "num.partitions=3", "-c", "log.retention.ms=1000", "-c", "delete.topic.enable=false",
             "-c", "log.segment.bytes=2097152"]
-    with kafkalite.running(extra_args=args) as b:
+    with suite_brokers.running(extra_args=args) as b:
         yield b
 
 
@@ -374,10 +374,10 @@ def test_cluster_metadata_topic_cannot_be_created(wire):
 
 def test_topic_configs_survive_a_restart(tmp_path):
     name = fresh()
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w:
         assert create_one(w, name, configs={"retention.ms": "777"}).error_code == E.none
         assert incremental_topic(w, name, ("cleanup.policy", SET, "compact")).error_code == E.none
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w:
         configs = topic_configs(w, name)
         assert configs["retention.ms"].value == "777" and configs["retention.ms"].config_source == TOPIC_CONFIG
         assert configs["cleanup.policy"].value == "compact"

@@ -13,12 +13,12 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from kafkalite.broker import chaos
 from kafkalite.broker.chaos import ERRORS, FRESH_REQUESTS, PROFILES, Profile, draw, unknown_draw
 from compat_tests.differ.core import request
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import Record, build_batch
+from kafkalite.tests import suite_brokers
 
 from .test_admin import create_one
 from .test_nodes import MS, address, ask, cluster_of, create_request, fetch_request, metadata_request, produce_request, produced
@@ -75,7 +75,7 @@ def test_gentle_moves_nothing():
 
 @pytest.fixture(scope="module")
 def chaotic():
-    with kafkalite.running(controls=0, chaos=42, config={"chaos.profile": "harsh"}) as b:
+    with suite_brokers.running(controls=0, chaos=42, config={"chaos.profile": "harsh"}) as b:
         yield b
 
 
@@ -159,11 +159,11 @@ def test_the_chaos_control_restarts_the_schedule_and_stops_it(chaotic):
 
 
 def test_kafkalite_chaos_in_the_environment_starts_chaos_and_a_bad_seed_is_refused():
-    with kafkalite.running(controls=0, env={"KAFKALITE_CHAOS": "9", "KAFKALITE_CHAOS_PROFILE": "gentle"}) as b:
+    with suite_brokers.running(controls=0, env={"KAFKALITE_CHAOS": "9", "KAFKALITE_CHAOS_PROFILE": "gentle"}) as b:
         state = b.controls.chaos()
         assert (state["enabled"], state["seed"], state["profile"]) == (True, 9, "gentle")
     with pytest.raises(RuntimeError, match="chaos must be an integer seed"):
-        with kafkalite.running(chaos="abc"):
+        with suite_brokers.running(chaos="abc"):
             pass  # pragma: no cover - the broker refuses to start
 
 

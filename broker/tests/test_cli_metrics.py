@@ -12,9 +12,9 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-import kafkalite
 from kafkalite.broker.metrics import Metrics, render
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -32,7 +32,7 @@ def scrape(url: str) -> dict[str, float]:
 
 
 def test_metrics_endpoint_counts_requests_bytes_and_connections():
-    with kafkalite.running(metrics_port=0, config={"num.partitions": 3}) as b:
+    with suite_brokers.running(metrics_port=0, config={"num.partitions": 3}) as b:
         assert b.metrics_url and b.metrics_url.endswith("/metrics")
         with WireClient(b.bootstrap) as c:
             c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
@@ -80,7 +80,7 @@ def test_metrics_endpoint_counts_requests_bytes_and_connections():
 
 
 def test_metrics_endpoint_other_paths():
-    with kafkalite.running(metrics_port=0) as b:
+    with suite_brokers.running(metrics_port=0) as b:
         base = b.metrics_url.rsplit("/", 1)[0]
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(base + "/nope", timeout=30)
@@ -92,7 +92,7 @@ def test_metrics_endpoint_other_paths():
 
 
 def test_no_metrics_port_by_default():
-    with kafkalite.running() as b:
+    with suite_brokers.running() as b:
         assert b.metrics_url is None
         assert "metrics on" not in b.log_text()
 

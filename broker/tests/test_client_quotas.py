@@ -13,11 +13,11 @@ from types import SimpleNamespace
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.broker.quotas import FETCH, PRODUCE, REQUEST, ClientQuotas, Rate, entity_text
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import Record, build_batch
+from kafkalite.tests import suite_brokers
 
 
 def comp(entity_type, match_type, match=None):
@@ -131,7 +131,7 @@ def test_describe_filters(tmp_path):
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0) as b:
+    with suite_brokers.running(controls=0) as b:
         yield b
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.broker.features import SAFE_DOWNGRADE, UNSAFE_DOWNGRADE, UPGRADE, FeatureUpdate, FeatureUpdateError, Features
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 
 @pytest.mark.parametrize("update,message", [
@@ -57,7 +57,7 @@ def update(wire, v, updates, validate_only=False):
 
 
 def test_downgrade_upgrade_and_restart(tmp_path):
-    with kafkalite.running(data_dir=tmp_path) as broker:
+    with suite_brokers.running(data_dir=tmp_path) as broker:
         with WireClient(broker.bootstrap) as wire:
             epoch, levels, supported = finalized(wire)
             assert levels["transaction.version"] == 2 and "kraft.version" not in levels
@@ -71,7 +71,7 @@ def test_downgrade_upgrade_and_restart(tmp_path):
             assert levels["transaction.version"] == 1 and after_epoch > epoch
             resp = update(wire, 0, [("group.version", 0, SAFE_DOWNGRADE)])  # v0: no downgrades at all
             assert resp.error_code == ErrorCode.invalid_update_version and resp.results == ()
-    with kafkalite.running(data_dir=tmp_path) as broker:
+    with suite_brokers.running(data_dir=tmp_path) as broker:
         with WireClient(broker.bootstrap) as wire:
             assert finalized(wire)[1]["transaction.version"] == 1
             assert update(wire, 2, [("transaction.version", 2, UPGRADE)]).error_code == ErrorCode.none
@@ -79,7 +79,7 @@ def test_downgrade_upgrade_and_restart(tmp_path):
 
 
 def test_quorum_of_three_nodes():
-    with kafkalite.running(config={"nodes": 3}) as broker:
+    with suite_brokers.running(config={"nodes": 3}) as broker:
         with WireClient(broker.bootstrap) as wire:
             resp = wire.request(request(55, 2, topics=[{"topic_name": "__cluster_metadata",
                                                         "partitions": [{"partition_index": 0}]}]))

@@ -17,11 +17,12 @@ from confluent_kafka import Producer
 
 import kafkalite
 from kafkalite.admin import AdminConnection
+from kafkalite.tests import suite_brokers
 
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(console=0) as b:
+    with suite_brokers.running(console=0) as b:
         yield b
 
 

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 from .test_console_browser import _shot, browser, page  # noqa: F401 - fixtures
 from .test_controls_http import http
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.browser]
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(console=0, controls=0) as b:
+    with suite_brokers.running(console=0, controls=0) as b:
         yield b
 
 
@@ -35,7 +35,7 @@ def test_console_routes_run_controls_only_with_the_endpoint(broker):
     assert status == 200 and body["result"]["offset_ms"] == 5
     status, body = post(broker.console_url + "api/controls/advance-clock", {"ms": "soon"})
     assert status == 400 and "ms must be a non-negative integer" in body["error"]
-    with kafkalite.running(console=0) as plain:
+    with suite_brokers.running(console=0) as plain:
         with urllib.request.urlopen(plain.console_url + "api/controls", timeout=10) as r:
             assert json.load(r) == {"enabled": False, "controls": []}
         status, body = post(plain.console_url + "api/controls/advance-clock", {"ms": 5})

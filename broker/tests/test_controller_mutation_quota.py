@@ -10,10 +10,10 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.broker.quotas import ClientQuotas, ThrottlingQuotaExceeded, TokenBucket
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 NOW = 1_700_000_000_000  # an epoch time, as the broker's clock gives
 
@@ -107,7 +107,7 @@ def test_quota_entity_resolution_is_the_client_quotas_one(tmp_path):
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0) as b:
+    with suite_brokers.running(controls=0) as b:
         yield b
 
 

@@ -17,6 +17,7 @@ from kafkalite.protocol.client import WireClient
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.batch import iter_batches
 from kafkalite.protocol.records import Record, build_batch, decode_records
+from kafkalite.tests import suite_brokers
 
 from .test_groups_wire import stable_member
 
@@ -50,7 +51,7 @@ def record_timestamps(wire, topic):
 
 
 def test_manual_clock_stands_still_and_log_append_time_follows_it():
-    with kafkalite.running(controls=0, clock="manual") as broker:
+    with suite_brokers.running(controls=0, clock="manual") as broker:
         c = broker.controls
         state = c.clock()
         assert state["mode"] == "manual"
@@ -75,7 +76,7 @@ def test_manual_clock_stands_still_and_log_append_time_follows_it():
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0) as b:
+    with suite_brokers.running(controls=0) as b:
         yield b
 
 

@@ -17,6 +17,7 @@ import pytest
 import kafkalite
 from kafkalite import ControlFailed, Controls
 from kafkalite.admin import AdminConnection
+from kafkalite.tests import suite_brokers
 
 from .test_console import start_without
 
@@ -25,7 +26,7 @@ PROGRAM = "kafkalite.broker.tests.controls_program"
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(module=PROGRAM, controls=0) as b:
+    with suite_brokers.running(module=PROGRAM, controls=0) as b:
         yield b
 
 
@@ -130,7 +131,7 @@ def test_command_line(broker):
 
 
 def test_a_broker_without_controls_has_no_endpoint_and_says_so():
-    with kafkalite.running() as b:
+    with suite_brokers.running() as b:
         assert b.controls_url is None
         with pytest.raises(RuntimeError, match="without controls"):
             b.controls.names()

@@ -14,9 +14,9 @@ from confluent_kafka.admin import (
     ScramMechanism,
 )
 
-import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.protocol.client import WireClient, decode_response
+from kafkalite.tests import suite_brokers
 
 from .admin_helpers import allow_read_and_add_user
 
@@ -25,7 +25,7 @@ CONFIGURED_USER = "configured"
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0, config={
+    with suite_brokers.running(controls=0, config={
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS",
             "scram.users": f"SCRAM-SHA-256=[name={CONFIGURED_USER},password=configured-secret]",

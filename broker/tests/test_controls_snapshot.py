@@ -17,8 +17,8 @@ from confluent_kafka.admin import (
     ResourceType, ScramMechanism,
 )
 
-import kafkalite
 from kafkalite.controls import ControlFailed
+from kafkalite.tests import suite_brokers
 
 from .admin_helpers import allow_read_and_add_user
 
@@ -28,7 +28,7 @@ ANY_ACL = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0, config={
+    with suite_brokers.running(controls=0, config={
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS"}) as b:
         yield b

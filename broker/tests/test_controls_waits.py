@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.controls import WaitFailed
+from kafkalite.tests import suite_brokers
 
 
 @pytest.fixture(scope="module")
@@ -292,9 +293,8 @@ def test_records_decode_registered_values():
     schema id) also comes decoded, as the console decodes it."""
     import struct
 
-    import kafkalite
 
-    with kafkalite.running(controls=0, schema_registry=0) as b:
+    with suite_brokers.running(controls=0, schema_registry=0) as b:
         schema = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "int"}]}
         req = urllib.request.Request(f"{b.schema_registry_url}subjects/orders-value/versions",
                                      data=json.dumps({"schema": json.dumps(schema)}).encode(), method="POST",

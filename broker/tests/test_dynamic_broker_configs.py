@@ -11,10 +11,10 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.broker.dynamic_configs import DynamicConfigError, validate
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 BROKER, TOPIC = 4, 2
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -59,7 +59,7 @@ def describe(wire, rtype, name, keys):
 
 def test_set_describe_apply_and_restart(tmp_path):
     topic = f"dyn-{uuid.uuid4().hex[:6]}"
-    with kafkalite.running(data_dir=tmp_path) as broker:
+    with suite_brokers.running(data_dir=tmp_path) as broker:
         with WireClient(broker.bootstrap) as wire:
             wire.request(request(19, 7, timeout=5000, validate_only=False, topics=[
                 {"name": topic, "num_partitions": 1, "replication_factor": 1, "configs": []}]))
@@ -93,7 +93,7 @@ def test_set_describe_apply_and_restart(tmp_path):
                 {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": "log.cleaner.threads",
                                                                              "value": "3"}]}]))
             assert resp.responses[0].error_code == ErrorCode.none
-    with kafkalite.running(data_dir=tmp_path) as broker:
+    with suite_brokers.running(data_dir=tmp_path) as broker:
         with WireClient(broker.bootstrap) as wire:
             mine = describe(wire, BROKER, "1", ["log.cleaner.threads", "follower.replication.throttled.rate"])
             assert (mine["log.cleaner.threads"].value, mine["log.cleaner.threads"].config_source) == ("3", 2)
@@ -109,7 +109,7 @@ def test_list_increments_start_from_kafkas_default():
     nothing); the cluster default is not where a broker's increment starts either. A topic created
     afterwards inherits delete, and DeleteRecords on it is taken."""
     topic = f"dyn-{uuid.uuid4().hex[:6]}"
-    with kafkalite.running() as broker, WireClient(broker.bootstrap) as wire:
+    with suite_brokers.running() as broker, WireClient(broker.bootstrap) as wire:
         assert incremental(wire, "1", [("log.cleanup.policy", APPEND, "compact")]) == [(ErrorCode.none, None)]
         assert describe(wire, BROKER, "1", ["log.cleanup.policy"])["log.cleanup.policy"].value == "delete,compact"
         assert incremental(wire, "1", [("log.cleanup.policy", SUBTRACT, "compact")]) == [(ErrorCode.none, None)]

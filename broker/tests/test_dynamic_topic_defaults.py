@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request
 from kafkalite.broker.tests.test_admin import produce_error
 from kafkalite.broker.tests.test_dynamic_broker_configs import DELETE, SET, incremental
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 BIG = b"x" * 2000
 
@@ -25,14 +25,14 @@ def create(wire: WireClient, name: str, configs: dict[str, str]) -> None:
 
 
 def test_a_dynamic_default_reaches_existing_topics_now_and_after_a_restart(tmp_path):
-    with kafkalite.running(data_dir=tmp_path) as broker, WireClient(broker.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path) as broker, WireClient(broker.bootstrap) as wire:
         create(wire, "inherits", {})
         create(wire, "own-value", {"max.message.bytes": "1048588"})
         assert produce_error(wire, "inherits", BIG) == ErrorCode.none
         assert incremental(wire, "", [("message.max.bytes", SET, "1000")]) == [(ErrorCode.none, None)]
         assert produce_error(wire, "inherits", BIG) == ErrorCode.message_too_large
         assert produce_error(wire, "own-value", BIG) == ErrorCode.none
-    with kafkalite.running(data_dir=tmp_path) as broker, WireClient(broker.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path) as broker, WireClient(broker.bootstrap) as wire:
         assert produce_error(wire, "inherits", BIG) == ErrorCode.message_too_large
         assert incremental(wire, "", [("message.max.bytes", DELETE, None)]) == [(ErrorCode.none, None)]
         assert produce_error(wire, "inherits", BIG) == ErrorCode.none

@@ -10,15 +10,15 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.messages import make
+from kafkalite.tests import suite_brokers
 
 
 @pytest.fixture(scope="module")
 def gbroker():
     # auto-created topics get num.partitions=4
-    with kafkalite.running(extra_args=["-c", "group.consumer.heartbeat.interval.ms=200", "-c", "num.partitions=4"]) as b:
+    with suite_brokers.running(extra_args=["-c", "group.consumer.heartbeat.interval.ms=200", "-c", "num.partitions=4"]) as b:
         yield b
 
 

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.browser]
 
@@ -54,7 +54,7 @@ ATTACK = """<!doctype html><title>loading</title>
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[Any]:
-    with kafkalite.running(controls=0, console=0) as b:
+    with suite_brokers.running(controls=0, console=0) as b:
         yield b
 
 

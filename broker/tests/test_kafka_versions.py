@@ -14,6 +14,7 @@ import kafkalite
 from kafkalite.broker.kafka_versions import release, releases
 from compat_tests.differ.core import request
 from kafkalite.protocol.client import WireClient, decode_response
+from kafkalite.tests import suite_brokers
 
 
 def api_versions(bootstrap, version=3):
@@ -35,7 +36,7 @@ def test_the_table_covers_the_releases_clients_meet():
 
 @pytest.fixture(scope="module")
 def kafka39():
-    with kafkalite.running(kafka_version="3.9") as b:
+    with suite_brokers.running(kafka_version="3.9") as b:
         yield b
 
 
@@ -58,7 +59,7 @@ def test_3_9_closes_the_connection_on_a_version_above_its_range(kafka39):
         with pytest.raises((ConnectionError, EOFError, OSError, socket.timeout)):
             w.recv_frame()
     # ApiVersions above the range: UNSUPPORTED_VERSION in the v0 format, with the release's range
-    with kafkalite.running(kafka_version="2.8") as b:
+    with suite_brokers.running(kafka_version="2.8") as b:
         with WireClient(b.bootstrap) as w:
             w.send_only(request(18, 4, client_software_name="test", client_software_version="1"))
             resp = decode_response(18, 0, w.recv_frame())
@@ -80,7 +81,7 @@ def test_3_9_answers_the_kip_848_apis_with_unsupported_version(kafka39):
 
 
 def test_4_0_finalizes_transactions_v2_and_group_version_1():
-    with kafkalite.running(kafka_version="4.0") as b:
+    with suite_brokers.running(kafka_version="4.0") as b:
         resp = api_versions(b.bootstrap, 4)
         assert {(f.name, f.max_version_level) for f in resp.finalized_features} == {
             ("metadata.version", 25), ("transaction.version", 2), ("group.version", 1)}
@@ -107,7 +108,7 @@ def test_librdkafka_runs_a_transaction_against_the_oldest_release():
 
     from confluent_kafka import Consumer, Producer
 
-    with kafkalite.running(kafka_version="2.8") as b:
+    with suite_brokers.running(kafka_version="2.8") as b:
         topic = f"kv-{uuid.uuid4().hex[:6]}"
         p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": f"kv-{uuid.uuid4().hex[:6]}"})
         p.init_transactions(20)

@@ -8,8 +8,8 @@ import pytest
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v12.request import MetadataRequest
 
-import kafkalite
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 
 def metadata_brokers(address: str, v1: bool = False):
@@ -38,8 +38,8 @@ needs_ipv6 = pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on
 
 
 def test_two_listeners_each_advertise_their_own_host():
-    with kafkalite.running(listeners=["INTERNAL://127.0.0.1:0", "EXTERNAL://127.0.0.1:0"],
-                           advertised_listeners=["INTERNAL://kafka.internal:0", "EXTERNAL://localhost:0"]) as b:
+    with suite_brokers.running(listeners=["INTERNAL://127.0.0.1:0", "EXTERNAL://127.0.0.1:0"],
+                               advertised_listeners=["INTERNAL://kafka.internal:0", "EXTERNAL://localhost:0"]) as b:
         internal, external = b.listeners["INTERNAL"], b.listeners["EXTERNAL"]
         assert internal.startswith("kafka.internal:") and external.startswith("localhost:")
         assert port_of(internal) != port_of(external)
@@ -52,8 +52,8 @@ def test_two_listeners_each_advertise_their_own_host():
 
 def test_advertised_port_differs_from_bound_port():
     # as behind a Docker port mapping: bound on one port, clients told another
-    with kafkalite.running(listeners=["PLAINTEXT://127.0.0.1:0"],
-                           advertised_listeners=["PLAINTEXT://docker-host.example:32768"]) as b:
+    with suite_brokers.running(listeners=["PLAINTEXT://127.0.0.1:0"],
+                               advertised_listeners=["PLAINTEXT://docker-host.example:32768"]) as b:
         assert b.bootstrap == "docker-host.example:32768"
         log = b.log_text()
         assert "advertised docker-host.example:32768" in log
@@ -62,29 +62,29 @@ def test_advertised_port_differs_from_bound_port():
 
 
 def test_listener_without_advertised_address_advertises_itself():
-    with kafkalite.running(listeners=["A://127.0.0.1:0", "B://127.0.0.1:0"],
-                           advertised_listeners=["B://b.example:0"]) as b:
+    with suite_brokers.running(listeners=["A://127.0.0.1:0", "B://127.0.0.1:0"],
+                               advertised_listeners=["B://b.example:0"]) as b:
         a = b.listeners["A"]
         assert a.startswith("127.0.0.1:")
         assert metadata_brokers(a) == [("127.0.0.1", port_of(a))]
 
 
 def test_wildcard_listener_advertises_localhost():
-    with kafkalite.running(listeners=["PLAINTEXT://0.0.0.0:0"]) as b:
+    with suite_brokers.running(listeners=["PLAINTEXT://0.0.0.0:0"]) as b:
         assert b.bootstrap.startswith("localhost:")
         assert metadata_brokers(f"127.0.0.1:{b.port}") == [("localhost", b.port)]
 
 
 @needs_ipv6
 def test_ipv6_loopback_listener():
-    with kafkalite.running(host="::1", port=0) as b:
+    with suite_brokers.running(host="::1", port=0) as b:
         assert b.bootstrap.startswith("[::1]:")
         assert metadata_brokers(b.bootstrap) == [("::1", b.port)]
 
 
 @needs_ipv6
 def test_ipv4_and_ipv6_listeners_side_by_side():
-    with kafkalite.running(listeners=["V4://127.0.0.1:0", "V6://[::1]:0"]) as b:
+    with suite_brokers.running(listeners=["V4://127.0.0.1:0", "V6://[::1]:0"]) as b:
         v6 = b.listeners["V6"]
         assert v6.startswith("[::1]:")
         assert metadata_brokers(v6) == [("::1", port_of(v6))]
@@ -99,6 +99,6 @@ def test_localhost_with_port_0_binds_one_port_on_every_address():
         addrs = set()
     if not {"127.0.0.1", "::1"} <= addrs:
         pytest.skip("localhost does not resolve to both 127.0.0.1 and ::1 here")
-    with kafkalite.running(host="localhost", port=0) as b:
+    with suite_brokers.running(host="localhost", port=0) as b:
         assert metadata_brokers(f"127.0.0.1:{b.port}") == [("localhost", b.port)]
         assert metadata_brokers(f"[::1]:{b.port}") == [("localhost", b.port)]

@@ -12,10 +12,10 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request as req  # requests from plain values
 
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 from .test_nodes import address, ask, cluster_of, create_request, produce_request
 
@@ -177,7 +177,7 @@ def test_a_java_share_consumer_reads_partitions_led_by_three_nodes():
     from compat_tests.waiting import wait_until
     from kafkalite.protocol.client import WireClient as Wire
 
-    with kafkalite.running(nodes=3) as broker:
+    with suite_brokers.running(nodes=3) as broker:
         topic, group = f"t-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
         with Wire(broker.bootstrap) as w:
             created = w.request(create_request(topic, 3, 1))

@@ -13,17 +13,17 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request
 from compat_tests.waiting import wait_until
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 from .test_admin import create_one
 
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(config={"nodes": 3}, controls=0) as b:
+    with suite_brokers.running(config={"nodes": 3}, controls=0) as b:
         yield b
 
 

@@ -13,7 +13,6 @@ import time
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
 
-import kafkalite
 from kafkalite.broker.settings.broker_config import BrokerConfig
 from kafkalite.broker.settings.broker_keys import UnknownConfig, check_key
 from kafkalite.broker.settings.listeners import Listener
@@ -22,6 +21,7 @@ from kafkalite.broker.credentials import ScramCredential, ScramStore, parse_scra
 from kafkalite.broker.security import build, parse_jaas, parse_mapping_rules, principal_from_dn
 from kafkalite.broker.settings.listeners import SecurityConfigError, split_listener_key
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a\\"b" user_bob="pw";'
 
@@ -115,8 +115,8 @@ def test_self_signed_tls_and_mtls_principal(tmp_path):
     a client certificate signed by it maps to User:<subject> (seen in the debug log)."""
     import trustme
 
-    with kafkalite.running(listeners=["PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0"], tls_self_signed=True,
-                           log_level="DEBUG", config={"ssl.client.auth": "requested",
+    with suite_brokers.running(listeners=["PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0"], tls_self_signed=True,
+                               log_level="DEBUG", config={"ssl.client.auth": "requested",
                                                       "listener.name.ssl.sasl.enabled.mechanisms": "PLAIN"}) as b:
         assert b.ca_path is not None and b.ca_path.exists()
         ctx = ssl.create_default_context(cafile=str(b.ca_path))
@@ -145,7 +145,7 @@ def test_mtls_principal_from_config_files(tmp_path):
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     config = {"ssl.keystore.location": ks, "ssl.truststore.location": tmp_path / "ca.pem",
               "ssl.client.auth": "required", "ssl.key.password": "not-used-but-secret"}
-    with kafkalite.running(listeners=["SSL://127.0.0.1:0"], log_level="DEBUG", config=config) as b:
+    with suite_brokers.running(listeners=["SSL://127.0.0.1:0"], log_level="DEBUG", config=config) as b:
         ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
         client.configure_cert(ctx)
         with WireClient(b.listeners["SSL"], ssl_context=ctx) as c:
@@ -157,8 +157,8 @@ def test_mtls_principal_from_config_files(tmp_path):
 
 
 def test_stalled_tls_handshake_times_out(tmp_path):
-    with kafkalite.running(listeners=["SSL://127.0.0.1:0"], tls_self_signed=True,
-                           config={"ssl.handshake.timeout.ms": 300}) as b:
+    with suite_brokers.running(listeners=["SSL://127.0.0.1:0"], tls_self_signed=True,
+                               config={"ssl.handshake.timeout.ms": 300}) as b:
         host, port = b.listeners["SSL"].rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=5) as s:
             t0 = time.monotonic()

@@ -1,4 +1,4 @@
-"""Seed files: a broker started with --seed (through kafkalite.running(seed=...)) has the topics,
+"""Seed files: a broker started with --seed (through suite_brokers.running(seed=...)) has the topics,
 configs, records (plain, committed and aborted transactions), group offsets, ACLs and SCRAM users
 of the file when it is ready, as real confluent-kafka clients see them; a mistake in the file is
 one line naming the file, the entry and the fault, and exit status 2; the seed control applies
@@ -18,10 +18,10 @@ from confluent_kafka.admin import (
     AclBindingFilter, AclOperation, AclPermissionType, AdminClient, ConfigResource, ResourcePatternType, ResourceType,
 )
 
-import kafkalite
 from kafkalite.broker.seed import SeedError, default_partition, load_seed
 from kafkalite.controls import ControlFailed
 from kafkalite.launcher import _broker_env, broker_command
+from kafkalite.tests import suite_brokers
 
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "super.users": "User:ANONYMOUS"}
@@ -78,7 +78,7 @@ def _consume(bootstrap, topic, partitions, isolation, expect, timeout=15.0):
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
     path = _write_seed(tmp_path_factory.mktemp("seed"), SEED, ORDERS)
-    with kafkalite.running(seed=path, config=AUTHORIZER, controls=0) as broker:
+    with suite_brokers.running(seed=path, config=AUTHORIZER, controls=0) as broker:
         yield broker
 
 

@@ -9,9 +9,9 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from compat_tests.differ.core import request as req
 from kafkalite.protocol.client import WireClient
+from kafkalite.tests import suite_brokers
 
 from .test_nodes_share_streams import streams_heartbeat
 from .test_share_wire import acquired, create_and_produce, earliest, fetch, join
@@ -19,7 +19,7 @@ from .test_share_wire import acquired, create_and_produce, earliest, fetch, join
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(controls=0) as b:
+    with suite_brokers.running(controls=0) as b:
         yield b
 
 

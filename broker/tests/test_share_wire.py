@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from kio.schema.errors import ErrorCode
 
-import kafkalite
 from kafkalite.protocol.client import WireClient
 from compat_tests.differ.core import request as req  # requests from plain values
 from kafkalite.protocol.records import Record, build_batch
+from kafkalite.tests import suite_brokers
 
 
 def create_and_produce(w: WireClient, topic: str, n: int) -> uuid.UUID:
@@ -56,7 +56,7 @@ def acquired(resp) -> list[tuple[int, int, int]]:
 
 
 def test_sessions_holders_and_delivery_limit(tmp_path):
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w, WireClient(b.bootstrap) as w2:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w, WireClient(b.bootstrap) as w2:
         topic, group = f"s-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
         tid = create_and_produce(w, topic, 2)
         earliest(w, group, **{"share.delivery.count.limit": "2"})
@@ -84,7 +84,7 @@ def test_sessions_holders_and_delivery_limit(tmp_path):
 
 def test_state_survives_a_restart(tmp_path):
     topic, group = f"s-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as w:
         tid = create_and_produce(w, topic, 3)
         earliest(w, group)
         join(w, group, "m1", topic)
@@ -96,6 +96,6 @@ def test_state_survives_a_restart(tmp_path):
                                   for o, t in ((0, 1), (1, 2), (2, 3))]}]}]))
         assert r.responses[0].partitions[0].error_code == ErrorCode.none
         port = b.port
-    with kafkalite.running(data_dir=tmp_path, port=port) as b, WireClient(b.bootstrap) as w:
+    with suite_brokers.running(data_dir=tmp_path, port=port) as b, WireClient(b.bootstrap) as w:
         join(w, group, "m2", topic)
         assert acquired(fetch(w, group, "m2", tid, 0)) == [(1, 1, 2)]  # the released one only, second delivery

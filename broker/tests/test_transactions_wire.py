@@ -11,7 +11,6 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-import kafkalite
 import kio.schema.add_partitions_to_txn.v3.request as ap3
 import kio.schema.add_partitions_to_txn.v4.request as ap4
 import kio.schema.describe_transactions.v0.request as dt0
@@ -26,6 +25,7 @@ import kio.schema.produce.v12.request as p12
 import kio.schema.write_txn_markers.v1.request as wm1
 from kafkalite.protocol.client import WireClient
 from kafkalite.protocol.records import Record, build_batch
+from kafkalite.tests import suite_brokers
 
 MS = datetime.timedelta(milliseconds=1)
 
@@ -65,7 +65,7 @@ def _lso(wire, topic):
 @pytest.fixture(scope="module")
 def slow_markers():
     """A broker whose marker channel waits 400 ms per partition (broker.tests.slow_markers)."""
-    with kafkalite.running(module="kafkalite.broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"]) as b:
+    with suite_brokers.running(module="kafkalite.broker.tests.slow_markers", extra_args=["--marker-delay-ms", "400"]) as b:
         yield b
 
 
@@ -177,7 +177,7 @@ def test_a_transaction_open_at_shutdown_is_aborted_on_its_timeout_after_restart_
     from compat_tests.waiting import wait_until
 
     tid = "recovered-" + uuid.uuid4().hex[:6]
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
         topic = _topic(wire)
         r = wire.request(ip4.InitProducerIdRequest(transactional_id=tid, transaction_timeout=1500 * MS,
                                                    producer_id=-1, producer_epoch=-1))
@@ -185,7 +185,7 @@ def test_a_transaction_open_at_shutdown_is_aborted_on_its_timeout_after_restart_
         assert _produce(wire, p12, tid, topic, r.producer_id, r.producer_epoch, 0).error_code == E.none
         assert _lso(wire, topic) == 0
     fast_scan = ["-c", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100"]
-    with kafkalite.running(data_dir=tmp_path, extra_args=fast_scan) as b, WireClient(b.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path, extra_args=fast_scan) as b, WireClient(b.bootstrap) as wire:
         # the batch, then the ABORT marker: the LSO passes both once the abort is written
         wait_until(lambda: _lso(wire, topic) == 2, timeout=20, what="the recovered transaction aborted")
 
@@ -198,7 +198,7 @@ def test_transaction_state_topic_appears_with_the_first_transactional_id(tmp_pat
                                               include_topic_authorized_operations=False))
         return {t.name for t in r.topics}
 
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
         assert not {n for n in topic_names(wire) if n.startswith("__")}
         assert _init(wire, "first-" + uuid.uuid4().hex[:6])[0] == E.none
         assert "__transaction_state" in topic_names(wire)
@@ -219,14 +219,14 @@ def test_an_idempotent_producer_creates_no_transaction_state_and_its_ids_survive
                                               include_topic_authorized_operations=False))
         return {t.name for t in r.topics}
 
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
         first = [init(wire, None) for _ in range(3)]
         assert [epoch for _, epoch in first] == [0, 0, 0]
         assert len({pid for pid, _ in first}) == 3
         assert "__transaction_state" not in topic_names(wire)
         txn_pid, _ = init(wire, "after-idempotent-" + uuid.uuid4().hex[:6])
         assert "__transaction_state" in topic_names(wire)
-    with kafkalite.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
+    with suite_brokers.running(data_dir=tmp_path) as b, WireClient(b.bootstrap) as wire:
         later = [init(wire, None)[0], init(wire, "after-restart-" + uuid.uuid4().hex[:6])[0]]
     handed_out = {pid for pid, _ in first} | {txn_pid}
     assert txn_pid not in {pid for pid, _ in first}

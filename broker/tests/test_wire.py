@@ -17,10 +17,10 @@ import kio.schema.fetch.v12.request as f12
 import kio.schema.list_offsets.v9.request as lo9
 import kio.schema.metadata.v12.request as md12
 import kio.schema.produce.v9.request as p9
-import kafkalite
 from kafkalite.protocol.client import WireClient, decode_response
 from kafkalite.protocol.control_records import build_control_batch
 from kafkalite.protocol.records import Record, build_batch
+from kafkalite.tests import suite_brokers
 
 MS = datetime.timedelta(milliseconds=1)
 
@@ -119,7 +119,7 @@ def test_metadata_auto_creates_and_keeps_topic_id(wire):
 
 def test_metadata_auto_creates_at_once_when_instant():
     """auto.create.topics.instant=true: the creating Metadata answers the new topic itself."""
-    with kafkalite.running(config={"auto.create.topics.instant": True}) as b, WireClient(b.bootstrap) as wire:
+    with suite_brokers.running(config={"auto.create.topics.instant": True}) as b, WireClient(b.bootstrap) as wire:
         t = metadata(wire, "instant").topics[0]
         assert t.error_code == ErrorCode.none and len(t.partitions) == 1 and t.topic_id != uuid.UUID(int=0)
 

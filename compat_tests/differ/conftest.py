@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests.brokers import SUITE_CONFIG
 
 # Settings both brokers run with, so that timing-driven answers can be compared: the timed-out
@@ -47,5 +47,5 @@ def subject_bootstrap():
     if external:
         yield external
         return
-    with kafkalite.running(config=SHARED_CONFIG) as b:
+    with suite_brokers.running(config=SHARED_CONFIG) as b:
         yield b.bootstrap

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 from compat_tests.authorizer import secured_config
 
 from .acl_conversations import ACL_CONVERSATIONS, PLAIN
@@ -33,7 +33,7 @@ def secured_reference_bootstrap():
 def secured_subject_bootstrap():
     if os.environ.get("KAFKA_BOOTSTRAP"):
         pytest.skip("the authorisation conversations need a kafkalite with an authorizer of their own")
-    with kafkalite.running(config={**SHARED_CONFIG, **secured_config(on_kafka=False)}) as b:
+    with suite_brokers.running(config={**SHARED_CONFIG, **secured_config(on_kafka=False)}) as b:
         yield b.bootstrap
 
 

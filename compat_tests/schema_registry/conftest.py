@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 
 @pytest.fixture(scope="module")
 def registry_broker():
-    with kafkalite.running(schema_registry=0) as broker:
+    with suite_brokers.running(schema_registry=0) as broker:
         yield broker

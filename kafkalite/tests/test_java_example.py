@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import kafkalite
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(300)]
 
@@ -43,7 +44,7 @@ def test_the_junit_test_passes_against_kafkalite(tmp_path):
     [shell] = [b for b in _blocks("sh") if "javac" in b]
     commands = [line for line in shell.splitlines() if line.startswith(("javac", "java "))]
     assert len(commands) == 2, shell
-    with kafkalite.running() as broker:
+    with suite_brokers.running() as broker:
         env = dict(os.environ, KAFKA_BOOTSTRAP=broker.bootstrap)
         for command in commands:
             done = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,

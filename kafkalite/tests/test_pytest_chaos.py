@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-import kafkalite
 from kafkalite import pytest_chaos
 from kafkalite.admin import AdminConnection
 from kafkalite.broker.chaos import ERRORS, PROFILES, draw, unknown_draw
+from kafkalite.tests import suite_brokers
 from kafkalite.tests.test_pytest_plugin import run
 
 pytest_plugins = ["pytester"]
@@ -145,7 +145,7 @@ def test_a_random_seed_from_the_environment_is_printed_and_no_option_is_no_chaos
 def test_the_fixtures_admin_connection_sends_again_once_after_a_closed_connection():
     """The kafka_topic fixtures' requests meet chaos too: a connection the broker closes is opened
     again and the request sent once more (Metadata is faulted, CreateTopics is not)."""
-    with kafkalite.running(controls=0) as broker, AdminConnection(broker.bootstrap) as admin:
+    with suite_brokers.running(controls=0) as broker, AdminConnection(broker.bootstrap) as admin:
         admin.create_topic("closed-once", 2)
         broker.controls.call("close-connections", api="Metadata", count=1)
         admin.wait_for_topic("closed-once", 2)

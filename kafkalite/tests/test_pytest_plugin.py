@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 import kafkalite
+from kafkalite.tests import suite_brokers
 
 pytest_plugins = ["pytester"]
 
@@ -211,7 +212,7 @@ def test_external_broker(project: pytest.Pytester, how: str):
                 (t,) = c.metadata([kafka_topic]).topics
                 assert t.name == kafka_topic
     """))
-    with kafkalite.running() as external:
+    with suite_brokers.running() as external:
         if how == "option":
             result = run(project, f"--kafka-bootstrap={external.bootstrap}", EXPECTED_BOOTSTRAP=external.bootstrap)
         else:
@@ -273,7 +274,7 @@ def test_controls_against_an_external_broker_fail_with_the_reason(project: pytes
             pass
     """))
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
-    with kafkalite.running() as external:
+    with suite_brokers.running() as external:
         result = run(project, KAFKA_BOOTSTRAP=external.bootstrap,
                      PYTHONPATH=os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p))
     result.assert_outcomes(errors=1)

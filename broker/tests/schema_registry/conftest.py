@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -63,7 +63,7 @@ class Registry:
 
 @pytest.fixture(scope="module")
 def registry_broker():
-    with kafkalite.running(schema_registry=0) as broker:
+    with suite_brokers.running(schema_registry=0) as broker:
         yield broker
 
 

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 from .conftest import Registry
 
@@ -23,8 +23,8 @@ def secured():
     config = {"listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
               "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
               "scram.users": "SCRAM-SHA-256=[name=bob,password=bob-pw]"}
-    with kafkalite.running(listeners=["PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"], config=config,
-                           schema_registry=0) as broker:
+    with suite_brokers.running(listeners=["PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"], config=config,
+                               schema_registry=0) as broker:
         yield broker
 
 

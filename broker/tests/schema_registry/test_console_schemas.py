@@ -15,7 +15,7 @@ from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 AVRO = '{"type":"record","name":"Point","fields":[{"name":"x","type":"int"},{"name":"tag","type":"string"}]}'
 # a title: older confluent-kafka releases (2.6 among them) take the schema's name from it and refuse one without
@@ -24,7 +24,7 @@ JSON_SCHEMA = '{"title":"Person","type":"object","properties":{"name":{"type":"s
 
 @pytest.fixture(scope="module")
 def broker():
-    with kafkalite.running(schema_registry=0, console=0) as b:
+    with suite_brokers.running(schema_registry=0, console=0) as b:
         yield b
 
 
@@ -92,7 +92,7 @@ def test_schemas_page_and_decoded_records(broker):
 
 
 def test_console_without_registry_says_so():
-    with kafkalite.running(console=0) as b:
+    with suite_brokers.running(console=0) as b:
         assert get(b.console_url + "api/schemas") == {"enabled": False, "subjects": []}
         produce(b.bootstrap, "t", b"\x00\x00\x00\x00\x01xyz")
         assert get(f"{b.console_url}api/records/t/0/0")["records"][0]["value_schema"] is None

@@ -10,7 +10,7 @@ import json
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-import kafkalite
+from kafkalite.tests import suite_brokers
 
 from .conftest import Registry
 
@@ -54,12 +54,12 @@ def check(r: Registry, ids: dict, later: tuple[str, ...] = ()) -> None:
 
 def test_restart_and_kill_keep_everything(tmp_path):
     data = tmp_path / "data"
-    with kafkalite.running(data_dir=data, schema_registry=0) as broker:
+    with suite_brokers.running(data_dir=data, schema_registry=0) as broker:
         r = Registry(broker.schema_registry_url)
         ids = populate(r)
         check(r, ids)
         highest = max(ids.values())
-    with kafkalite.running(data_dir=data, schema_registry=0) as broker:  # a clean stop and start
+    with suite_brokers.running(data_dir=data, schema_registry=0) as broker:  # a clean stop and start
         r = Registry(broker.schema_registry_url)
         check(r, ids)
         status, body = r.register("c", {"type": "fixed", "name": "C", "size": 4})
@@ -67,7 +67,7 @@ def test_restart_and_kill_keep_everything(tmp_path):
         ids["c"] = body["id"]
         assert r.register("b", {"type": "enum", "name": "B", "symbols": ["THREE"]}) == (200, {"id": body["id"] + 1})
         broker.kill()  # kill -9: nothing flushed on the way out
-    with kafkalite.running(data_dir=data, schema_registry=0) as broker:
+    with suite_brokers.running(data_dir=data, schema_registry=0) as broker:
         r = Registry(broker.schema_registry_url)
         check(r, ids, later=("c",))
         assert r.get("/subjects/c/versions/1")[1]["id"] == ids["c"]
