@@ -44,19 +44,26 @@ def _alter(bootstrap: str, client_id: str, values: dict[str, float | None]) -> N
     assert [e.error_code for e in resp.entries] == [ErrorCode.none]
 
 
+def _described(bootstrap: str, client_id: str) -> bool:
+    with WireClient(bootstrap) as wire:
+        resp = wire.request(request(48, 1, strict=True, components=[
+            {"entity_type": "client-id", "match_type": 0, "match": client_id}]))
+    return len(resp.entries or ()) == 1
+
+
 def _set(bootstrap: str, client_id: str, values: dict[str, float | None]) -> None:
-    """`values` for `client_id`, waited for until the broker describes them (Kafka's brokers
-    apply quotas from their metadata image a moment after the controller commits)."""
+    """`values` for `client_id`, waited for until the broker's quota managers have them.
+
+    Kafka's broker applies a metadata change to the image DescribeClientQuotas answers from, then
+    to its quota managers (another publisher of the same change), so "described" alone can come
+    a moment too early. A broker publishes changes one at a time, in order: a second change, made
+    once the first is described, is described only after every publisher has taken the first."""
     _alter(bootstrap, client_id, values)
-
-    def described() -> bool:
-        with WireClient(bootstrap) as wire:
-            resp = wire.request(request(48, 1, strict=True, components=[
-                {"entity_type": "client-id", "match_type": 0, "match": client_id}]))
-        return len(resp.entries or ()) == 1
-
-    wait_until(described, timeout=20, what="the quota to be described")
-    time.sleep(0.5)  # Kafka's quota managers take the image after DescribeClientQuotas' cache
+    wait_until(lambda: _described(bootstrap, client_id), timeout=20, what="the quota to be described")
+    marker = f"{client_id}.applied"
+    _alter(bootstrap, marker, {"request_percentage": 1000.0})
+    wait_until(lambda: _described(bootstrap, marker), timeout=20, what="a later quota change to be described")
+    _alter(bootstrap, marker, {"request_percentage": None})
 
 
 @pytest.fixture
