@@ -31,7 +31,7 @@ from kio.schema.streams_group_describe.v0.request import StreamsGroupDescribeReq
 from compat_tests import brokers
 from compat_tests.clients.librdkafka import LibrdkafkaAdmin
 from compat_tests.frameworks import streams_app as sa
-from compat_tests.frameworks.test_streams_eos import _assert_output, _totals_count
+from compat_tests.frameworks.test_streams_eos import _assert_output, _output_count
 from kafkalite.protocol.client import WireClient
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.streams, pytest.mark.streams_groups]
@@ -128,7 +128,7 @@ def test_streams_group_protocol_end_to_end(streams_bootstrap, tmp_path):
     try:
         a = start("a")
         a.wait_running()
-        sa.wait_output(lambda: _totals_count(bootstrap, names), 300, timeout=120)
+        sa.wait_output(lambda: _output_count(bootstrap, names), 300, timeout=120)
 
         wait_group(bootstrap, app_id, lambda d: d["state"].lower() == "stable", 30, "a stable group")
         listing, desc = streams_admin(bootstrap, app_id, "list", "describe")
@@ -154,7 +154,7 @@ def test_streams_group_protocol_end_to_end(streams_bootstrap, tmp_path):
         desc = wait_group(bootstrap, app_id, _balanced(2, all_tasks), 60, "two members sharing the tasks")
         assert len({m["process_id"] for m in desc["members"]}) == 2
         sa.produce_orders(p, names["orders"], 300, 600)
-        sa.wait_output(lambda: _totals_count(bootstrap, names), 600, timeout=120)
+        sa.wait_output(lambda: _output_count(bootstrap, names), 600, timeout=120)
 
         # a clean close leaves the group at once
         b.close()
@@ -173,7 +173,7 @@ def test_streams_group_protocol_end_to_end(streams_bootstrap, tmp_path):
         fenced_after = time.monotonic() - killed_at
         assert fenced_after > 4, f"a killed member was removed after {fenced_after:.1f} s, before its session timeout"
         sa.produce_orders(p, names["orders"], 600, 900)
-        sa.wait_output(lambda: _totals_count(bootstrap, names), 900, timeout=120)
+        sa.wait_output(lambda: _output_count(bootstrap, names), 900, timeout=120)
         a.close()
         assert not any(i.errors() for i in instances), [i.errors() for i in instances]
         _assert_output(bootstrap, names, 900)
