@@ -41,6 +41,9 @@ REQUIRED_JARS = ("kafka-clients-4.4.0.jar", "commons-pool2-*.jar", "slf4j-api-*.
                  "jackson-databind-*.jar", "jackson-core-*.jar", "jackson-annotations-*.jar")
 JVM_FLAGS = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m", "-Xms32m", "-Xmx768m",
              "-Djava.net.preferIPv4Stack=true"]
+# javac's and jar's own JVM, short-lived likewise: C2 compiling javac cost half its CPU (the driver's
+# sources: 8.8 CPU-s with Java's defaults, 4.1 with these)
+TOOL_JVM_FLAGS = ["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-J-Xshare:auto"]
 
 
 class JavaError(Exception):
@@ -134,12 +137,12 @@ def build(*extra_source_dirs: Path, jars: list[Path] | None = None, with_driver:
             try:
                 classes = tmp / "classes"
                 res = subprocess.run(
-                    ["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
+                    ["javac", *TOOL_JVM_FLAGS, "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
                      "-cp", os.pathsep.join(map(str, jars)), *map(str, sources)],
                     capture_output=True, text=True, timeout=300)
                 if res.returncode != 0:
                     raise RuntimeError(f"javac failed:\n{res.stdout}\n{res.stderr}")
-                subprocess.run(["jar", "cf", str(tmp / "driver.jar"), "-C", str(classes), "."],
+                subprocess.run(["jar", *TOOL_JVM_FLAGS, "cf", str(tmp / "driver.jar"), "-C", str(classes), "."],
                                check=True, capture_output=True, timeout=120)
                 out.mkdir(exist_ok=True)
                 os.replace(tmp / "driver.jar", driver_jar)
