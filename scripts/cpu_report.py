@@ -18,12 +18,17 @@ process's environment: pytest sets it in the test process, and the processes a t
 inherit it (a session fixture's process counts for the test that first asked for it).
 Processes living less than the sampling interval are missed: the report says how much of the
 machine's busy time (/proc/stat) it saw. Only the standard library: it runs in any Python.
+
+A pytest process runs the tests of many files itself. With `--in-process DIR`, the report also
+lists the CPU those tests used in it, by test file, from the JSON files that
+kafkalite/tests/cpu_by_test.py writes into DIR at each pytest session's end.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import signal
 import time
@@ -151,6 +156,18 @@ class Sampler:
         return "\n".join(lines) + "\n"
 
 
+def in_process_report(folder: Path, top: int) -> str:
+    """The CPU of the tests in the pytest processes themselves, by test file (cpu_by_test.py's files)."""
+    by_file: collections.Counter[str] = collections.Counter()
+    for path in sorted(folder.glob("*.json")):
+        for test_file, seconds in json.loads(path.read_text()).items():
+            by_file[test_file] += seconds
+    lines = ["", f"CPU-seconds of the tests in the pytest processes themselves, by test file "
+             f"({sum(by_file.values()):.0f} in all), the top {top}:"]
+    lines += [f"{seconds:8.1f}  {name}" for name, seconds in by_file.most_common(top)]
+    return "\n".join(lines) + "\n"
+
+
 def machine_busy_ticks() -> int:
     """Busy clock ticks of all cores so far (/proc/stat: user nice system irq softirq steal)."""
     with open("/proc/stat") as f:
@@ -162,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the report, written when stopped")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--in-process", type=Path, metavar="DIR",
+                        help="also the tests' CPU in the pytest processes, from kafkalite/tests/cpu_by_test.py's files")
     args = parser.parse_args(argv)
     stopping = False
 
@@ -181,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         sampler.sample()
     sampler.sample()  # once more after the signal: what is still running counts to its end
     busy = (machine_busy_ticks() - busy_before) / TICKS_PER_SECOND
-    args.out.write_text(sampler.report(time.monotonic() - started, busy, args.top))
+    report = sampler.report(time.monotonic() - started, busy, args.top)
+    if args.in_process is not None:
+        report += in_process_report(args.in_process, args.top)
+    args.out.write_text(report)
     return 0
 
 

@@ -43,8 +43,13 @@ part_start=$SECONDS part_busy=$busy_ticks part_total=$total_ticks
 cpu_report_pid=""
 if [ $# -eq 0 ] && [ "${KAFKALITE_CPU_REPORT:-}" = 1 ]; then
     cpu_report="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/cpu-report.txt"
+    # and the CPU of the tests run in the pytest processes themselves, by test file
+    # (kafkalite/tests/cpu_by_test.py, in both passes)
+    cpu_by_test="${KAFKALITE_CACHE_DIR:-$PWD/.cache}/cpu-by-test"
+    rm -rf "$cpu_by_test"
+    SCHEDULER+=(-p kafkalite.tests.cpu_by_test "--cpu-by-test=$cpu_by_test")
     mkdir -p "$(dirname "$cpu_report")"
-    python3 scripts/cpu_report.py --out "$cpu_report" &
+    python3 scripts/cpu_report.py --out "$cpu_report" --in-process "$cpu_by_test" &
     cpu_report_pid=$!
     # a run that fails before its end (the install, say) does not leave it sampling
     trap 'kill "$cpu_report_pid" 2>/dev/null || true' EXIT

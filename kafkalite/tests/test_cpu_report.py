@@ -1,8 +1,10 @@
-"""scripts/cpu_report.py: every process's CPU time by program and by the test file that started it."""
+"""scripts/cpu_report.py: every process's CPU time by program and by the test file that started it;
+kafkalite/tests/cpu_by_test.py: the CPU of the tests in the pytest process itself, by test file."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -61,3 +63,27 @@ def test_a_process_counts_for_the_test_file_that_started_it(tmp_path: Path) -> N
     [line] = [line for line in report.splitlines() if line.endswith("  fake_tests/test_burn.py  py:-c")]
     assert 1.3 <= float(line.split()[0]) <= 3.0, report
     assert "the machine busy for" in report.splitlines()[0]
+
+
+def test_the_tests_own_cpu_is_summed_by_file_and_reported(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_burn.py").write_text(
+        "import time\n\ndef test_burn():\n    end = time.process_time() + 1.0\n"
+        "    while time.process_time() < end:\n        pass\n\ndef test_again():\n"
+        "    end = time.process_time() + 0.5\n    while time.process_time() < end:\n        pass\n")
+    (project / "test_idle.py").write_text("import time\n\ndef test_idle():\n    time.sleep(1.0)\n")
+    out = tmp_path / "cpu-by-test"
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "kafkalite.tests.cpu_by_test",
+                          f"--cpu-by-test={out}", "test_burn.py", "test_idle.py"], cwd=project, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    [written] = out.glob("*.json")
+    used = json.loads(written.read_text())
+    assert 1.5 <= used["test_burn.py"] <= 2.5 and used["test_idle.py"] < 0.5, used
+    (out / "1.json").write_text(json.dumps({"test_burn.py": 1.0, "other/test_x.py": 0.25}))
+    section = _module().in_process_report(out, top=5).splitlines()
+    assert section[1].startswith("CPU-seconds of the tests in the pytest processes themselves"), section
+    # every process's file summed, the costliest first
+    assert [line.split()[1] for line in section[2:]] == ["test_burn.py", "other/test_x.py", "test_idle.py"]
+    assert float(section[2].split()[0]) == round(used["test_burn.py"] + 1.0, 1)
