@@ -20,9 +20,9 @@ from typing import Any, Mapping
 
 import pytest
 
-from kafkalite.tests import suite_brokers
 from compat_tests.reference import free_port
 from kafkalite.broker.credentials import parse_scram_users
+from kafkalite.tests import suite_brokers
 
 KINDS = ("kafkalite", "kafka")
 EXTERNAL_BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP")

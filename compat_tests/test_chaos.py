@@ -15,10 +15,10 @@ from typing import Any, Callable
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.clients.librdkafka import LibrdkafkaClient
 from compat_tests.waiting import wait_until
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.controls, pytest.mark.librdkafka]
 

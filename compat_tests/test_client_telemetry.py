@@ -11,11 +11,11 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.clients.base import Msg
 from compat_tests.clients.java import JavaClient
 from compat_tests.waiting import wait_until
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.controls, pytest.mark.timeout(120)]
 

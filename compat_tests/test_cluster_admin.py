@@ -11,10 +11,10 @@ import uuid
 import pytest
 from confluent_kafka import KafkaError
 
-from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.clients.java import JavaClient
 from compat_tests.waiting import wait_until
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.cluster_admin, pytest.mark.timeout(180)]
 

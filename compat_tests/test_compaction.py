@@ -27,9 +27,9 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.waiting import wait_until
+from kafkalite.tests import suite_brokers
 
 pytestmark = [pytest.mark.produce_fetch, pytest.mark.on_kafka_too, pytest.mark.timeout(300)]
 

@@ -22,12 +22,12 @@ import uuid
 
 import pytest
 
-from kafkalite.tests import suite_brokers
 from compat_tests import brokers
 from compat_tests.cleanup import killed_at_end
 from compat_tests.clients.base import Msg
 from compat_tests.groups.members import Member
 from compat_tests.test_groups import KINDS
+from kafkalite.tests import suite_brokers
 
 pytestmark = pytest.mark.controls
 

@@ -47,8 +47,8 @@ from .launcher import Broker, _broker_env, broker_args, parse_ready_line
 __all__ = ["ForkServer", "ForkedBroker"]
 
 START_KEYS = ("data_dir", "host", "port", "config", "listeners", "advertised_listeners", "log_level", "metrics_port",
-               "console", "controls", "schema_registry", "clock", "kafka_version", "nodes", "tls_self_signed", "seed",
-               "http_allowed_hosts", "controls_token", "chaos", "chaos_profile", "extra_args")
+              "console", "controls", "schema_registry", "clock", "kafka_version", "nodes", "tls_self_signed", "seed",
+              "http_allowed_hosts", "controls_token", "chaos", "chaos_profile", "extra_args")
 
 
 class ForkedProcess:

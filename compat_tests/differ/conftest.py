@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from kafkalite.tests import suite_brokers
 from compat_tests.brokers import SUITE_CONFIG
+from kafkalite.tests import suite_brokers
 
 # Settings both brokers run with, so that timing-driven answers can be compared: the timed-out
 # transaction scan runs every second instead of every ten, and the internal topics have one

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from kafkalite.tests import suite_brokers
 from compat_tests.authorizer import secured_config
+from kafkalite.tests import suite_brokers
 
 from .acl_conversations import ACL_CONVERSATIONS, PLAIN
 from .conftest import SHARED_CONFIG

@@ -15,8 +15,9 @@ Rules:
   start to the next, and one started for nothing costs what forking saves.
 - A forked broker with a data dir of its own is killed at close (its directory goes with it); one
   with the caller's data dir is stopped with SIGTERM, as `kafkalite.Broker.close` does.
-- The tests of `kafkalite.start` itself, of the command line, of signals and of process limits
-  call `kafkalite.start` directly.
+- The tests of `kafkalite.start` itself, of the command line, of signals, of process limits and
+  of what a clean stop leaves (the ready file removed), and the documentation's examples, call
+  `kafkalite.start` directly.
 """
 
 from __future__ import annotations
