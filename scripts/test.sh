@@ -20,6 +20,10 @@
 # COMPAT_BROKER=kafka runs it on Apache Kafka.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Python may keep its bytecode: an environment that forbids it (PYTHONDONTWRITEBYTECODE, set on
+# some CI machines) makes every process of the run compile what it imports anew, and pytest
+# rewrite every test file's asserts in every worker (9 CPU-s a collection against 3.5).
+unset PYTHONDONTWRITEBYTECODE
 # the loadfile scheduler that keeps the files sharing a Spark session, or the differ's brokers,
 # on one worker (kafkalite/tests/shared_sessions.py; its hook is unused without xdist)
 SCHEDULER=(-p kafkalite.tests.shared_sessions)
