@@ -60,6 +60,19 @@ def consume(kt, topic: str, n: int, *args: str, timeout_ms: int = 15000) -> list
     return r.lines()
 
 
+def create_for_verifiable_producer(kt, topic: str, partitions: int) -> None:
+    """Creates `topic` and returns once every partition's leader answers ListOffsets.
+
+    kafka-verifiable-producer does not retry a failed send, and the tools run in one warm JVM, so
+    it can send as soon as kafka-topics returns: on Apache Kafka that is when the controller has
+    committed the topic, before the broker has become the partitions' leader (every record of a
+    loaded run failed NOT_LEADER_OR_FOLLOWER). kafka-get-offsets asks each partition's leader and
+    retries until it answers as leader."""
+    kt("kafka-topics", "--create", "--topic", topic, "--partitions", str(partitions))
+    offsets = kt("kafka-get-offsets", "--topic", topic).lines()
+    assert offsets == [f"{topic}:{p}:0" for p in range(partitions)], offsets
+
+
 # ---- kafka-topics ----
 
 
@@ -720,7 +733,7 @@ def test_consumer_perf_test(kt, topic):
 
 
 def test_verifiable_producer(kt, topic):
-    kt("kafka-topics", "--create", "--topic", topic, "--partitions", "2")
+    create_for_verifiable_producer(kt, topic, 2)
     r = kt("kafka-verifiable-producer", "--topic", topic, "--max-messages", "50", "--acks", "-1",
            "--value-prefix", "7")
     events = [json.loads(line) for line in r.lines()]
@@ -737,7 +750,7 @@ def test_verifiable_producer(kt, topic):
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_verifiable_consumer(kt, topic, group, protocol):
-    kt("kafka-topics", "--create", "--topic", topic, "--partitions", "2")
+    create_for_verifiable_producer(kt, topic, 2)
     produced = kt("kafka-verifiable-producer", "--topic", topic, "--max-messages", "40")
     # all 40 written before the consumer waits for them (its wait has no other end than the timeout)
     assert json.loads(produced.lines()[-1])["acked"] == 40, produced.stdout[-2000:]
