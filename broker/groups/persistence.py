@@ -269,9 +269,13 @@ class GroupPersistence:
         for gid in loaded:
             group = self.groups[gid]
             if isinstance(group, ConsumerGroup):
-                # recompute the target on the next heartbeat, sticking to what members own
+                # the target is what members own. A group whose every member had reached its epoch
+                # loads Stable, as Kafka's (which keeps the target's epoch in its records) does;
+                # any other is Assigning, its target recomputed on the next heartbeat
                 group.target = {mid: {t: set(ps) for t, ps in m.assigned.items()} for mid, m in group.members.items()}
-                group.assignment_epoch = group.group_epoch - 1 if group.members else group.group_epoch
+                reached = all(m.state == MemberState.STABLE and m.member_epoch == group.group_epoch
+                              for m in group.members.values())
+                group.assignment_epoch = group.group_epoch if reached else group.group_epoch - 1
                 # resolutions are not persisted: the regexes are resolved again at load
                 group.resolve_regexes(self._topic_view(), now)
                 group._refresh_subscription_metadata(self._topic_view())

@@ -222,6 +222,9 @@ def test_consumer_group_survives_restart():
     again = restart(coord)
     g = again.groups["cg"]
     assert g.group_epoch == 1 and g.members["m1"].assigned == {t.topic_id: {0, 1, 2, 3}}
+    # its one member had reached the group's epoch: the group loads Stable, as Kafka's does, so a
+    # describe before the member's next heartbeat sees it Stable (not Assigning)
+    assert g.state == "Stable"
     r2 = again.consumer_group_heartbeat(group_id="cg", member_id="m1", member_epoch=1, instance_id=None,
                                         rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None,
                                         subscribed_topic_regex=None, server_assignor=None,
