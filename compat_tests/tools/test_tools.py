@@ -65,8 +65,8 @@ def create_for_verifiable_producer(kt, topic: str, partitions: int) -> None:
 
     kafka-verifiable-producer does not retry a failed send, and the tools run in one warm JVM, so
     it can send as soon as kafka-topics returns: on Apache Kafka that is when the controller has
-    committed the topic, before the broker has become the partitions' leader (every record of a
-    loaded run failed NOT_LEADER_OR_FOLLOWER). kafka-get-offsets asks each partition's leader and
+    committed the topic, before the broker has become the partitions' leader (in one run every
+    record failed NOT_LEADER_OR_FOLLOWER). kafka-get-offsets asks each partition's leader and
     retries until it answers as leader."""
     kt("kafka-topics", "--create", "--topic", topic, "--partitions", str(partitions))
     offsets = kt("kafka-get-offsets", "--topic", topic).lines()
