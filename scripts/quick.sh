@@ -11,7 +11,7 @@
 # else .venv); it installs nothing (scripts/install-test-deps.sh does). Each step prints its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# bytecode kept, as scripts/test.sh says why
+# bytecode kept (scripts/test.sh says why)
 unset PYTHONDONTWRITEBYTECODE
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x .venv/bin/python ]; then
     export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PWD/.deps/bin:$PATH"
