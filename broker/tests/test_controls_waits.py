@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafkalite.controls import WaitFailed
 from kafkalite.tests import suite_brokers
@@ -259,11 +259,19 @@ def test_request_log_on_by_default_with_errors_and_times(broker):
     _produce(broker, topic, (b"k", b"v", None), config={"client.id": "logged-producer"})
     produces = broker.controls.requests(client_id="logged-producer").of("Produce")
     assert produces and all(e["error"] == "NONE" and e["response_ms"] >= 0 for e in produces)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}", "client.id": "logged-reader"})
+    # auto.offset.reset=error: librdkafka hands the out-of-range answer to poll() as an error
+    # (_AUTO_OFFSET_RESET) instead of resetting quietly, so the test waits for that answer
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}", "client.id": "logged-reader",
+                         "auto.offset.reset": "error"})
     try:
         # an offset past the end: Kafka answers OFFSET_OUT_OF_RANGE at the partition level
         consumer.assign([TopicPartition(topic, 0, 50)])
-        consumer.poll(1.0)
+        deadline = time.monotonic() + 30
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+        assert message is not None and message.error() is not None
+        assert message.error().code() == KafkaError._AUTO_OFFSET_RESET
     finally:
         consumer.close()
     fetches = broker.controls.requests(client_id="logged-reader").of("Fetch")
