@@ -252,8 +252,12 @@ def test_transaction_history_newest_first(broker, topic):
 
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
 def test_records_of_a_compressed_batch(broker, topic, codec):
-    # one batch: the five records are produced well within linger.ms, and flush() sends them at once
+    # One batch: the five records are produced well within linger.ms, and flush() sends them at once.
+    # The producer learns the topic's partitions first. Records produced before that wait in
+    # librdkafka's unassigned queue and move to partition 0 one by one once metadata arrives, and a
+    # flush() already under way can send the first of them alone: two batches.
     p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 5000})
+    assert len(p.list_topics(topic, timeout=10).topics[topic].partitions) == 1
     for i in range(5):
         p.produce(topic, key=b"k%d" % i, value=b"value %d " % i * 20, headers=[("h", None)])
     assert p.flush(10) == 0
