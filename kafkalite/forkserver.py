@@ -25,6 +25,14 @@ is single-threaded (forking a process with threads is unsafe) and never starts t
 each child starts its own trio loop from a clean state. A child's stdout is a pipe the server
 reads the ready line from; its stderr is its log file. The pytest plugin's `kafkalite_fresh`
 fixture uses one server per session.
+
+Only the server signals its brokers, and it names each by a number of its own, not by its pid.
+A broker that ends on its own is reaped by the server's next request, and from then on its pid
+is free: a `kill()` by pid from the test's process, which is not the broker's parent, could hit
+whatever process took the pid next (pids wrap within minutes on a busy machine). The server
+signals a broker only while it is its unreaped child (a zombie keeps its pid), and a status is
+that broker's, not an older one's of the same pid. No request holds the server long but a start:
+`wait` asks in short steps, so a signal from another thread goes between them.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -51,23 +60,30 @@ START_KEYS = ("data_dir", "host", "port", "config", "listeners", "advertised_lis
               "http_allowed_hosts", "controls_token", "chaos", "chaos_profile", "extra_args")
 
 
-class ForkedProcess:
-    """The part of subprocess.Popen a kafkalite.Broker uses, for a broker forked by the server."""
+# the longest a `wait` request holds the server (and the client's lock): other requests go between
+WAIT_STEP = 0.05
 
-    def __init__(self, server: "ForkServer", pid: int):
+
+class ForkedProcess:
+    """The part of subprocess.Popen a kafkalite.Broker uses, for a broker forked by the server.
+    `pid` is for the caller to read; the server is asked by `broker_id`, its number for the broker."""
+
+    def __init__(self, server: "ForkServer", pid: int, broker_id: int):
         self.server = server
         self.pid = pid
+        self.broker_id = broker_id
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            self.returncode = self.server._call({"op": "poll", "pid": self.pid})["status"]
+            self.returncode = self.server._call({"op": "poll", "id": self.broker_id})["status"]
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
-        if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
+        """Signals the broker through the server, unless it has ended (then its status is kept).
+        Once the server is closed its brokers are gone: it killed them, or they died with it."""
+        if self.returncode is None and not self.server.closed:
+            self.returncode = self.server._call({"op": "signal", "id": self.broker_id, "signal": int(sig)})["status"]
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -76,11 +92,12 @@ class ForkedProcess:
         self.send_signal(signal.SIGTERM)
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            status = self.server._call({"op": "wait", "pid": self.pid, "timeout": timeout})["status"]
-            if status is None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            step = WAIT_STEP if deadline is None else max(0.0, min(WAIT_STEP, deadline - time.monotonic()))
+            self.returncode = self.server._call({"op": "wait", "id": self.broker_id, "timeout": step})["status"]
+            if self.returncode is None and deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(f"kafkalite broker {self.pid}", timeout or 0)
-            self.returncode = status
         return self.returncode
 
 
@@ -90,6 +107,7 @@ class ForkServer:
     def __init__(self, timeout: float = 30.0, start_ahead: bool = True):
         self.timeout = timeout
         self.start_ahead = start_ahead
+        self.closed = False
         self._lock = threading.Lock()
         # data dirs of closed brokers, removed by a thread (removing directories costs
         # milliseconds each on some file systems; a test's teardown need not wait for it)
@@ -119,6 +137,8 @@ class ForkServer:
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
+            if self.closed:
+                raise RuntimeError("the kafkalite fork server is closed")
             assert self.process.stdin is not None
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
@@ -151,7 +171,7 @@ class ForkServer:
             raise RuntimeError(f"kafkalite did not become ready (exit status {answer.get('status')}); "
                                f"log:\n{log[-4000:]}")
         info = parse_ready_line(answer["ready"])
-        return ForkedBroker(process=ForkedProcess(self, answer["pid"]), bootstrap=info["bootstrap"],  # type: ignore[arg-type]
+        return ForkedBroker(process=ForkedProcess(self, answer["pid"], answer["id"]), bootstrap=info["bootstrap"],  # type: ignore[arg-type]
                              data_dir=data_dir, log_path=log_path, listeners=info.get("listeners", {}),
                              metrics_url=info.get("metrics"), console_url=info.get("console"),
                              controls_url=info.get("controls"), nodes=info.get("nodes", {}),
@@ -169,10 +189,12 @@ class ForkServer:
     def close(self) -> None:
         self._trash.put(None)
         self._cleaner.join(30)
-        if self.process.poll() is None:
+        with self._lock:  # no request is half written when stdin closes, and none follows
+            self.closed = True
             assert self.process.stdin is not None
             with contextlib.suppress(OSError):
                 self.process.stdin.close()  # the server kills what it forked and exits
+        if self.process.poll() is None:
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
@@ -310,15 +332,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _reap(children: dict[int, int], statuses: dict[int, int]) -> None:
-    """Collect the children that exited (killed by their broker's close) without waiting."""
-    for pid in list(children):
-        done, raw = os.waitpid(pid, os.WNOHANG)
-        if done:
-            statuses[pid] = _status(raw)
-            os.close(children.pop(pid))
-
-
 class _Spare:
     """A child forked ahead of the next start request, waiting for its command line: the fork
     (tens of milliseconds for a process of this size on a busy machine) is off the start's path."""
@@ -362,8 +375,13 @@ class _Server:
     a broker that is ready already (and another is started behind it)."""
 
     def __init__(self) -> None:
-        self.children: dict[int, int] = {}  # pid -> the read end of its stdout
-        self.statuses: dict[int, int] = {}
+        # pid -> the read end of its stdout, for every child not reaped yet (spare, started ahead,
+        # handed over): while a pid is here it is this server's child, whatever else runs
+        self.children: dict[int, int] = {}
+        # the server's own numbers for brokers handed over: pids are reused, these are not
+        self.handed: dict[int, int] = {}  # broker id -> pid, until the broker is reaped
+        self.statuses: dict[int, int] = {}  # broker id -> exit status, once reaped
+        self.next_id = 1
         # json of the command line -> (pid, stdout read end, data dir, log path) of a started broker
         self.warm: dict[str, tuple[int, int, str, str]] = {}
         self.spare: _Spare | None = _Spare(self.children)
@@ -386,41 +404,72 @@ class _Server:
     def start(self, args: list[str], timeout: float, ahead: bool = True, data_dir: str | None = None) -> dict[str, Any]:
         """A broker for `args`; `ahead`: start the next one for them now (the caller's `data_dir`
         is not a command line to start ahead: only one broker can have it)."""
-        _reap(self.children, self.statuses)
+        self._reap()
         key = json.dumps(args)
-        launched = (self.warm.pop(key, None) if data_dir is None else None) or self._launch(args, data_dir)
-        pid, read_fd, data_dir, log = launched
+        launched = self.warm.pop(key, None) if data_dir is None else None
+        if launched is not None and launched[0] not in self.children:  # it ended while it waited
+            shutil.rmtree(launched[2], ignore_errors=True)
+            launched = None
+        pid, read_fd, data_dir, log = launched or self._launch(args, data_dir)
         ready = _read_ready(read_fd, pid, timeout)
         if ready is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)  # unreaped: still this server's child
             status = _wait(pid, None)
             os.close(self.children.pop(pid))
             return {"pid": pid, "ready": None, "status": status, "data_dir": data_dir, "log": log}
+        broker_id, self.next_id = self.next_id, self.next_id + 1
+        self.handed[broker_id] = pid
         if ahead:
             # the next one for this command line starts now, while the test uses this one
             self.warm[key] = self._launch(args)
             while len(self.warm) > WARM_KEPT:
                 self._discard(self.warm.pop(next(iter(self.warm))))
-        return {"pid": pid, "ready": ready, "data_dir": data_dir, "log": log}
+        return {"pid": pid, "id": broker_id, "ready": ready, "data_dir": data_dir, "log": log}
+
+    def _reap(self) -> None:
+        """Collect the children that exited (killed by their broker's close) without waiting."""
+        for pid in list(self.children):
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                self._ended(pid, _status(raw))
+
+    def _ended(self, pid: int, status: int) -> None:
+        """A child reaped: its pid is free from now on, and a broker's status is kept by its id."""
+        os.close(self.children.pop(pid))
+        for broker_id, handed_pid in list(self.handed.items()):
+            if handed_pid == pid:
+                self.statuses[broker_id] = status
+                del self.handed[broker_id]
 
     def _discard(self, launched: tuple[int, int, str, str]) -> None:
         pid, read_fd, data_dir, _log = launched
-        with contextlib.suppress(ProcessLookupError):
+        if pid in self.children:  # not reaped: still this server's child
             os.kill(pid, signal.SIGKILL)
-        _wait(pid, 5)
-        os.close(self.children.pop(pid))
+            if (status := _wait(pid, 5)) is not None:
+                self._ended(pid, status)
         shutil.rmtree(data_dir, ignore_errors=True)
 
-    def status(self, pid: int, timeout: float | None) -> int | None:
-        if pid not in self.statuses:
-            if pid not in self.children:
-                raise ValueError(f"no broker with pid {pid}")
-            status = _wait(pid, timeout)
-            if status is not None:
-                self.statuses[pid] = status
-                os.close(self.children.pop(pid))
-        return self.statuses.get(pid)
+    def _pid(self, broker_id: int) -> int | None:
+        """The pid of a broker not reaped yet; None once it has ended and been reaped."""
+        if broker_id in self.handed:
+            return self.handed[broker_id]
+        if broker_id not in self.statuses:
+            raise ValueError(f"no broker {broker_id}")
+        return None
+
+    def status(self, broker_id: int, timeout: float | None) -> int | None:
+        pid = self._pid(broker_id)
+        if pid is not None and (status := _wait(pid, timeout)) is not None:
+            self._ended(pid, status)
+        return self.statuses.get(broker_id)
+
+    def signal(self, broker_id: int, sig: int) -> int | None:
+        """Sends `sig` to a broker that has not been reaped (a zombie keeps its pid, so the signal
+        cannot reach another process); returns the status of one that has."""
+        pid = self._pid(broker_id)
+        if pid is not None:
+            os.kill(pid, sig)
+        return self.statuses.get(broker_id)
 
     def close(self) -> None:
         if self.spare is not None:
@@ -428,8 +477,7 @@ class _Server:
         for launched in list(self.warm.values()):
             self._discard(launched)
         for pid in list(self.children):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)  # unreaped: still this server's child
             _wait(pid, 5)
 
 
@@ -456,9 +504,11 @@ def serve() -> None:
                     answer(server.start(request["args"], float(request.get("timeout") or 30),
                                         ahead=request.get("ahead", True), data_dir=request.get("data_dir")))
                 elif op == "poll":
-                    answer({"status": server.status(int(request["pid"]), 0)})
+                    answer({"status": server.status(int(request["id"]), 0)})
                 elif op == "wait":
-                    answer({"status": server.status(int(request["pid"]), request.get("timeout"))})
+                    answer({"status": server.status(int(request["id"]), request.get("timeout"))})
+                elif op == "signal":
+                    answer({"status": server.signal(int(request["id"]), int(request["signal"]))})
                 else:
                     raise ValueError(f"unknown op {op!r}")
             except Exception as exc:  # noqa: BLE001 - one bad request is answered, not fatal

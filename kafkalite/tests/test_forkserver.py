@@ -1,17 +1,22 @@
 """kafkalite.forkserver: brokers forked from a warm server are real, separate brokers; close()
 ends the process and removes the data dir, but stops a broker on the caller's data dir cleanly and
 keeps the directory; a bad setting fails with the broker's own line; the server starts the next
-broker ahead only when asked to; the server's end takes every broker it forked with it."""
+broker ahead only when asked to; the server's end takes every broker it forked with it; a broker
+is signalled only through the server, and never once it has ended and its pid is free."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import threading
 import time
 
 import pytest
 
 import kafkalite
-from kafkalite.forkserver import ForkServer
+from kafkalite.forkserver import ForkedProcess, ForkServer
 from kafkalite.protocol.client import WireClient
 from compat_tests.differ.core import request
 
@@ -110,3 +115,48 @@ def test_the_next_broker_is_started_ahead_only_when_asked():
         with ForkServer(start_ahead=ahead) as s:
             broker = s.start()
             assert len(_children(s.process.pid) - {broker.pid}) == waiting, ahead
+
+
+def _zombie(pid: int) -> bool:
+    """The process has ended and its parent has not reaped it yet (Linux's /proc)."""
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_a_broker_that_ended_by_itself_is_not_signalled_through_its_old_pid(server):
+    ended = server.start()
+    os.kill(ended.pid, signal.SIGKILL)  # it crashes: its ForkedProcess has not seen it end
+    _eventually(lambda: _zombie(ended.pid))
+    other = server.start()  # the server reaps what ended: from now on the pid is free
+    # a process that took the pid after it: the broker's process object must not signal it
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        reused = ForkedProcess(server, sleeper.pid, ended.process.broker_id)
+        reused.kill()
+        reused.terminate()
+        assert sleeper.poll() is None
+        assert reused.returncode == -signal.SIGKILL  # the crashed broker's own status
+        assert ended.process.poll() == -signal.SIGKILL
+        ended.close()  # its kill() finds the broker gone and signals nothing
+        assert other.process.poll() is None and _metadata_topics(other) == []  # alive, answering
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        other.close()
+
+
+def test_a_kill_is_not_held_behind_another_threads_wait(server):
+    broker = server.start()
+    waited: list[int] = []
+    waiting = threading.Event()
+
+    def wait() -> None:
+        waiting.set()
+        waited.append(broker.process.wait(60))
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    waiting.wait(10)
+    broker.process.kill()  # sent between the waiting thread's short requests, not after its 60 s
+    thread.join(30)
+    assert waited == [-signal.SIGKILL]
+    broker.close()
