@@ -10,13 +10,19 @@
 # one. Each driver has its own storage directory. runc runs the containers, with cgroups managed by podman
 # itself (no systemd), no default rlimits and no pids limit (machines without systemd or with a
 # low hard limit refuse podman's defaults). Networks made through podman (or its Docker API) are
-# kept under .cache/podman too, not in /etc/cni. Everything is set through CONTAINERS_CONF and
+# kept in one directory per user of the machine, not in /etc/containers and not per checkout:
+# podman 4.3 keeps the lock that orders netavark's firewall and bridge changes in that directory,
+# and every checkout's containers share the host's one network namespace (its iptables chains,
+# bridge names and subnets), so two checkouts testing at once must take the same lock (newer podman
+# has root use one lock per machine for this reason). Everything is set through CONTAINERS_CONF and
 # CONTAINERS_STORAGE_CONF, so `podman system service` runs with the same settings as the CLI.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PODMAN_DIR="${KAFKALITE_PODMAN_DIR:-$REPO/.cache/podman}"
 # run state is per storage directory (two checkouts with their own .cache never share it)
 RUN_DIR="${KAFKALITE_PODMAN_RUN_DIR:-/tmp/kafkalite-podman-$(id -u)-$(printf '%s' "$PODMAN_DIR" | sha256sum | cut -c1-8)}"
+# networks: one directory per user of the machine (see above)
+NET_DIR="/tmp/kafkalite-podman-$(id -u)-networks"
 DRIVER="${KAFKALITE_PODMAN_STORAGE_DRIVER:-}"
 if [ -z "$DRIVER" ]; then
     mkdir -p "$PODMAN_DIR"
@@ -27,7 +33,15 @@ if [ -z "$DRIVER" ]; then
         DRIVER=vfs
     fi
 fi
-mkdir -p "$PODMAN_DIR/storage-$DRIVER" "$PODMAN_DIR/networks" "$RUN_DIR/storage-$DRIVER" "$RUN_DIR/tmp"
+mkdir -p "$PODMAN_DIR/storage-$DRIVER" "$RUN_DIR/storage-$DRIVER" "$RUN_DIR/tmp"
+mkdir -p -m 700 "$NET_DIR"
+# /tmp is every user's: a directory of these names made by someone else is not used
+for dir in "$RUN_DIR" "$NET_DIR"; do
+    if [ -L "$dir" ] || [ ! -O "$dir" ]; then
+        echo "scripts/podman.sh: $dir belongs to another user or is a link: it is not used (remove it)" >&2
+        exit 2
+    fi
+done
 
 containers_conf="[containers]
 default_ulimits = []
@@ -42,7 +56,7 @@ events_logfile_path = \"$RUN_DIR/events.log\"
 tmp_dir = \"$RUN_DIR/tmp\"
 
 [network]
-network_config_dir = \"$PODMAN_DIR/networks\"
+network_config_dir = \"$NET_DIR\"
 "
 storage_conf="[storage]
 driver = \"$DRIVER\"
