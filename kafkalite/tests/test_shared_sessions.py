@@ -31,9 +31,15 @@ def test_a_group_is_one_scope_and_other_files_keep_their_own() -> None:
 
 
 def test_a_group_runs_on_one_worker_beside_other_files(tmp_path: Path) -> None:
-    """pytest -n 2 --dist loadfile with the plugin: the Spark group's two files on one worker, the
-    other files spread over both workers. Only xdist and the plugin are loaded (the other installed
-    plugins would cost each worker a second of start-up)."""
+    """pytest -n 3 --dist loadfile with the plugin: the Spark group's two files on one worker, the
+    other files spread over the others. Only xdist and the plugin are loaded (the other installed
+    plugins would cost each worker a second of start-up).
+
+    Where the files go is decided before any test runs, so no worker's speed moves them: xdist
+    hands each worker one unit of work, the largest first (a worker with at most two tests
+    pending would get a second; none has here). The group, one unit of six tests, goes to one
+    worker and the first two other files to the other two. Were the group's files two units,
+    they would go to two workers."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     grouped = SHARED_SESSIONS["spark session"]
     others = [f"other/test_other_{i}.py" for i in range(5)]
@@ -41,7 +47,7 @@ def test_a_group_runs_on_one_worker_beside_other_files(tmp_path: Path) -> None:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("".join(f"def test_{i}():\n    pass\n" for i in range(3)))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "xdist",
-                           "-p", "kafkalite.tests.shared_sessions", "-n", "2", "--dist", "loadfile", "-v", *grouped, "other"],
+                           "-p", "kafkalite.tests.shared_sessions", "-n", "3", "--dist", "loadfile", "-v", *grouped, "other"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
